@@ -1,0 +1,1 @@
+"""The `part` command line: check | eval | solve | convert."""

@@ -1,0 +1,55 @@
+"""`part convert`: external formats -> a complete .part spec, and .part -> graph JSON."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..core.errors import PartError
+from ..dsl.imports import graph_from_dnn_partitioning, graph_to_json, load_json, platform_fields
+
+
+def dnn_partitioning_to_part(path: Path, objective: str = "bottleneck", split: str = "contiguous",
+                             relative_to: Path | None = None) -> str:
+    """A spec for a dnn-partitioning file: the graph by import, platform from maxFPGAs /
+    maxCPUs / maxSizePerFPGA, contiguity, hard memory, colocation by colorClass, and the
+    training form when the file has backward nodes."""
+    data = load_json(path, None)
+    name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in path.stem) or "g"
+    if name[0].isdigit():
+        name = "g_" + name
+    try:
+        graph = graph_from_dnn_partitioning(data, name)
+        k, l, mem = platform_fields(data)
+    except (KeyError, TypeError, ValueError) as e:
+        raise PartError(f"{path} is not a dnn-partitioning file ({type(e).__name__}: {e})", None,
+                        "see ../shared/data/dnn-partitioning/README.md for the format") from None
+    base = relative_to if relative_to is not None else Path.cwd()
+    rel = os.path.relpath(path.resolve(), base.resolve())
+    if objective == "latency":
+        obj = "minimize latency"
+    elif objective == "bottleneck":
+        obj = "minimize bottleneck" + (" training pipedream" if graph.is_training else "")
+    else:
+        raise PartError(f"unknown objective '{objective}'", None, "use bottleneck or latency")
+    cons = (["contiguous"] if split == "contiguous" else []) + ["memory hard", "colocate by group"]
+    lines = [
+        f"# {path.name}, converted from the dnn-partitioning format by `part convert`",
+        f"# {len(graph.nodes)} nodes, {len(graph.edges)} edges"
+        + (", training graph" if graph.is_training else "") + "; times in ms",
+        f"param k = {k}          # accelerators (maxFPGAs)",
+        f"param l = {l}          # CPU cores (maxCPUs)",
+        f"param mem = {int(mem) if float(mem).is_integer() else mem} B   # memory per accelerator (maxSizePerFPGA)",
+        f"graph {name} = import {json.dumps(rel)} as dnn-partitioning",
+        "platform {",
+        "  device acc[k] { memory mem }",
+        "  device cpu[l] { host }",
+        "}",
+        obj,
+        "subject to { " + "; ".join(cons) + " }",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def graph_json(spec_graph) -> str:  # type: ignore[no-untyped-def]
+    return json.dumps(graph_to_json(spec_graph), indent=1) + "\n"

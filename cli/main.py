@@ -1,0 +1,201 @@
+"""`part`: check | eval | solve | convert. Exit codes are a stable contract:
+
+0 success; 1 internal error (a bug: please report); 2 user error in the spec, a file or
+the arguments; 3 infeasible (proven); 4 no solution within the limits; 5 solver not
+installed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Sequence
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USER, EXIT_INFEASIBLE, EXIT_NO_SOLUTION, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4, 5
+
+
+def _defines(items: list[str]) -> dict[str, str]:
+    from ..core.errors import PartError
+
+    out = {}
+    for it in items or []:
+        if "=" not in it:
+            raise PartError(f"-D {it}: expected name=value", None, "e.g. -D k=8 or -D mem=32GiB")
+        k, v = it.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from ..dsl.parser import parse_file
+
+    return parse_file(args.spec, _defines(args.define))
+
+
+def _emit(args: argparse.Namespace, obj: dict, text: str) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(obj, indent=1))
+    else:
+        print(text)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from ..solvers.bounds import bound
+    from .report import describe
+
+    spec = _load(args)
+    b = bound(spec)
+    d = spec.dense
+    _emit(args, {"ok": True, "file": spec.file, "graph": spec.graph.name, "nodes": d.n, "edges": d.m,
+                 "devices": list(d.devices), "objective": spec.objective.kind,
+                 "training": spec.graph.is_training, "bound": b}, describe(spec, b))
+    return EXIT_OK
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from ..core.assignment import read_assignment
+    from ..core.evaluate import evaluate
+    from .report import evaluation_report
+
+    spec = _load(args)
+    arr = read_assignment(spec, args.partition)
+    ev = evaluate(spec, arr)
+    _emit(args, ev.to_json(), evaluation_report(spec, ev, arr))
+    return EXIT_INFEASIBLE if (args.strict and not ev.feasible) else EXIT_OK
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from ..solvers.api import solve
+    from ..solvers.result import Status
+    from .report import result_report
+
+    spec = _load(args)
+    show = args.progress or (not args.json and sys.stderr.isatty())
+    progress = (lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)) if show else None
+    r = solve(spec, method=args.method, solver=args.solver, time_limit=args.time_limit, gap=args.gap,
+              seed=args.seed, threads=args.threads, progress=progress)
+    if args.output and r.assignment is not None:
+        Path(args.output).write_text(json.dumps({"assignment": r.assignment}, indent=1) + "\n")
+    _emit(args, r.to_json(), result_report(spec, r))
+    if r.status == Status.INFEASIBLE:
+        print("error: the spec is infeasible: no assignment satisfies its constraints", file=sys.stderr)
+        return EXIT_INFEASIBLE
+    if r.status == Status.NO_SOLUTION:
+        print(f"error: no feasible solution found ({r.stopped}); this does not prove the spec "
+              "infeasible: try a longer --time-limit or another --method", file=sys.stderr)
+        return EXIT_NO_SOLUTION
+    return EXIT_OK
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from ..core.errors import PartError
+    from .convert import dnn_partitioning_to_part, graph_json
+
+    src = Path(args.file)
+    fmt = args.from_format or ("dnn-partitioning" if src.suffix == ".json" else "part")
+    out_dir = Path(args.output).parent if args.output else None
+    if fmt == "dnn-partitioning":
+        if args.to not in (None, "part"):
+            raise PartError(f"cannot convert dnn-partitioning to '{args.to}'", None, "use --to part")
+        text = dnn_partitioning_to_part(src, args.objective, args.split, out_dir)
+    elif fmt == "part":
+        from ..dsl.parser import parse_file
+        from ..dsl.printer import to_part
+
+        spec = parse_file(src, _defines(args.define))
+        if args.to in (None, "part"):
+            text = to_part(spec, header=f"{src.name}, normalized by `part convert`")
+        elif args.to == "json":
+            text = graph_json(spec.graph)
+        else:
+            raise PartError(f"unknown target format '{args.to}'", None, "use --to part or --to json")
+    else:
+        raise PartError(f"unknown source format '{fmt}'", None, "use --from dnn-partitioning or --from part")
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="part", description="Partition DNN graphs across devices, "
+                                 "with certified answers. Exit codes: 0 ok, 2 user error, 3 infeasible, "
+                                 "4 no solution within limits, 5 solver not installed.")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser, spec: bool = True) -> None:
+        if spec:
+            p.add_argument("spec", help="a .part file")
+        p.add_argument("-D", dest="define", action="append", metavar="NAME=VALUE",
+                       help="override a param, e.g. -D k=8 or -D mem=32GiB (repeatable)")
+        p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+    p = sub.add_parser("check", help="parse and validate a spec, print a summary")
+    common(p)
+    p.set_defaults(func=cmd_check)
+    p = sub.add_parser("eval", help="score a partition under the spec's cost model")
+    common(p)
+    p.add_argument("partition", help="JSON: {node: device}, a `part solve --json` result, or a human-expert file")
+    p.add_argument("--strict", action="store_true", help="exit 3 if a constraint is violated")
+    p.set_defaults(func=cmd_eval)
+    p = sub.add_parser("solve", help="find a partition, with a bound and a gap")
+    common(p)
+    p.add_argument("--method", help="topo (default), single, brute")
+    p.add_argument("--solver", help="MIP backend: highs (default), scip, gurobi, cplex, cbc")
+    p.add_argument("--time-limit", type=float, metavar="SECONDS", help="wall-clock budget")
+    p.add_argument("--gap", type=float, metavar="FRACTION", help="stop when the gap is at most this")
+    p.add_argument("--seed", type=int, metavar="N")
+    p.add_argument("--threads", type=int, metavar="N")
+    p.add_argument("--output", "-o", metavar="FILE", help="also write the assignment as JSON")
+    p.add_argument("--progress", action="store_true", help="progress on stderr even when not a terminal")
+    p.set_defaults(func=cmd_solve)
+    p = sub.add_parser("convert", help="dnn-partitioning JSON -> .part spec; .part -> normalized .part or graph JSON")
+    p.add_argument("file")
+    p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "part"])
+    p.add_argument("--to", choices=["part", "json"])
+    p.add_argument("--objective", default="bottleneck", choices=["bottleneck", "latency"])
+    p.add_argument("--split", default="contiguous", choices=["contiguous", "any"],
+                   help="contiguous (default) or any: non-contiguous splits allowed")
+    p.add_argument("--output", "-o", metavar="FILE")
+    p.add_argument("-D", dest="define", action="append", metavar="NAME=VALUE")
+    p.set_defaults(func=cmd_convert)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from ..core.errors import PartError
+    from ..solvers.backends import SolverUnavailable
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except PartError as e:
+        print(e.render(), file=sys.stderr)
+        if getattr(args, "json", False):
+            print(json.dumps(e.to_json()))
+        return EXIT_USER
+    except SolverUnavailable as e:
+        print(f"error: {e}\nhint: {e.hint}", file=sys.stderr)
+        if getattr(args, "json", False):
+            print(json.dumps({"error": str(e), "kind": "solver_unavailable", "hint": e.hint}))
+        return EXIT_UNAVAILABLE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception:  # a bug in partdsl, not the user's fault
+        if os.environ.get("PARTDSL_DEBUG"):
+            traceback.print_exc()
+        exc = sys.exc_info()[1]
+        print(f"internal error: {type(exc).__name__}: {exc}\nThis is a bug in partdsl; rerun with "
+              "PARTDSL_DEBUG=1 for the traceback and please report it.", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""Human-readable tables for the CLI (the --json output is built from to_json methods)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.evaluate import Evaluation
+from ..core.ir import Spec
+from ..core.units import human_size
+from ..solvers.result import Result
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    cols = [header] + rows
+    w = [max(len(r[i]) for r in cols) for i in range(len(header))]
+    line = lambda r: "  ".join(c.rjust(w[i]) if i else c.ljust(w[i]) for i, c in enumerate(r))  # noqa: E731
+    return "\n".join([line(header), "  ".join("-" * x for x in w)] + [line(r) for r in rows])
+
+
+def fmt(x: float, digits: int = 6) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float) and math.isinf(x):
+        return "inf"
+    return f"{x:.{digits}g}"
+
+
+def objective_name(spec: Spec) -> str:
+    o = spec.objective
+    if o.kind == "bottleneck":
+        extra = [f"training {o.training}"] if o.training else []
+        extra += [f"overlap {o.overlap}"] if o.overlap else []
+        return "bottleneck (max device load)" + (f", {', '.join(extra)}" if extra else "")
+    if o.kind == "latency":
+        return "latency (single stream)"
+    return f"batched throughput, batch {o.batch}"
+
+
+def describe(spec: Spec, bound: float) -> str:
+    g, p, c = spec.graph, spec.platform, spec.constraints
+    d = spec.dense
+    kinds = []
+    for k in p.classes:
+        bits = [f"{k.count} x {k.name}"]
+        if k.host:
+            bits.append("host")
+        if k.memory is not None:
+            bits.append(f"memory {human_size(k.memory)}")
+        if k.link is not None:
+            bits.append(f"link {human_size(k.link)}/s")
+        kinds.append(", ".join(bits))
+    cons = [x for x, on in (("acyclic", c.acyclic), ("contiguous", c.contiguous),
+                            ("colocate by group", c.colocate)) if on]
+    cons.append(f"memory {c.memory}")
+    cons += [f"{len(c.pins)} pins"] if c.pins else []
+    cons += [f"{len(c.forbids)} forbids"] if c.forbids else []
+    cons += [f"{len(c.colocate_sets)} colocated sets"] if c.colocate_sets else []
+    cons += [f"stages <= {c.max_stages}"] if c.max_stages else []
+    groups = len(np.unique(d.colo))
+    unit = "samples/s" if spec.objective.kind == "throughput" else "ms"
+    which = "upper" if spec.objective.sense == "max" else "lower"
+    return "\n".join([
+        f"{spec.file}: ok",
+        f"  graph      {g.name}: {d.n} nodes, {d.m} edges"
+        + (f", training ({int(d.backward.sum())} backward nodes)" if g.is_training else "")
+        + (f", {groups} colocation units" if groups < d.n else ""),
+        "  platform   " + "; ".join(kinds),
+        f"  objective  {objective_name(spec)}",
+        f"  subject to {', '.join(cons)}",
+        f"  bound      {fmt(bound)} {unit} ({which} bound on the optimum, from compute alone)",
+    ])
+
+
+def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str:
+    d = spec.dense
+    counts = np.bincount(assignment[assignment >= 0], minlength=d.D)
+    rows = []
+    kind = spec.objective.kind
+    for j, dev in enumerate(d.devices):
+        p = ev.parts.get(dev, {})
+        if kind == "throughput":
+            cells = [fmt(p.get("busy", 0.0)), fmt(p.get("finish", 0.0))]
+        else:
+            cells = [fmt(p.get("compute", 0.0)), fmt(p.get("in", 0.0)), fmt(p.get("out", 0.0))]
+            if spec.constraints.memory == "overflow":
+                cells.append(fmt(p.get("overflow", 0.0)))
+            if spec.objective.training == "gpipe":
+                cells += [fmt(p.get("fw", 0.0)), fmt(p.get("bw", 0.0))]
+            if kind == "latency":
+                cells.append(fmt(p["finish"]) if "finish" in p else "-")
+            cells.append(fmt(ev.loads.get(dev, 0.0)))
+        rows.append([dev, str(counts[j])] + cells + [human_size(p.get("memory", 0.0))])
+    if kind == "throughput":
+        head = ["device", "nodes", "busy ms", "finish ms"]
+    else:
+        head = ["device", "nodes", "compute", "in", "out"]
+        head += ["overflow"] if spec.constraints.memory == "overflow" else []
+        head += ["fw", "bw"] if spec.objective.training == "gpipe" else []
+        head += ["finish"] if kind == "latency" else []
+        head += ["load"]
+    head.append("memory")
+    out = [f"objective  {objective_name(spec)} = {fmt(ev.objective)} {ev.unit}", "", table(rows, head)]
+    if ev.violations:
+        out += ["", f"{len(ev.violations)} violation(s):"] + [f"  [{v.kind}] {v.message}" for v in ev.violations]
+    else:
+        out += ["", "all constraints satisfied"]
+    return "\n".join(out)
+
+
+def result_report(spec: Spec, r: Result) -> str:
+    which = "upper" if r.sense == "max" else "lower"
+    lines = [f"status     {r.status.value} ({r.stopped})",
+             f"method     {r.method} (solver: {r.solver})",
+             f"objective  {fmt(r.objective)} {r.unit}",
+             f"bound      {fmt(r.bound)} {r.unit} ({which} bound on the optimum)",
+             f"gap        {fmt(100 * r.gap, 4) if math.isfinite(r.gap) else 'inf'}%",
+             f"time       {r.wall_time_s:.3f} s"]
+    if r.evaluation is not None and r.assignment is not None:
+        arr = np.array([spec.platform.devices.index(r.assignment[nm]) for nm in spec.dense.names])
+        lines += ["", evaluation_report(spec, r.evaluation, arr)]
+    return "\n".join(lines)

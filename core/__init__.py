@@ -1,0 +1,1 @@
+"""Core types shared by every stage: errors, units, the typed IR, the evaluator, results."""

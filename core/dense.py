@@ -1,0 +1,180 @@
+"""The dense NumPy view of a Spec, built once and shared by the evaluator and kernels.
+
+Arrays are indexed by node (n), device (D) and device class (C):
+work[n, C] (ms at batch 1, inf where unsupported), comm[n, C] (ms to move the node's
+output tensor between a device of that class and host memory; 0 on host classes),
+allowed[n, D] (support, only/not, pins, forbids), colo[n] (colocation component id),
+CSR successor lists, and a topological order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .ir import GENERIC, Node, Spec
+
+INF = float("inf")
+
+
+def work_time(node: Node, cls_name: str, speed: float, batch: int = 1) -> float:
+    """Time of `node` on a device of class `cls_name` for a batch of `batch` samples.
+
+    An entry for (class, batch) wins; then a generic entry for that batch, scaled by
+    the class speed; batches with no entry scale linearly from batch 1; inf if the
+    node has no work for that class (unsupported)."""
+    exact = generic = None
+    for w in node.work:
+        if w.batch == batch:
+            if w.on == cls_name:
+                exact = w.time
+            elif w.on == GENERIC:
+                generic = w.time / speed
+    if exact is not None:
+        return exact
+    if generic is not None:
+        return generic
+    if batch != 1:
+        one = work_time(node, cls_name, speed, 1)
+        return one * batch
+    return INF
+
+
+def union_find_labels(n: int, pairs: list[tuple[int, int]]) -> np.ndarray:
+    parent = list(range(n))
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for a, b in pairs:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return np.array([find(i) for i in range(n)], dtype=np.int64)
+
+
+def topological_order(n: int, src: np.ndarray, dst: np.ndarray) -> list[int] | None:
+    """Kahn's algorithm, smallest index first; None if the graph has a cycle."""
+    import heapq
+
+    indeg = np.bincount(dst, minlength=n).tolist()
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for a, b in zip(src.tolist(), dst.tolist()):
+        succ[a].append(b)
+    heap = [i for i in range(n) if indeg[i] == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        u = heapq.heappop(heap)
+        order.append(u)
+        for v in succ[u]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                heapq.heappush(heap, v)
+    return order if len(order) == n else None
+
+
+@dataclass(frozen=True, eq=False)
+class Dense:
+    n: int
+    names: tuple[str, ...]
+    devices: tuple[str, ...]
+    dev_class: np.ndarray  # [D] class index
+    class_names: tuple[str, ...]
+    host: np.ndarray  # [C] bool
+    work: np.ndarray  # [n, C]
+    params: np.ndarray  # [n]
+    comm: np.ndarray  # [n, C]
+    out_bytes: np.ndarray  # [n]
+    memory: np.ndarray  # [C], inf = unlimited
+    link: np.ndarray  # [C] B/s, inf = unspecified
+    src: np.ndarray  # [m]
+    dst: np.ndarray  # [m]
+    succ_ptr: np.ndarray  # CSR over src-sorted edges
+    succ_idx: np.ndarray
+    backward: np.ndarray  # [n] bool
+    colo: np.ndarray  # [n] component label (smallest member index)
+    allowed: np.ndarray  # [n, D] bool
+    topo: np.ndarray  # [n]
+
+    @property
+    def D(self) -> int:
+        return len(self.devices)
+
+    @property
+    def m(self) -> int:
+        return len(self.src)
+
+    @staticmethod
+    def build(spec: Spec) -> "Dense":
+        g, p, c = spec.graph, spec.platform, spec.constraints
+        n, C = len(g.nodes), len(p.classes)
+        devices = p.devices
+        dev_class = np.array(p.device_class, dtype=np.int64)
+        host = np.array([k.host for k in p.classes], dtype=bool)
+        memory = np.array([INF if k.memory is None else k.memory for k in p.classes])
+        link = np.array([INF if k.link is None else k.link for k in p.classes])
+        work = np.array([[work_time(nd, k.name, k.speed) for k in p.classes] for nd in g.nodes],
+                        dtype=float).reshape(n, C)
+        params = np.array([nd.params for nd in g.nodes], dtype=float)
+        out_bytes = np.array([nd.out or 0.0 for nd in g.nodes], dtype=float)
+        comm = np.zeros((n, C))
+        for i, nd in enumerate(g.nodes):
+            for ci, k in enumerate(p.classes):
+                if k.host:
+                    continue
+                if nd.comm is not None:
+                    comm[i, ci] = nd.comm
+                elif nd.out:
+                    comm[i, ci] = nd.out / link[ci] * 1e3 if np.isfinite(link[ci]) else 0.0
+        e = np.array(g.edges, dtype=np.int64).reshape(-1, 2)
+        src, dst = e[:, 0].copy(), e[:, 1].copy()
+        order = np.argsort(src, kind="stable")
+        succ_idx = dst[order]
+        succ_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(src, minlength=n), out=succ_ptr[1:])
+        backward = np.array([nd.backward for nd in g.nodes], dtype=bool)
+        # Colocation components (union-find over groups and explicit sets).
+        pairs: list[tuple[int, int]] = []
+        if c.colocate:
+            first: dict[str, int] = {}
+            for i, nd in enumerate(g.nodes):
+                if nd.group is not None:
+                    pairs.append((first.setdefault(nd.group, i), i))
+        for s in c.colocate_sets:
+            idx = [g.index[x.name] for x in s]
+            pairs += [(idx[0], j) for j in idx[1:]]
+        colo = union_find_labels(n, pairs)
+        # Allowed devices: support, only/not, pins, forbids.
+        cls_ok = np.isfinite(work)
+        for i, nd in enumerate(g.nodes):
+            if nd.only:
+                cls_ok[i] &= np.isin(np.arange(C), [p.class_index[x] for x in nd.only])
+            for x in nd.forbid:
+                cls_ok[i, p.class_index[x]] = False
+        allowed = cls_ok[:, dev_class] if n else np.zeros((0, len(devices)), bool)
+        dev_index = {d: j for j, d in enumerate(devices)}
+
+        def target_mask(targets) -> np.ndarray:
+            mask = np.zeros(len(devices), dtype=bool)
+            for t in targets:
+                if t.name in dev_index:
+                    mask[dev_index[t.name]] = True
+                else:
+                    mask |= dev_class == p.class_index[t.name]
+            return mask
+
+        for name, targets in c.pins:
+            allowed[g.index[name.name]] &= target_mask(targets)
+        for name, targets in c.forbids:
+            allowed[g.index[name.name]] &= ~target_mask(targets)
+        topo = topological_order(n, src, dst)
+        return Dense(n=n, names=tuple(nd.name for nd in g.nodes), devices=devices,
+                     dev_class=dev_class, class_names=tuple(k.name for k in p.classes),
+                     host=host, work=work, params=params, comm=comm, out_bytes=out_bytes,
+                     memory=memory, link=link, src=src, dst=dst, succ_ptr=succ_ptr,
+                     succ_idx=succ_idx, backward=backward, colo=colo, allowed=allowed,
+                     topo=np.array(topo if topo is not None else [], dtype=np.int64))

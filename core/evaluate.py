@@ -1,0 +1,431 @@
+"""The one evaluator: scores any assignment (node -> device) under the spec's cost
+semantics and lists every violated constraint. Every solver and kernel answer is
+re-scored here before it is returned.
+
+Cost semantics
+- Block/device load (Archer eq. 3, Tarnawski sec. 3 and 5.1.1): compute of its nodes
+  on its class + each incoming tensor once per receiving device + each outgoing tensor
+  once per sending device (however many consumers) + parameter overflow (Archer eq. 2,
+  `memory overflow`). Host devices (CPUs) read and write host memory for free.
+- Training (Tarnawski sec. 5.3, App. A): pipedream = max_d (FW_d + BW_d), which is the
+  plain load; gpipe = max_d FW_d + max_d BW_d, a tensor charged to the phase of the
+  node that sends (out) or consumes (in) it.
+- Overlap (Tarnawski App. C.1): load = max(compute, transfers) or, duplex,
+  max(in-transfers, compute, out-transfers); overflow streaming counts as a transfer in.
+- Latency (Tarnawski sec. 4): each non-host device runs its subgraph once, invoked when
+  all its inputs are in host memory; host nodes run as soon as their inputs are ready
+  (the paper assumes at least as many CPU cores as the graph is wide). A cycle among
+  device subgraphs deadlocks (infinite latency, reported as a violation).
+- Batched throughput (DiviML sec. III): the whole batch of L samples of each node runs on
+  its device in sub-batches of supported sizes; devices run one node at a time, in
+  topological order (list scheduling); tensors cross a direct link at its bandwidth, else
+  through host memory; throughput = L / makespan (samples/s), maximized.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .dense import INF, Dense, topological_order, work_time
+from .ir import Spec
+
+
+@dataclass(frozen=True)
+class Violation:
+    kind: str  # unassigned | unsupported | placement | memory | colocate | contiguous | acyclic | stages | deadlock | batch
+    message: str
+    nodes: tuple[str, ...] = ()
+    device: str | None = None
+
+    def to_json(self) -> dict:
+        d: dict = {"kind": self.kind, "message": self.message}
+        if self.nodes:
+            d["nodes"] = list(self.nodes)
+        if self.device:
+            d["device"] = self.device
+        return d
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    objective: float
+    sense: str  # min | max
+    unit: str  # ms | samples/s
+    loads: dict[str, float]
+    parts: dict[str, dict[str, float]] = field(default_factory=dict)  # device -> compute/in/out/overflow/fw/bw/memory
+    violations: tuple[Violation, ...] = ()
+
+    @property
+    def feasible(self) -> bool:
+        return not self.violations and bool(np.isfinite(self.objective))
+
+    def to_json(self) -> dict:
+        return {"objective": _num(self.objective), "sense": self.sense, "unit": self.unit,
+                "feasible": self.feasible,
+                "loads": {d: _num(v) for d, v in self.loads.items()},
+                "parts": {d: {k: _num(v) for k, v in p.items()} for d, p in self.parts.items()},
+                "violations": [v.to_json() for v in self.violations]}
+
+
+def _num(x: float) -> float | str | None:
+    x = float(x)
+    return x if np.isfinite(x) else ("inf" if x > 0 else "-inf")
+
+
+# ----------------------------------------------------------------------------- loads
+
+def transfer_charges(dense: Dense, dev: np.ndarray, phase: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """In/out transfer time per (device[, phase]): a tensor is charged once per sending
+    device and once per receiving device. With `phase` (0 fw, 1 bw per node), charges go
+    to the phase of the sender (out) / consumer (in); result shape [D * P]."""
+    D = dense.D
+    P = 1 if phase is None else 2
+    ph = np.zeros(dense.n, dtype=np.int64) if phase is None else phase
+    src, dst = dense.src, dense.dst
+    cross = dev[src] != dev[dst]
+    cu, cv = src[cross], dst[cross]
+    cls = dense.dev_class
+    out = np.zeros(D * P)
+    key = np.unique(cu * P + ph[cu])
+    u, p = key // P, key % P
+    np.add.at(out, dev[u] * P + p, dense.comm[u, cls[dev[u]]])
+    inn = np.zeros(D * P)
+    key = np.unique((cu * D + dev[cv]) * P + ph[cv])
+    p, ud = key % P, key // P
+    u, d = ud // D, ud % D
+    np.add.at(inn, d * P + p, dense.comm[u, cls[d]])
+    return inn, out
+
+
+def _compute(dense: Dense, dev: np.ndarray, phase: np.ndarray | None = None) -> np.ndarray:
+    P = 1 if phase is None else 2
+    ph = np.zeros(dense.n, dtype=np.int64) if phase is None else phase
+    w = dense.work[np.arange(dense.n), dense.dev_class[dev]]
+    out = np.zeros(dense.D * P)
+    np.add.at(out, dev * P + ph, w)
+    return out
+
+
+def memory_used(dense: Dense, dev: np.ndarray) -> np.ndarray:
+    return np.bincount(dev, weights=dense.params, minlength=dense.D)
+
+
+def overflow(spec: Spec, dense: Dense, dev: np.ndarray) -> np.ndarray:
+    """Archer eq. 2: (params - M)^+ / B per device, when memory mode is `overflow`."""
+    if spec.constraints.memory != "overflow":
+        return np.zeros(dense.D)
+    cls = dense.dev_class
+    excess = np.maximum(memory_used(dense, dev) - dense.memory[cls], 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ov = np.where(excess > 0, excess / dense.link[cls] * 1e3, 0.0)
+    return ov
+
+
+def combine(compute: np.ndarray, inn: np.ndarray, out: np.ndarray, ov: np.ndarray,
+            overlap: str | None) -> np.ndarray:
+    if overlap is None:
+        return compute + inn + out + ov
+    if overlap == "duplex":
+        return np.maximum(np.maximum(inn + ov, compute), out)
+    return np.maximum(compute, inn + out + ov)
+
+
+# ----------------------------------------------------------------------- constraints
+
+def _label_bits(dense: Dense, dev: np.ndarray, training: bool) -> np.ndarray:
+    return dev * 2 + dense.backward.astype(np.int64) if training else dev
+
+
+def non_contiguous(dense: Dense, dev: np.ndarray, training: bool) -> list[tuple[int, int]]:
+    """(label, node) pairs where a path leaves a device's set and re-enters it at `node`
+    (Tarnawski Def. 3.1); for training graphs, forward and backward parts separately."""
+    lab = _label_bits(dense, dev, training).tolist()
+    reach = [0] * dense.n  # labels whose set a path left before reaching this node
+    preds: list[list[int]] = [[] for _ in range(dense.n)]
+    for a, b in zip(dense.src.tolist(), dense.dst.tolist()):
+        preds[b].append(a)
+    bad: list[tuple[int, int]] = []
+    for v in dense.topo.tolist():
+        acc = 0
+        for p in preds[v]:
+            acc |= reach[p]
+            if lab[p] != lab[v]:
+                acc |= 1 << lab[p]
+        reach[v] = acc
+        if acc >> lab[v] & 1:
+            bad.append((lab[v], v))
+    return bad
+
+
+def quotient_cycle(k: int, pairs: np.ndarray) -> list[int] | None:
+    """A cycle in the quotient graph over k labels with edges `pairs`, or None."""
+    pairs = np.unique(pairs, axis=0) if len(pairs) else pairs
+    src = pairs[:, 0] if len(pairs) else np.zeros(0, np.int64)
+    dst = pairs[:, 1] if len(pairs) else np.zeros(0, np.int64)
+    if topological_order(k, src, dst) is not None:
+        return None
+    return find_cycle(k, src.tolist(), dst.tolist())
+
+
+def find_cycle(n: int, src: list[int], dst: list[int]) -> list[int]:
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for a, b in zip(src, dst):
+        succ[a].append(b)
+    color = [0] * n
+    stack_pos: dict[int, int] = {}
+    path: list[int] = []
+    for s in range(n):
+        if color[s]:
+            continue
+        it = [(s, iter(succ[s]))]
+        color[s] = 1
+        stack_pos[s] = 0
+        path = [s]
+        while it:
+            v, children = it[-1]
+            nxt = next(children, None)
+            if nxt is None:
+                color[v] = 2
+                stack_pos.pop(v, None)
+                path.pop()
+                it.pop()
+            elif color[nxt] == 1:
+                return path[stack_pos[nxt]:] + [nxt]
+            elif color[nxt] == 0:
+                color[nxt] = 1
+                stack_pos[nxt] = len(path)
+                path.append(nxt)
+                it.append((nxt, iter(succ[nxt])))
+    return []
+
+
+def violations(spec: Spec, dense: Dense, dev: np.ndarray) -> list[Violation]:
+    c, names, devices = spec.constraints, dense.names, dense.devices
+    out: list[Violation] = []
+    if (dev < 0).any():
+        miss = tuple(names[i] for i in np.flatnonzero(dev < 0))
+        return [Violation("unassigned", f"{len(miss)} node(s) have no device: {_short(miss)}", miss)]
+    cls = dense.dev_class[dev]
+    unsup = ~np.isfinite(dense.work[np.arange(dense.n), cls])
+    for d in np.unique(dev[unsup]):
+        nodes = tuple(names[i] for i in np.flatnonzero(unsup & (dev == d)))
+        out.append(Violation("unsupported", f"{_short(nodes)} cannot run on {devices[d]} "
+                             f"(no work given for class '{dense.class_names[dense.dev_class[d]]}')",
+                             nodes, devices[d]))
+    bad = ~dense.allowed[np.arange(dense.n), dev] & ~unsup
+    for d in np.unique(dev[bad]):
+        nodes = tuple(names[i] for i in np.flatnonzero(bad & (dev == d)))
+        out.append(Violation("placement", f"{_short(nodes)} may not be placed on {devices[d]} "
+                             "(only/not/pin/forbid)", nodes, devices[d]))
+    if c.memory == "hard":
+        used = memory_used(dense, dev)
+        cap = dense.memory[dense.dev_class]
+        for d in np.flatnonzero(used > cap * (1 + 1e-12)):
+            out.append(Violation("memory", f"{devices[d]} holds {used[d]:.6g} B, capacity "
+                                 f"{cap[d]:.6g} B", device=devices[d]))
+    comp = dense.colo
+    split = np.flatnonzero(np.bincount(comp, minlength=dense.n) > 1)
+    for r in split:
+        members = np.flatnonzero(comp == r)
+        if len(np.unique(dev[members])) > 1:
+            nodes = tuple(names[i] for i in members)
+            out.append(Violation("colocate", f"colocated nodes {_short(nodes)} are on "
+                                 f"{len(np.unique(dev[members]))} different devices", nodes))
+    training = spec.graph.is_training
+    if c.contiguous:
+        seen: set[int] = set()
+        for lab, v in non_contiguous(dense, dev, training):
+            if lab in seen:
+                continue
+            seen.add(lab)
+            d = lab // 2 if training else lab
+            part = (" (backward part)" if lab % 2 else " (forward part)") if training else ""
+            out.append(Violation("contiguous", f"{devices[d]}{part} is not contiguous: a path "
+                                 f"leaves it and comes back at {names[v]}", (names[v],), devices[d]))
+    if c.acyclic:
+        lab = _label_bits(dense, dev, training)
+        cross = lab[dense.src] != lab[dense.dst]
+        k = dense.D * (2 if training else 1)
+        cyc = quotient_cycle(k, np.stack([lab[dense.src][cross], lab[dense.dst][cross]], axis=1))
+        if cyc:
+            txt = " -> ".join(devices[x // 2 if training else x] for x in cyc)
+            out.append(Violation("acyclic", f"the stages form a cycle: {txt}"))
+    if c.max_stages is not None:
+        used_devs = len(np.unique(dev))
+        if used_devs > c.max_stages:
+            out.append(Violation("stages", f"{used_devs} devices used, at most {c.max_stages} allowed"))
+    return out
+
+
+def _short(names: tuple[str, ...], k: int = 5) -> str:
+    return ", ".join(names[:k]) + (f" and {len(names) - k} more" if len(names) > k else "")
+
+
+# ------------------------------------------------------------------------ objectives
+
+def _bottleneck(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict, dict]:
+    obj = spec.objective
+    ov = overflow(spec, dense, dev)
+    comp = _compute(dense, dev)
+    inn, out = transfer_charges(dense, dev)
+    load = combine(comp, inn, out, ov, obj.overlap)
+    parts = {d: {"compute": comp[j], "in": inn[j], "out": out[j], "overflow": ov[j]}
+             for j, d in enumerate(dense.devices)}
+    value = float(load.max()) if dense.D else 0.0
+    if obj.training == "gpipe":
+        ph = dense.backward.astype(np.int64)
+        comp2 = _compute(dense, dev, ph).reshape(-1, 2)
+        in2, out2 = (x.reshape(-1, 2) for x in transfer_charges(dense, dev, ph))
+        fw = combine(comp2[:, 0], in2[:, 0], out2[:, 0], ov, obj.overlap)
+        bw = combine(comp2[:, 1], in2[:, 1], out2[:, 1], ov, obj.overlap)
+        for j, d in enumerate(dense.devices):
+            parts[d].update(fw=fw[j], bw=bw[j])
+        value = float(fw.max() + bw.max())
+    return value, {d: float(x) for d, x in zip(dense.devices, load)}, parts
+
+
+def _latency(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict, dict, list[Violation]]:
+    n, D = dense.n, dense.D
+    cls = dense.dev_class[dev]
+    host_node = dense.host[cls]
+    unit = np.where(host_node, D + np.arange(n), dev)
+    comp = _compute(dense, dev)
+    inn, out = transfer_charges(dense, dev)
+    cross = unit[dense.src] != unit[dense.dst]
+    upairs = np.stack([unit[dense.src][cross], unit[dense.dst][cross]], axis=1)
+    k = D + n
+    order = topological_order(k, upairs[:, 0], upairs[:, 1]) if len(upairs) else list(range(k))
+    loads = {d: float(comp[j] + inn[j] + out[j]) for j, d in enumerate(dense.devices)}
+    parts = {d: {"compute": comp[j], "in": inn[j], "out": out[j]} for j, d in enumerate(dense.devices)}
+    if order is None:
+        cyc = find_cycle(k, upairs[:, 0].tolist(), upairs[:, 1].tolist())
+        txt = " -> ".join(dense.devices[x] if x < D else dense.names[x - D] for x in cyc)
+        return INF, loads, parts, [Violation("deadlock", "device subgraphs wait on each other "
+                                             f"(single-stream execution cannot start): {txt}")]
+    members: list[list[int]] = [[] for _ in range(k)]
+    for v in range(n):
+        members[unit[v]].append(v)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for a, b in zip(dense.src.tolist(), dense.dst.tolist()):
+        preds[b].append(a)
+    lat = np.zeros(n)
+    work = dense.work[np.arange(n), cls]
+    for u in order:
+        mem = members[u]
+        if not mem:
+            continue
+        ready = max((lat[p] for v in mem for p in preds[v] if unit[p] != u), default=0.0)
+        if u >= D:  # a node on a host device
+            lat[mem[0]] = ready + work[mem[0]]
+        else:
+            finish = ready + inn[u] + comp[u] + out[u]
+            lat[mem] = finish
+            parts[dense.devices[u]].update(start=ready, finish=finish)
+    return float(lat.max()) if n else 0.0, loads, parts, []
+
+
+def link_table(spec: Spec) -> dict[tuple[int, int], float]:
+    """Direct device-to-device bandwidths (B/s), class-level links expanded."""
+    p = spec.platform
+    devs = {d: j for j, d in enumerate(p.devices)}
+
+    def expand(x: str) -> list[int]:
+        if x in devs:
+            return [devs[x]]
+        ci = p.class_index[x]
+        return [j for j, c in enumerate(p.device_class) if c == ci]
+
+    table: dict[tuple[int, int], float] = {}
+    for ln in p.links:
+        for a in expand(ln.a):
+            for b in expand(ln.b):
+                if a != b:
+                    table[(a, b)] = ln.bandwidth
+                    if not ln.directed:
+                        table[(b, a)] = ln.bandwidth
+    return table
+
+
+def batch_time(spec: Spec, node_i: int, cls_i: int, L: int) -> float:
+    """Fastest way to run L samples of a node on one device of a class, in sub-batches of
+    the class's supported sizes (any size if none are declared)."""
+    k = spec.platform.classes[cls_i]
+    node = spec.graph.nodes[node_i]
+    if not k.batches:
+        return work_time(node, k.name, k.speed, L)
+    best = [0.0] + [INF] * L
+    for x in range(1, L + 1):
+        for b in k.batches:
+            if b <= x:
+                best[x] = min(best[x], best[x - b] + work_time(node, k.name, k.speed, b))
+    return best[L]
+
+
+def _throughput(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict, dict, list[Violation]]:
+    L = spec.objective.batch
+    cls = dense.dev_class[dev]
+    links = link_table(spec)
+    preds: list[list[int]] = [[] for _ in range(dense.n)]
+    for a, b in zip(dense.src.tolist(), dense.dst.tolist()):
+        preds[b].append(a)
+    finish = np.zeros(dense.n)
+    free = np.zeros(dense.D)
+    busy = np.zeros(dense.D)
+    bad: list[str] = []
+    for v in dense.topo.tolist():
+        d = dev[v]
+        t = batch_time(spec, v, cls[v], L)
+        if not np.isfinite(t) and np.isfinite(dense.work[v, cls[v]]):
+            bad.append(dense.names[v])
+        ready = 0.0
+        for u in preds[v]:
+            du = dev[u]
+            if du == d:
+                x = 0.0
+            elif (du, d) in links:
+                x = dense.out_bytes[u] * L / links[(du, d)] * 1e3
+            else:
+                x = (dense.comm[u, cls[u]] + dense.comm[u, cls[v]]) * L
+            ready = max(ready, finish[u] + x)
+        start = max(ready, free[d])
+        finish[v] = start + t
+        free[d] = finish[v]
+        busy[d] += t
+    makespan = float(finish.max()) if dense.n else 0.0
+    value = L / makespan * 1e3 if makespan > 0 else (INF if np.isfinite(makespan) else 0.0)
+    if not np.isfinite(makespan):
+        value = 0.0
+    parts = {d: {"busy": busy[j], "finish": free[j]} for j, d in enumerate(dense.devices)}
+    viol = []
+    if bad:
+        viol.append(Violation("batch", f"batch {L} cannot be split into supported sizes for "
+                              f"{_short(tuple(bad))}", tuple(bad)))
+    return value, {d: float(x) for d, x in zip(dense.devices, busy)}, parts, viol
+
+
+def evaluate(spec: Spec, assignment: np.ndarray) -> Evaluation:
+    """Score an assignment (int array: node index -> device index, -1 = unassigned)."""
+    dense = spec.dense
+    dev = np.asarray(assignment, dtype=np.int64)
+    viol = violations(spec, dense, dev)
+    if viol and viol[0].kind == "unassigned":
+        return Evaluation(INF, spec.objective.sense, _unit(spec), {}, {}, tuple(viol))
+    kind = spec.objective.kind
+    if kind == "bottleneck":
+        value, loads, parts = _bottleneck(spec, dense, dev)
+    elif kind == "latency":
+        value, loads, parts, extra = _latency(spec, dense, dev)
+        viol += extra
+    else:
+        value, loads, parts, extra = _throughput(spec, dense, dev)
+        viol += extra
+    used = memory_used(dense, dev)
+    for j, d in enumerate(dense.devices):
+        parts[d]["memory"] = float(used[j])
+    return Evaluation(value, spec.objective.sense, _unit(spec), loads, parts, tuple(viol))
+
+
+def _unit(spec: Spec) -> str:
+    return "samples/s" if spec.objective.kind == "throughput" else "ms"

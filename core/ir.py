@@ -1,0 +1,180 @@
+"""The typed, immutable IR: the only contract between the front end and everything else.
+
+It knows nothing of Lark or Pyomo. Times are in ms, sizes in bytes, bandwidths in B/s
+(core/units.py). Source spans ride along for error messages but never take part in
+equality, so a spec parsed from text equals the same spec built in Python.
+The NumPy view used by the evaluator and kernels is `core.dense.Dense` (built once,
+cached on the Spec).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from .errors import Span
+from .units import Quantity
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .dense import Dense
+
+GENERIC = ""  # work entry that applies to every device class (scaled by the class speed)
+
+
+@dataclass(frozen=True)
+class Work:
+    """Processing time of a node: on one device class (or all, GENERIC) at one batch size."""
+
+    time: float
+    on: str = GENERIC
+    batch: int = 1
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operator/layer. `out` is the output tensor size (bytes); `comm` is its transfer
+    time to/from host memory (ms), which overrides out/link when given (Tarnawski sec. 3)."""
+
+    name: str
+    work: tuple[Work, ...] = ()
+    params: float = 0.0
+    out: float | None = None
+    comm: float | None = None
+    backward: bool = False
+    group: str | None = None
+    only: tuple[str, ...] = ()
+    forbid: tuple[str, ...] = ()
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Graph:
+    name: str
+    nodes: tuple[Node, ...]
+    edges: tuple[tuple[int, int], ...]  # sorted, unique, indices into nodes
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        return {nd.name: i for i, nd in enumerate(self.nodes)}
+
+    @property
+    def is_training(self) -> bool:
+        return any(nd.backward for nd in self.nodes)
+
+
+@dataclass(frozen=True)
+class DeviceClass:
+    """`count` identical devices named name[0] .. name[count-1]. A host device reads and
+    writes host memory for free (Tarnawski's CPUs); `link` is its bandwidth to host memory."""
+
+    name: str
+    count: int = 1
+    memory: float | None = None
+    link: float | None = None
+    host: bool = False
+    speed: float = 1.0
+    batches: tuple[int, ...] = ()
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Link:
+    """A direct link between two devices or device classes (DiviML's beta(h, k)), B/s."""
+
+    a: str
+    b: str
+    bandwidth: float
+    directed: bool = False
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Platform:
+    classes: tuple[DeviceClass, ...]
+    links: tuple[Link, ...] = ()
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def devices(self) -> tuple[str, ...]:
+        return tuple(f"{c.name}[{i}]" for c in self.classes for i in range(c.count))
+
+    @cached_property
+    def device_class(self) -> tuple[int, ...]:
+        return tuple(ci for ci, c in enumerate(self.classes) for _ in range(c.count))
+
+    @cached_property
+    def class_index(self) -> dict[str, int]:
+        return {c.name: i for i, c in enumerate(self.classes)}
+
+
+OBJECTIVES = ("bottleneck", "latency", "throughput")
+
+
+@dataclass(frozen=True)
+class Objective:
+    """bottleneck: pipelined max load (Archer MTPP / Tarnawski max-load), with optional
+    training form (pipedream: max FW+BW; gpipe: max FW + max BW) and overlap of transfers
+    with compute (Tarnawski App. C.1: simplex = max(compute, comm), duplex = max(in,
+    compute, out)). latency: single stream (Tarnawski sec. 4). throughput: batched
+    (DiviML sec. III), maximized."""
+
+    kind: str = "bottleneck"
+    training: str | None = None
+    overlap: str | None = None
+    batch: int = 1
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def sense(self) -> str:
+        return "max" if self.kind == "throughput" else "min"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a pin/forbid points: one device ('gpu[0]') or a whole class ('gpu')."""
+
+    name: str
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Constraints:
+    acyclic: bool = False
+    contiguous: bool = False
+    memory: str = "hard"  # hard | overflow (Archer eq. 2) | ignore
+    colocate: bool = False  # nodes of the same `group` share a device
+    colocate_sets: tuple[tuple[Target, ...], ...] = ()  # each a set of node names
+    pins: tuple[tuple[Target, tuple[Target, ...]], ...] = ()  # node -> allowed devices/classes
+    forbids: tuple[tuple[Target, tuple[Target, ...]], ...] = ()  # node -> excluded devices/classes
+    max_stages: int | None = None
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    method: str | None = None
+    solver: str | None = None
+    time_limit: float | None = None  # seconds
+    gap: float | None = None  # fraction
+    seed: int | None = None
+    threads: int | None = None
+
+    def merged(self, **overrides: object) -> "SolveOptions":
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class Spec:
+    graph: Graph
+    platform: Platform
+    objective: Objective = Objective()
+    constraints: Constraints = Constraints()
+    solve: SolveOptions = SolveOptions()
+    params: tuple[tuple[str, Quantity | str], ...] = ()
+    file: str = field(default="<spec>", compare=False, repr=False)
+
+    @cached_property
+    def dense(self) -> "Dense":
+        from .dense import Dense
+
+        return Dense.build(self)

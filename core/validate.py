@@ -1,0 +1,175 @@
+"""Semantic checks on an assembled Spec, for text and Python-built specs alike.
+
+Each problem raises a PartError pointing at the declaration involved: unknown names,
+a cycle in the graph (named), a node no device supports, memory that cannot fit even
+using every device, missing link bandwidths, and inconsistent objective settings.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from .dense import topological_order
+from .errors import PartError, Span, did_you_mean
+from .evaluate import find_cycle
+from .ir import GENERIC, Spec, Target
+
+
+def validate(spec: Spec) -> None:
+    g, p, c, o = spec.graph, spec.platform, spec.constraints, spec.objective
+    classes = p.class_index
+    _check_names(spec)
+    if not p.classes:
+        raise PartError("the platform declares no devices", p.span,
+                        "add e.g. `platform { device gpu[4] { memory 16 GiB; link 12 GB/s } }`")
+    if not g.nodes:
+        raise PartError(f"graph '{g.name}' has no nodes", g.span, "declare nodes with `node name { work 1 ms }`")
+    for k in p.classes:
+        if k.count < 1:
+            raise PartError(f"device class '{k.name}' has {k.count} devices", k.span,
+                            "a device class needs at least one device, e.g. `device gpu[2]`")
+        if k.speed <= 0:
+            raise PartError(f"device class '{k.name}' has speed {k.speed}", k.span, "speed must be positive")
+    # node-level class references
+    for nd in g.nodes:
+        for ref in [w.on for w in nd.work if w.on != GENERIC] + list(nd.only) + list(nd.forbid):
+            if ref not in classes:
+                raise PartError(f"node '{nd.name}' names unknown device class '{ref}'", nd.span,
+                                did_you_mean(ref, list(classes)))
+    _check_cycle(spec)
+    devices = set(p.devices)
+    node_names = g.index
+
+    def check_target(t: Target, what: str) -> None:
+        if t.name not in devices and t.name not in classes:
+            raise PartError(f"{what} names unknown device or class '{t.name}'", t.span,
+                            did_you_mean(t.name, list(classes) + list(p.devices)))
+
+    def check_node(t: Target, what: str) -> None:
+        if t.name not in node_names:
+            raise PartError(f"{what} names unknown node '{t.name}'", t.span,
+                            did_you_mean(t.name, list(node_names)))
+
+    for node, targets in c.pins:
+        check_node(node, "pin")
+        for t in targets:
+            check_target(t, "pin")
+    for node, targets in c.forbids:
+        check_node(node, "forbid")
+        for t in targets:
+            check_target(t, "forbid")
+    for s in c.colocate_sets:
+        for t in s:
+            check_node(t, "colocate")
+    for ln in p.links:
+        for end in (ln.a, ln.b):
+            if end not in devices and end not in classes:
+                raise PartError(f"link names unknown device or class '{end}'", ln.span,
+                                did_you_mean(end, list(classes) + list(p.devices)))
+        if ln.bandwidth <= 0:
+            raise PartError("link bandwidth must be positive", ln.span)
+    if c.max_stages is not None and c.max_stages < 1:
+        raise PartError("stages must be at least 1", None, "write e.g. `stages <= 4`")
+    if o.kind == "throughput" and o.batch < 1:
+        raise PartError("the throughput batch must be at least 1", o.span, "write e.g. `batch 128`")
+    if o.training == "gpipe" and not g.is_training:
+        raise PartError("`training gpipe` needs backward nodes, and this graph has none", o.span,
+                        "mark backward nodes with `backward`, or drop the training option")
+    dense = spec.dense
+    # transfers need a bandwidth on non-host classes
+    needs_link = np.array([nd.comm is None and bool(nd.out) for nd in g.nodes])
+    has_succ = np.bincount(dense.src, minlength=dense.n) > 0
+    for ci, k in enumerate(p.classes):
+        if k.host or k.link is not None:
+            continue
+        runs = np.isfinite(dense.work[:, ci])
+        if (needs_link & has_succ & runs).any():
+            who = g.nodes[int(np.flatnonzero(needs_link & has_succ & runs)[0])].name
+            raise PartError(f"device class '{k.name}' has no link bandwidth, but node '{who}' "
+                            "sends an output tensor given in bytes", k.span,
+                            f"add `link 12 GB/s` to device {k.name}, mark it `host`, or give "
+                            "nodes a transfer time with `comm 0.5 ms`")
+        if c.memory == "overflow" and k.memory is not None:
+            raise PartError(f"`memory overflow` streams parameters over the link, but device class "
+                            f"'{k.name}' has no link bandwidth", k.span, f"add `link 12 GB/s` to {k.name}")
+    # every node must have somewhere to go
+    for i in np.flatnonzero(~dense.allowed.any(axis=1)):
+        nd = g.nodes[i]
+        sup = [p.classes[ci].name for ci in range(len(p.classes)) if np.isfinite(dense.work[i, ci])]
+        why = ("it has no work on any declared class" if not sup else
+               f"it runs only on {', '.join(sup)}, and only/not/pin/forbid exclude those devices")
+        raise PartError(f"no device can run node '{nd.name}': {why}", nd.span,
+                        "give its work on a declared class, e.g. `work 3 ms on "
+                        f"{p.classes[0].name}`, or loosen its placement constraints")
+    if c.memory == "hard":
+        _check_memory(spec)
+    # colocated nodes need a common device
+    for r in np.unique(dense.colo):
+        members = np.flatnonzero(dense.colo == r)
+        if len(members) > 1 and not dense.allowed[members].all(axis=0).any():
+            nd = g.nodes[int(members[0])]
+            raise PartError(f"colocated nodes {', '.join(g.nodes[int(i)].name for i in members[:6])} "
+                            "have no device they can all run on", nd.span,
+                            "check their work classes, only/not, pins and forbids")
+
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NODE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?")
+
+
+def _check_names(spec: Spec) -> None:
+    """Names must be writable in .part text; numbers finite and non-negative."""
+    for nd in spec.graph.nodes:
+        if not NODE_NAME.fullmatch(nd.name):
+            raise PartError(f"'{nd.name}' is not a valid node name", nd.span,
+                            "use letters, digits and _ (not first), optionally with an index: layer[3]")
+        if nd.group is not None and not NAME.fullmatch(nd.group):
+            raise PartError(f"'{nd.group}' is not a valid group name", nd.span)
+        vals = [w.time for w in nd.work] + [nd.params, nd.out or 0.0, nd.comm or 0.0]
+        if not all(math.isfinite(v) and v >= 0 for v in vals):
+            raise PartError(f"node '{nd.name}' has a negative or non-finite number", nd.span,
+                            "work, params, out and comm must be finite and >= 0")
+    for k in spec.platform.classes:
+        if not NAME.fullmatch(k.name):
+            raise PartError(f"'{k.name}' is not a valid device class name", k.span)
+    g = spec.solve.gap
+    if g is not None and not 0 <= g < 1:
+        raise PartError(f"gap {g} is not a fraction in [0, 1)", None, "write e.g. `gap 1%`")
+
+
+def _check_cycle(spec: Spec) -> None:
+    g = spec.graph
+    n = len(g.nodes)
+    src = np.array([a for a, _ in g.edges], dtype=np.int64)
+    dst = np.array([b for _, b in g.edges], dtype=np.int64)
+    if topological_order(n, src, dst) is not None:
+        return
+    cyc = find_cycle(n, src.tolist(), dst.tolist())
+    names = " -> ".join(g.nodes[i].name for i in cyc)
+    raise PartError(f"graph '{g.name}' has a cycle: {names}", g.nodes[cyc[0]].span,
+                    "a computation graph must be acyclic; remove one of these edges")
+
+
+def _check_memory(spec: Spec) -> None:
+    dense = spec.dense
+    g = spec.graph
+    cap = dense.memory[dense.dev_class]
+    fits = dense.allowed & (dense.params[:, None] <= cap[None, :])
+    for i in np.flatnonzero(~fits.any(axis=1)):
+        nd = g.nodes[int(i)]
+        biggest = cap[dense.allowed[i]].max()
+        raise PartError(f"node '{nd.name}' needs {nd.params:.6g} B of memory, more than any device "
+                        f"it can run on ({biggest:.6g} B)", nd.span,
+                        "raise the device memory, or use `memory overflow` to stream parameters")
+    limited = np.isfinite(cap)
+    must = ~(dense.allowed & ~limited[None, :]).any(axis=1)  # nodes that can only go to limited devices
+    need = dense.params[must].sum()
+    total = cap[limited].sum() if limited.any() else 0.0
+    if need > total * (1 + 1e-12):
+        raise PartError(f"the graph needs {need:.6g} B on memory-limited devices, but all of them "
+                        f"together hold {total:.6g} B", spec.platform.span,
+                        "add devices (e.g. `-D k=...`), raise `memory`, or use `memory overflow`")
+
+

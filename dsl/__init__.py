@@ -1,0 +1,1 @@
+"""Front end: .part text -> parse tree (Lark) -> typed IR; the Python builder; the printer."""

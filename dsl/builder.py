@@ -1,0 +1,154 @@
+"""Build the same IR from Python, without text.
+
+Numbers are canonical units (ms, bytes, B/s); strings carry their unit and are
+dimension-checked ("1.2 ms", "16 GiB", "12 GB/s"). `build()` validates exactly like the
+parser does, so a builder spec and its `.part` text give equal IRs.
+
+    g = GraphBuilder("tiny")
+    g.node("embed", work={"gpu": 1.2, "cpu": 9.0}, params="80 MB", out="2 MB")
+    g.family("block", 1, 12, work={"gpu": 3.0}, params="28 MB", out="2 MB")
+    g.node("head", work={"gpu": 0.5}, out="4 KB", only=["gpu"])
+    g.chain("embed", *g.members("block"), "head")
+    spec = (SpecBuilder(g.build())
+            .device("gpu", 4, memory="16 GiB", link="12 GB/s").device("cpu", 1, host=True)
+            .minimize("bottleneck").subject_to(contiguous=True).build())
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from ..core.errors import PartError
+from ..core.ir import (Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, SolveOptions,
+                       Spec, Target, Work)
+from ..core.units import BANDWIDTH, SIZE, TIME
+from ..core.validate import validate
+from .transformer import assemble_graph
+
+Amount = float | int | str
+
+
+def _value(x: Amount | None, dim: str, what: str) -> float | None:
+    if x is None:
+        return None
+    if isinstance(x, (int, float)):
+        return float(x)
+    from .parser import parse_override
+
+    q = parse_override(what, x)
+    if isinstance(q, str) or q.dim != dim:
+        raise PartError(f"{what}: expected a {dim}, got '{x}'", None, "e.g. '3 ms', '16 GiB', '12 GB/s'")
+    return q.value
+
+
+class GraphBuilder:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._nodes: list[Node] = []
+        self._edges: list[tuple[str, str, None]] = []
+        self._families: dict[str, list[str]] = {}
+
+    def node(self, name: str, work: Mapping[str, Amount] | Amount | None = None, *,
+             params: Amount = 0.0, out: Amount | None = None, comm: Amount | None = None,
+             backward: bool = False, group: str | None = None, only: Iterable[str] = (),
+             forbid: Iterable[str] = (), batch_work: Mapping[tuple[str, int], Amount] | None = None
+             ) -> "GraphBuilder":
+        """`work` maps a device class to its time (or is one generic time for every class,
+        scaled by speed); `batch_work` maps (class, batch size) to a time (DiviML)."""
+        if isinstance(work, Mapping):
+            items = [Work(_value(t, TIME, "work"), on) for on, t in work.items()]
+        elif work is not None:
+            items = [Work(_value(work, TIME, "work"))]
+        else:
+            items = []
+        for (on, b), t in (batch_work or {}).items():
+            items.append(Work(_value(t, TIME, "work"), on, int(b)))
+        self._nodes.append(Node(name, tuple(items), _value(params, SIZE, "params") or 0.0,
+                                _value(out, SIZE, "out"), _value(comm, TIME, "comm"), backward,
+                                group, tuple(only), tuple(forbid)))
+        return self
+
+    def family(self, name: str, first: int, last: int, **props: object) -> "GraphBuilder":
+        """Nodes name[first] .. name[last] with the same properties."""
+        members = [f"{name}[{i}]" for i in range(first, last + 1)]
+        self._families[name] = members
+        for m in members:
+            self.node(m, **props)  # type: ignore[arg-type]
+        return self
+
+    def members(self, family: str) -> list[str]:
+        return list(self._families[family])
+
+    def edge(self, a: str, b: str) -> "GraphBuilder":
+        self._edges.append((a, b, None))
+        return self
+
+    def chain(self, *names: str) -> "GraphBuilder":
+        for a, b in zip(names, names[1:]):
+            self.edge(a, b)
+        return self
+
+    def build(self) -> Graph:
+        return assemble_graph(self.name, list(self._nodes), list(self._edges), None)
+
+
+class SpecBuilder:
+    def __init__(self, graph: Graph | GraphBuilder) -> None:
+        self.graph = graph.build() if isinstance(graph, GraphBuilder) else graph
+        self._classes: list[DeviceClass] = []
+        self._links: list[Link] = []
+        self._objective = Objective()
+        self._constraints = Constraints()
+        self._solve = SolveOptions()
+        self._params: tuple = ()
+
+    def device(self, name: str, count: int = 1, *, memory: Amount | None = None,
+               link: Amount | None = None, host: bool = False, speed: float = 1.0,
+               batches: Iterable[int] = ()) -> "SpecBuilder":
+        self._classes.append(DeviceClass(name, int(count), _value(memory, SIZE, "memory"),
+                                         _value(link, BANDWIDTH, "link"), host, float(speed),
+                                         tuple(sorted(set(int(b) for b in batches)))))
+        return self
+
+    def link(self, a: str, b: str, bandwidth: Amount, directed: bool = False) -> "SpecBuilder":
+        self._links.append(Link(a, b, _value(bandwidth, BANDWIDTH, "link") or 0.0, directed))
+        return self
+
+    def minimize(self, kind: str = "bottleneck", *, training: str | None = None,
+                 overlap: str | None = None) -> "SpecBuilder":
+        if kind not in ("bottleneck", "latency"):
+            raise PartError(f"cannot minimize '{kind}'", None, "minimize bottleneck or latency; "
+                            "use maximize('throughput', batch=...) for batched throughput")
+        self._objective = Objective(kind, training, overlap)
+        return self
+
+    def maximize(self, kind: str = "throughput", *, batch: int = 1) -> "SpecBuilder":
+        if kind != "throughput":
+            raise PartError(f"cannot maximize '{kind}'", None, "maximize('throughput', batch=128)")
+        self._objective = Objective("throughput", batch=int(batch))
+        return self
+
+    def subject_to(self, *, acyclic: bool = False, contiguous: bool = False, memory: str = "hard",
+                   colocate: bool = False, colocate_sets: Iterable[Iterable[str]] = (),
+                   pins: Mapping[str, Iterable[str]] | None = None,
+                   forbids: Mapping[str, Iterable[str]] | None = None,
+                   max_stages: int | None = None) -> "SpecBuilder":
+        def tg(xs: Iterable[str]) -> tuple[Target, ...]:
+            return tuple(Target(x) for x in xs)
+
+        self._constraints = Constraints(
+            acyclic, contiguous, memory, colocate, tuple(tg(s) for s in colocate_sets),
+            tuple((Target(k), tg(v)) for k, v in (pins or {}).items()),
+            tuple((Target(k), tg(v)) for k, v in (forbids or {}).items()), max_stages)
+        return self
+
+    def solve_with(self, method: str | None = None, solver: str | None = None, *,
+                   time_limit: float | None = None, gap: float | None = None,
+                   seed: int | None = None, threads: int | None = None) -> "SpecBuilder":
+        self._solve = SolveOptions(method, solver, time_limit, gap, seed, threads)
+        return self
+
+    def build(self) -> Spec:
+        spec = Spec(self.graph, Platform(tuple(self._classes), tuple(self._links)), self._objective,
+                    self._constraints, self._solve, self._params)
+        validate(spec)
+        return spec

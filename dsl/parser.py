@@ -1,0 +1,128 @@
+"""Text -> Spec: load the shipped grammar, parse, turn syntax errors into PartErrors,
+transform to the IR, validate. The public entry points are `parse` and `parse_file`."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping
+
+from lark import Lark, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from ..core.errors import PartError, Span, did_you_mean
+from ..core.ir import Spec
+from ..core.units import UNITS, Quantity, make_quantity
+from ..core.validate import validate
+from .transformer import ToIR, assemble_spec
+
+Override = Quantity | str | int | float
+
+
+@lru_cache(maxsize=1)
+def grammar() -> Lark:
+    return Lark.open_from_package("partdsl.grammars", "part.lark", parser="lalr",
+                                  propagate_positions=True, maybe_placeholders=False)
+
+
+UNIT_LIST = "ns us ms s min h; B KB MB GB KiB MiB GiB; B/s MB/s GB/s GiB/s; %"
+
+
+def _pretty_expected(parser: Lark, names: set[str]) -> list[str]:
+    out = []
+    for nm in sorted(names):
+        special = {"NAME": "a name", "NUMBER": "a number", "UNIT": "a unit", "STRING": 'a "string"',
+                   "$END": "end of file", "LINK_OP": "'->' or '<->'", "TRAINING_FORM": "pipedream or gpipe",
+                   "MEMORY_MODE": "hard, overflow or ignore", "DUPLEX": "duplex", "ELLIPSIS": "'...'"}
+        if nm in special:
+            out.append(special[nm])
+            continue
+        try:
+            pat = parser.get_terminal(nm).pattern
+            out.append(f"'{pat.value}'" if pat.type == "str" else nm)
+        except KeyError:
+            out.append(nm)
+    return sorted(set(out))
+
+
+def syntax_error(e: UnexpectedInput, text: str, file: str) -> PartError:
+    parser = grammar()
+    line, col = e.line if e.line > 0 else 1, e.column if e.column > 0 else 1
+    if isinstance(e, UnexpectedCharacters):
+        ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else "?"
+        word = re.match(r"[^\s;{}\[\],]+", text[e.pos_in_stream:])
+        span = Span(file, line, col, line, col + (len(word.group(0)) if word else 1))
+        return PartError(f"unexpected character '{ch}'", span,
+                         "expected " + ", ".join(_pretty_expected(parser, set(e.allowed or ())))
+                         if e.allowed else None, text, "syntax")
+    if isinstance(e, UnexpectedEOF):
+        return PartError("the file ends too early", Span(file, line, col), "expected " +
+                         ", ".join(_pretty_expected(parser, set(e.expected))), text, "syntax")
+    assert isinstance(e, UnexpectedToken)
+    tok = e.token
+    expected = set(e.expected) | set(getattr(e, "accepts", None) or ())
+    shown = _pretty_expected(parser, expected)
+    val = str(tok)
+    span = Span(file, line, col, tok.end_line, tok.end_column)
+    if tok.type == "$END":
+        return PartError("the file ends too early", span, "expected " + ", ".join(shown), text, "syntax")
+    if "UNIT" in expected and re.fullmatch(r"[A-Za-zµ/]+", val):
+        return PartError(f"unknown unit '{val}'", span, f"units are: {UNIT_LIST}", text, "syntax")
+    keywords = [s.strip("'") for s in shown if s.startswith("'")]
+    close = did_you_mean(val, [k for k in keywords if k.isalpha()])
+    hint = (close if close.startswith("did you mean") else "expected " + ", ".join(shown))
+    return PartError(f"unexpected '{val}'", span, hint, text, "syntax")
+
+
+def parse_override(name: str, value: Override) -> Quantity | str:
+    """`-D name=value`: a number with an optional unit (`8`, `32 GiB`, `12GB/s`)."""
+    if isinstance(value, Quantity):
+        return value
+    if isinstance(value, (int, float)):
+        return Quantity(float(value), "number")
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-zµ/%]+)?\s*", value)
+    if not m:
+        if value.startswith('"') and value.endswith('"') and len(value) >= 2:
+            return value[1:-1]
+        raise PartError(f"-D {name}={value}: not a number with an optional unit", None,
+                        f"write e.g. -D {name}=8 or -D {name}=32GiB")
+    unit = m.group(2)
+    if unit is not None and unit not in UNITS:
+        raise PartError(f"-D {name}={value}: unknown unit '{unit}'", None, f"units are: {UNIT_LIST}")
+    return make_quantity(float(m.group(1)), unit)
+
+
+def parse_tree(text: str, file: str = "<spec>") -> Tree:
+    try:
+        return grammar().parse(text)
+    except UnexpectedInput as e:
+        raise syntax_error(e, text, file) from None
+
+
+def parse(text: str, file: str = "<spec>", overrides: Mapping[str, Override] | None = None) -> Spec:
+    """Parse and validate a `.part` spec; raises PartError for any mistake."""
+    tree = parse_tree(text, file)
+    ov = {k: parse_override(k, v) for k, v in (overrides or {}).items()}
+    tr = ToIR(file, ov)
+    try:
+        items = tr.transform(tree).children
+        spec = assemble_spec(tr, items, Span(file, 1, 1))
+        validate(spec)
+    except VisitError as e:
+        if isinstance(e.orig_exc, PartError):
+            raise e.orig_exc.with_source(text) from None
+        raise
+    except PartError as e:
+        raise e.with_source(text) from None
+    return spec
+
+
+def parse_file(path: str | Path, overrides: Mapping[str, Override] | None = None) -> Spec:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PartError(f"no such file: {p}", None, "check the path") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise PartError(f"cannot read {p}: {e}", None) from None
+    return parse(text, str(p), overrides)

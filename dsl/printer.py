@@ -1,0 +1,130 @@
+"""IR -> .part text. Everything is written in canonical units (ms, B, B/s, seconds for
+time limits), so parse(to_part(spec)) == spec exactly (tests/test_roundtrip.py)."""
+from __future__ import annotations
+
+import json
+
+from ..core.ir import GENERIC, Constraints, DeviceClass, Node, Objective, SolveOptions, Spec, Target
+from ..core.units import Quantity, format_number as num
+
+
+def _quantity(q: Quantity | str) -> str:
+    if isinstance(q, str):
+        return json.dumps(q)
+    return str(q)
+
+
+def _node(nd: Node) -> str:
+    props = []
+    if nd.work:
+        items = []
+        for w in nd.work:
+            it = f"{num(w.time)} ms"
+            if w.on != GENERIC:
+                it += f" on {w.on}"
+            if w.batch != 1:
+                it += f" batch {w.batch}"
+            items.append(it)
+        props.append("work " + ", ".join(items))
+    if nd.params:
+        props.append(f"params {num(nd.params)} B")
+    if nd.out is not None:
+        props.append(f"out {num(nd.out)} B")
+    if nd.comm is not None:
+        props.append(f"comm {num(nd.comm)} ms")
+    if nd.only:
+        props.append("only " + ", ".join(nd.only))
+    if nd.forbid:
+        props.append("not " + ", ".join(nd.forbid))
+    if nd.group is not None:
+        props.append(f"group {nd.group}")
+    if nd.backward:
+        props.append("backward")
+    return f"  node {nd.name} {{ " + "; ".join(props) + (" }" if props else "}")
+
+
+def _device(k: DeviceClass) -> str:
+    props = []
+    if k.memory is not None:
+        props.append(f"memory {num(k.memory)} B")
+    if k.link is not None:
+        props.append(f"link {num(k.link)} B/s")
+    if k.host:
+        props.append("host")
+    if k.speed != 1.0:
+        props.append(f"speed {num(k.speed)}")
+    if k.batches:
+        props.append("batch " + ", ".join(str(b) for b in k.batches))
+    body = " { " + "; ".join(props) + " }" if props else ""
+    return f"  device {k.name}[{k.count}]{body}"
+
+
+def _objective(o: Objective) -> str:
+    if o.kind == "latency":
+        return "minimize latency"
+    if o.kind == "throughput":
+        return f"maximize throughput batch {o.batch}"
+    s = "minimize bottleneck"
+    if o.training:
+        s += f" training {o.training}"
+    if o.overlap:
+        s += " overlap" + (" duplex" if o.overlap == "duplex" else "")
+    return s
+
+
+def _targets(ts: tuple[Target, ...]) -> str:
+    return ", ".join(t.name for t in ts)
+
+
+def _constraints(c: Constraints) -> list[str]:
+    out = []
+    if c.acyclic:
+        out.append("acyclic")
+    if c.contiguous:
+        out.append("contiguous")
+    out.append(f"memory {c.memory}")
+    if c.colocate:
+        out.append("colocate by group")
+    out += [f"colocate {_targets(s)}" for s in c.colocate_sets]
+    out += [f"pin {n.name} to {_targets(ts)}" for n, ts in c.pins]
+    out += [f"forbid {n.name} on {_targets(ts)}" for n, ts in c.forbids]
+    if c.max_stages is not None:
+        out.append(f"stages <= {c.max_stages}")
+    return out
+
+
+def _solve(s: SolveOptions) -> str | None:
+    if s == SolveOptions():
+        return None
+    head = "solve" + (f" {s.method}" if s.method else "") + (f" with {s.solver}" if s.solver else "")
+    opts = []
+    if s.time_limit is not None:
+        opts.append(f"time {num(s.time_limit)} s")
+    if s.gap is not None:
+        opts.append(f"gap {num(s.gap)}")
+    if s.seed is not None:
+        opts.append(f"seed {s.seed}")
+    if s.threads is not None:
+        opts.append(f"threads {s.threads}")
+    return head + (" { " + "; ".join(opts) + " }" if opts else "")
+
+
+def to_part(spec: Spec, header: str | None = None) -> str:
+    g, p = spec.graph, spec.platform
+    lines = [f"# {header}"] if header else []
+    lines += [f"param {name} = {_quantity(v)}" for name, v in spec.params]
+    lines.append(f"graph {g.name} {{")
+    lines += [_node(nd) for nd in g.nodes]
+    lines += [f"  {g.nodes[a].name} -> {g.nodes[b].name}" for a, b in g.edges]
+    lines.append("}")
+    lines.append("platform {")
+    lines += [_device(k) for k in p.classes]
+    lines += [f"  link {ln.a} {'->' if ln.directed else '<->'} {ln.b} {num(ln.bandwidth)} B/s"
+              for ln in p.links]
+    lines.append("}")
+    lines.append(_objective(spec.objective))
+    lines.append("subject to {\n  " + ";\n  ".join(_constraints(spec.constraints)) + "\n}")
+    solve = _solve(spec.solve)
+    if solve:
+        lines.append(solve)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+"""The shipped Lark grammar of the .part language (`part.lark`, package data)."""

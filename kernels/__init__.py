@@ -1,0 +1,1 @@
+"""Vectorized NumPy heuristics that return assignments (re-scored by the evaluator)."""

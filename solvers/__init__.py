@@ -1,0 +1,1 @@
+"""The solver-agnostic entry point `solve(spec, method=...)`, the method registry and Result."""

@@ -1,0 +1,130 @@
+"""`solve(spec, method=...)`: the one entry point for Python users and the CLI.
+
+A method is looked up in a table; it yields candidate assignments, each re-scored by the
+evaluator (core/evaluate.py); the best feasible one becomes the incumbent, certified
+against the best proven bound. The wall-clock budget is enforced here, not trusted to
+a backend.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, Mapping
+
+import numpy as np
+
+from ..core.errors import PartError
+from ..core.evaluate import Evaluation, evaluate
+from ..core.ir import Spec
+from ..kernels import brute_force, single_device, topo_split
+from . import backends
+from .bounds import bound as trivial_bound
+from .result import Result, Status, relative_gap
+
+Candidates = Iterator[tuple[str, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    run: Callable[..., Candidates]
+    exhaustive: bool  # an exhausted run proves optimality / infeasibility
+    about: str
+
+
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("topo", topo_split.run, False,
+           "best of several topological-order splits, each split optimally by a DP (default)"),
+    Method("single", single_device.run, False, "everything on one device (baseline)"),
+    Method("brute", brute_force.run, True, "exhaustive enumeration, exact, tiny graphs only"),
+)}
+DEFAULT_METHOD = "topo"
+KERNEL_SOLVER = "numpy"  # the methods so far are NumPy kernels, no MIP backend
+
+
+def assignment_array(spec: Spec, assignment: Mapping[str, str]) -> np.ndarray:
+    from ..core.assignment import to_array
+
+    return to_array(spec, assignment)
+
+
+def _better(spec: Spec, a: Evaluation, b: Evaluation | None) -> bool:
+    if b is None:
+        return True
+    if a.feasible != b.feasible:
+        return a.feasible
+    return a.objective > b.objective if spec.objective.sense == "max" else a.objective < b.objective
+
+
+def solve(spec: Spec, method: str | None = None, solver: str | None = None,
+          time_limit: float | None = None, gap: float | None = None, seed: int | None = None,
+          threads: int | None = None, warm_start: Mapping[str, str] | None = None,
+          progress: Callable[[str], None] | None = None) -> Result:
+    """Solve `spec`; keyword arguments override its `solve` block."""
+    opts = spec.solve.merged(method=method, solver=solver, time_limit=time_limit, gap=gap,
+                             seed=seed, threads=threads)
+    name = opts.method or DEFAULT_METHOD
+    if name not in METHODS:
+        raise PartError(f"unknown method '{name}'", None,
+                        "methods: " + "; ".join(f"{m.name} ({m.about})" for m in METHODS.values()))
+    m = METHODS[name]
+    log: list[str] = []
+    if opts.solver:
+        backends.require(opts.solver)
+        log.append(f"method {name} uses no MIP solver; solver {opts.solver} not needed")
+    t0 = time.monotonic()
+    deadline = t0 + opts.time_limit if opts.time_limit is not None else math.inf
+    lb = trivial_bound(spec)
+    rel = opts.gap if opts.gap is not None else 1e-9
+    best: Evaluation | None = None
+    best_dev: np.ndarray | None = None
+    best_label = ""
+    stopped = "all candidates tried"
+    n_cand = 0
+
+    def candidates() -> Candidates:
+        if warm_start:
+            yield "warm start", assignment_array(spec, warm_start)
+        yield from m.run(spec, seed=opts.seed or 0, deadline=deadline)
+
+    last_report = t0
+    for label, dev in candidates():
+        if time.monotonic() > deadline:
+            stopped = "time limit"
+            break
+        n_cand += 1
+        ev = evaluate(spec, dev)
+        if _better(spec, ev, best):
+            best, best_dev, best_label = ev, dev, label
+            if ev.feasible:
+                log.append(f"{time.monotonic() - t0:8.3f}s  incumbent {ev.objective:.6g} ({label})")
+        if progress and time.monotonic() - last_report > 0.5:
+            last_report = time.monotonic()
+            inc = f"{best.objective:.6g}" if best and best.feasible else "none"
+            progress(f"{n_cand} candidates, incumbent {inc}, bound {lb:.6g}")
+        if best is not None and best.feasible and relative_gap(best.objective, lb) <= rel:
+            stopped = "bound reached"
+            break
+    else:
+        if m.exhaustive:
+            stopped = "exhausted"
+    wall = time.monotonic() - t0
+    unit = "samples/s" if spec.objective.kind == "throughput" else "ms"
+    sense = spec.objective.sense
+    log.append(f"{n_cand} candidates evaluated; stopped: {stopped}")
+    if best is None or not best.feasible:
+        status = Status.INFEASIBLE if stopped == "exhausted" else Status.NO_SOLUTION
+        worst = 0.0 if sense == "max" else math.inf
+        return Result(status, name, KERNEL_SOLVER, worst, lb, math.inf, sense, unit,
+                      wall, None, best, tuple(log), stopped)
+    value = best.objective
+    if stopped == "exhausted":
+        lb = value  # every assignment was scored: the incumbent is optimal
+    g = relative_gap(value, lb)
+    status = Status.OPTIMAL if g <= rel else Status.FEASIBLE
+    assignment = {spec.dense.names[i]: spec.dense.devices[j] for i, j in enumerate(best_dev.tolist())}
+    log.append(f"best: {best_label}")
+    return Result(status, name, KERNEL_SOLVER, value, lb, g, sense, unit, wall,
+                  assignment, best, tuple(log), stopped)
+
