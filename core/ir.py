@@ -53,6 +53,7 @@ class Graph:
     nodes: tuple[Node, ...]
     edges: tuple[tuple[int, int], ...]  # sorted, unique, indices into nodes
     span: Span | None = field(default=None, compare=False, repr=False)
+    edge_spans: tuple[Span | None, ...] = field(default=(), compare=False, repr=False)
 
     @cached_property
     def index(self) -> dict[str, int]:

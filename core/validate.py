@@ -15,6 +15,7 @@ from .dense import topological_order
 from .errors import PartError, Span, did_you_mean
 from .evaluate import find_cycle
 from .ir import GENERIC, Spec, Target
+from .units import human_size
 
 
 def validate(spec: Spec) -> None:
@@ -148,7 +149,9 @@ def _check_cycle(spec: Spec) -> None:
         return
     cyc = find_cycle(n, src.tolist(), dst.tolist())
     names = " -> ".join(g.nodes[i].name for i in cyc)
-    raise PartError(f"graph '{g.name}' has a cycle: {names}", g.nodes[cyc[0]].span,
+    closing = (cyc[-2], cyc[-1])
+    span = (g.edge_spans[g.edges.index(closing)] if len(g.edge_spans) == len(g.edges) else None)
+    raise PartError(f"graph '{g.name}' has a cycle: {names}", span or g.nodes[cyc[0]].span,
                     "a computation graph must be acyclic; remove one of these edges")
 
 
@@ -160,16 +163,16 @@ def _check_memory(spec: Spec) -> None:
     for i in np.flatnonzero(~fits.any(axis=1)):
         nd = g.nodes[int(i)]
         biggest = cap[dense.allowed[i]].max()
-        raise PartError(f"node '{nd.name}' needs {nd.params:.6g} B of memory, more than any device "
-                        f"it can run on ({biggest:.6g} B)", nd.span,
+        raise PartError(f"node '{nd.name}' needs {human_size(nd.params)} of memory, more than any device "
+                        f"it can run on ({human_size(biggest)})", nd.span,
                         "raise the device memory, or use `memory overflow` to stream parameters")
     limited = np.isfinite(cap)
     must = ~(dense.allowed & ~limited[None, :]).any(axis=1)  # nodes that can only go to limited devices
     need = dense.params[must].sum()
     total = cap[limited].sum() if limited.any() else 0.0
     if need > total * (1 + 1e-12):
-        raise PartError(f"the graph needs {need:.6g} B on memory-limited devices, but all of them "
-                        f"together hold {total:.6g} B", spec.platform.span,
+        raise PartError(f"the graph needs {human_size(need)} on memory-limited devices, but all of "
+                        f"them together hold {human_size(total)}", spec.platform.span,
                         "add devices (e.g. `-D k=...`), raise `memory`, or use `memory overflow`")
 
 

@@ -44,7 +44,7 @@ class GraphBuilder:
     def __init__(self, name: str) -> None:
         self.name = name
         self._nodes: list[Node] = []
-        self._edges: list[tuple[str, str, None]] = []
+        self._edges: list[tuple[str, None, str, None]] = []
         self._families: dict[str, list[str]] = {}
 
     def node(self, name: str, work: Mapping[str, Amount] | Amount | None = None, *,
@@ -79,7 +79,7 @@ class GraphBuilder:
         return list(self._families[family])
 
     def edge(self, a: str, b: str) -> "GraphBuilder":
-        self._edges.append((a, b, None))
+        self._edges.append((a, None, b, None))
         return self
 
     def chain(self, *names: str) -> "GraphBuilder":

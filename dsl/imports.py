@@ -93,7 +93,7 @@ def graph_from_dnn_partitioning(data: dict, name: str, span: Span | None = None)
         for x in (a, b):
             if x not in ids:
                 raise _bad(f"edge {a} -> {b} names node {x}, which is not in `nodes`", span)
-        edges.append((f"n{a}", f"n{b}", span))
+        edges.append((f"n{a}", span, f"n{b}", span))
     return assemble_graph(name, nodes, edges, span)
 
 
@@ -138,5 +138,5 @@ def graph_from_json(data: dict, name: str, span: Span | None = None) -> Graph:
                   group=d.get("group"), only=tuple(d.get("only", ())), forbid=tuple(d.get("not", ())),
                   span=span)
              for d in data["nodes"]]
-    edges = [(str(a), str(b), span) for a, b in data["edges"]]
+    edges = [(str(a), span, str(b), span) for a, b in data["edges"]]
     return assemble_graph(name, nodes, edges, span)

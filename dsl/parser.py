@@ -56,7 +56,8 @@ def syntax_error(e: UnexpectedInput, text: str, file: str) -> PartError:
                          "expected " + ", ".join(_pretty_expected(parser, set(e.allowed or ())))
                          if e.allowed else None, text, "syntax")
     if isinstance(e, UnexpectedEOF):
-        return PartError("the file ends too early", Span(file, line, col), "expected " +
+        last = text.rstrip().splitlines() or [""]
+        return PartError("the file ends too early", Span(file, len(last), len(last[-1]) + 1), "expected " +
                          ", ".join(_pretty_expected(parser, set(e.expected))), text, "syntax")
     assert isinstance(e, UnexpectedToken)
     tok = e.token
@@ -65,6 +66,8 @@ def syntax_error(e: UnexpectedInput, text: str, file: str) -> PartError:
     val = str(tok)
     span = Span(file, line, col, tok.end_line, tok.end_column)
     if tok.type == "$END":
+        last = text.rstrip().splitlines() or [""]
+        span = Span(file, len(last), len(last[-1]) + 1)
         return PartError("the file ends too early", span, "expected " + ", ".join(shown), text, "syntax")
     if "UNIT" in expected and re.fullmatch(r"[A-Za-zµ/]+", val):
         return PartError(f"unknown unit '{val}'", span, f"units are: {UNIT_LIST}", text, "syntax")

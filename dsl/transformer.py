@@ -51,6 +51,7 @@ class ToIR(Transformer):
         self.overrides = dict(overrides or {})
         self.values: dict[str, Quantity | str] = {}
         self.param_order: list[tuple[str, Quantity | str]] = []
+        self.class_refs: list[tuple[str, Span]] = []  # device classes named by nodes
 
     # ------------------------------------------------------------------ helpers
     def span(self, meta: Any) -> Span:
@@ -146,6 +147,7 @@ class ToIR(Transformer):
         for x in ch[1:]:
             if isinstance(x, Token):
                 on = str(x)
+                self.class_refs.append((on, _tok_span(self.file, x)))
             elif x is not None:
                 batch = self.need_int(x, "batch", 1)
         return Work(t, on, batch)
@@ -163,9 +165,11 @@ class ToIR(Transformer):
         return ("comm", self.need(ch[0], TIME, "comm"))
 
     def only(self, ch: list) -> tuple[str, Any]:
+        self.class_refs += [(str(x), _tok_span(self.file, x)) for x in ch]
         return ("only", tuple(str(x) for x in ch))
 
     def forbid_classes(self, ch: list) -> tuple[str, Any]:
+        self.class_refs += [(str(x), _tok_span(self.file, x)) for x in ch]
         return ("forbid", tuple(str(x) for x in ch))
 
     def group(self, ch: list) -> tuple[str, Any]:
@@ -222,15 +226,15 @@ class ToIR(Transformer):
                     eps.append(Ref(mid, e[1], prev.family))
             else:
                 eps.append(e)
-        edges: list[tuple[str, str, Span]] = []
-        prev_lasts: list[Ref] | None = None
+        edges: list[Edge] = []
+        prev_lasts: list[tuple[str, Span]] | None = None
         for e in eps:
             refs = e[1] if isinstance(e, tuple) else [e]
             for r in refs:  # a range is a chain of its members
-                edges += [(a, b, r.span) for a, b in zip(r.names, r.names[1:])]
+                edges += [(a, r.span, b, r.span) for a, b in zip(r.names, r.names[1:])]
             firsts = [(r.names[0], r.span) for r in refs]
             if prev_lasts is not None:
-                edges += [(a, b, sp) for a, _ in prev_lasts for b, sp in firsts]
+                edges += [(a, sa, b, sb) for a, sa in prev_lasts for b, sb in firsts]
             prev_lasts = [(r.names[-1], r.span) for r in refs]
         return ("edges", edges)
 
@@ -238,7 +242,7 @@ class ToIR(Transformer):
     def graph_block(self, meta: Any, ch: list) -> Graph:
         name = str(ch[0])
         nodes: list[Node] = []
-        edges: list[tuple[str, str, Span]] = []
+        edges: list[Edge] = []
         for x in ch[1:]:
             if isinstance(x, list):
                 nodes += x
@@ -376,7 +380,10 @@ class ToIR(Transformer):
         return ("time_limit", ch[0].number if ch[0].unit == "s" else ms / 1e3)
 
     def gap_opt(self, ch: list) -> tuple:
-        return ("gap", self.need_fraction(ch[0], "gap"))
+        g = self.need_fraction(ch[0], "gap")
+        if not 0 <= g < 1:
+            raise PartError(f"gap {ch[0].q.value:g} is not a fraction in [0, 1)", ch[0].span, "write e.g. `gap 1%`")
+        return ("gap", g)
 
     def seed_opt(self, ch: list) -> tuple:
         return ("seed", self.need_int(ch[0], "seed"))
@@ -404,8 +411,10 @@ def _unquote(tok: str) -> str:
     return json.loads(str(tok))
 
 
-def assemble_graph(name: str, nodes: list[Node], edges: list[tuple[str, str, Span | None]],
-                   span: Span | None) -> Graph:
+Edge = tuple[str, "Span | None", str, "Span | None"]  # (from, its span, to, its span)
+
+
+def assemble_graph(name: str, nodes: list[Node], edges: list[Edge], span: Span | None) -> Graph:
     """Nodes + named edges -> Graph, with duplicate-node and unknown-node errors."""
     index: dict[str, int] = {}
     for i, nd in enumerate(nodes):
@@ -416,17 +425,18 @@ def assemble_graph(name: str, nodes: list[Node], edges: list[tuple[str, str, Spa
                             "give each node a unique name, or use a family like `node layer[1..4]`")
         index[nd.name] = i
     families = {nm.split("[")[0] for nm in index if "[" in nm}
-    pairs: set[tuple[int, int]] = set()
-    for a, b, sp in edges:
-        for x in (a, b):
+    pairs: dict[tuple[int, int], Span | None] = {}
+    for a, sa, b, sb in edges:
+        for x, sp in ((a, sa), (b, sb)):
             if x not in index:
                 hint = (f"'{x}' is a family; name a member like `{x}[1]` or a range like `{x}[1..4]`"
                         if x in families else did_you_mean(x, list(index)))
                 raise PartError(f"unknown node '{x}' in graph '{name}'", sp, hint)
         if a == b:
-            raise PartError(f"graph '{name}' has a cycle: {a} -> {a}", sp, "a node cannot feed itself")
-        pairs.add((index[a], index[b]))
-    return Graph(name, tuple(nodes), tuple(sorted(pairs)), span)
+            raise PartError(f"graph '{name}' has a cycle: {a} -> {a}", sb, "a node cannot feed itself")
+        pairs.setdefault((index[a], index[b]), sb)
+    order = sorted(pairs)
+    return Graph(name, tuple(nodes), tuple(order), span, tuple(pairs[e] for e in order))
 
 
 def assemble_spec(tr: ToIR, items: list[Any], span: Span) -> Spec:
@@ -450,6 +460,10 @@ def assemble_spec(tr: ToIR, items: list[Any], span: Span) -> Spec:
     if Platform not in found:
         raise PartError("the spec declares no platform", span,
                         "add e.g. `platform { device gpu[2] { memory 16 GiB; link 12 GB/s } }`")
+    classes = {k.name for k in found[Platform].classes}
+    for ref, sp in tr.class_refs:
+        if ref not in classes:
+            raise PartError(f"unknown device class '{ref}'", sp, did_you_mean(ref, classes))
     if tr.overrides:
         name = next(iter(tr.overrides))
         raise PartError(f"-D {name}: the spec has no param named '{name}'", None,

@@ -1,0 +1,28 @@
+"""Shared fixtures: where the bundled examples and the shared real workloads live."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+DATA = Path(os.environ.get("PARTDSL_DATA", ROOT.parent / "shared" / "data")) / "dnn-partitioning"
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    assert DATA.is_dir(), (f"the real workloads are missing: expected {DATA} "
+                           "(set PARTDSL_DATA to the folder holding dnn-partitioning/)")
+    return DATA
+
+
+def run_part(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run the installed `part` console script (falls back to `python -m`)."""
+    exe = shutil.which("part", path=str(Path(sys.executable).parent))
+    cmd = [exe] if exe else [sys.executable, "-m", "partdsl.cli.main"]
+    return subprocess.run(cmd + list(args), capture_output=True, text=True, cwd=cwd, timeout=600)

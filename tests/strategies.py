@@ -1,0 +1,102 @@
+"""Hypothesis strategies: small random specs (DAG + platform + objective + constraints)
+that pass validation, and random complete assignments for them."""
+from __future__ import annotations
+
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from partdsl.core.errors import PartError
+from partdsl.core.ir import (Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, SolveOptions,
+                             Spec, Target, Work)
+from partdsl.core.units import Quantity
+from partdsl.core.validate import validate
+
+times = st.floats(min_value=0.0, max_value=50.0, allow_nan=False, allow_infinity=False)
+sizes = st.one_of(st.just(0.0), st.floats(min_value=1.0, max_value=4e9, allow_nan=False))
+
+
+@st.composite
+def graphs(draw, max_nodes: int = 7, training: bool | None = None) -> Graph:
+    n = draw(st.integers(1, max_nodes))
+    names = [f"v{i}" if draw(st.booleans()) else f"L[{i}]" for i in range(n)]
+    perm = draw(st.permutations(range(n)))  # node order in the file is not the DAG order
+    nodes = []
+    train = draw(st.booleans()) if training is None else training
+    for i in range(n):
+        work = []
+        if draw(st.booleans()):
+            work.append(Work(draw(times), "acc"))
+        work.append(Work(draw(times), "cpu") if draw(st.booleans()) else Work(draw(times)))
+        if draw(st.integers(0, 4)) == 0:
+            work.append(Work(draw(times), "acc", draw(st.sampled_from([2, 4]))))
+        use_comm = draw(st.booleans())
+        nodes.append(Node(
+            name=names[i], work=tuple(work), params=draw(sizes),
+            out=None if use_comm else draw(st.one_of(st.none(), sizes)),
+            comm=draw(times) if use_comm else None,
+            backward=train and draw(st.booleans()),
+            group=draw(st.one_of(st.none(), st.sampled_from(["ga", "gb"]))),
+            forbid=("acc",) if draw(st.integers(0, 6)) == 0 else ()))
+    edges = set()
+    for a in range(n):
+        for b in range(a + 1, n):
+            if draw(st.integers(0, 2)) == 0:
+                edges.add((perm[a], perm[b]))
+    return Graph("g", tuple(nodes), tuple(sorted(edges)))
+
+
+@st.composite
+def specs(draw, max_nodes: int = 7, kinds: tuple[str, ...] = ("bottleneck", "latency", "throughput"),
+          max_devices: int = 4) -> Spec:
+    g = draw(graphs(max_nodes))
+    n_acc = draw(st.integers(1, max(1, max_devices - 1)))
+    n_cpu = draw(st.integers(0, max(0, max_devices - n_acc)))
+    acc = DeviceClass("acc", n_acc, memory=draw(st.one_of(st.none(), st.floats(1e9, 1e10))),
+                      link=draw(st.floats(1e9, 50e9)), speed=draw(st.sampled_from([1.0, 2.0, 0.5])),
+                      batches=draw(st.sampled_from([(), (1, 2), (1, 4)])))
+    classes = [acc]
+    if n_cpu or not any(nd.work for nd in g.nodes):
+        classes.append(DeviceClass("cpu", max(n_cpu, 1), host=True))
+    else:
+        classes.append(DeviceClass("cpu", 1, host=True))
+    links = (Link("acc[0]", "acc", draw(st.floats(1e9, 1e11))),) if draw(st.booleans()) else ()
+    kind = draw(st.sampled_from(kinds))
+    if kind == "bottleneck":
+        training = draw(st.sampled_from([None, "pipedream", "gpipe"])) if g.is_training else None
+        obj = Objective("bottleneck", training, draw(st.sampled_from([None, "simplex", "duplex"])))
+    elif kind == "latency":
+        obj = Objective("latency")
+    else:
+        obj = Objective("throughput", batch=draw(st.integers(1, 5)))
+    names = [nd.name for nd in g.nodes]
+    pins = ()
+    if draw(st.integers(0, 3)) == 0:
+        pins = ((Target(draw(st.sampled_from(names))), (Target("cpu"),)),)
+    forbids = ()
+    if draw(st.integers(0, 3)) == 0:
+        forbids = ((Target(draw(st.sampled_from(names))), (Target("acc[0]"),)),)
+    sets = ()
+    if len(names) >= 2 and draw(st.integers(0, 3)) == 0:
+        sets = ((Target(names[0]), Target(names[-1])),)
+    cons = Constraints(acyclic=draw(st.booleans()), contiguous=draw(st.booleans()),
+                       memory=draw(st.sampled_from(["hard", "overflow", "ignore"])),
+                       colocate=draw(st.booleans()), colocate_sets=sets, pins=pins, forbids=forbids,
+                       max_stages=draw(st.one_of(st.none(), st.integers(1, 4))))
+    solve = SolveOptions(method=draw(st.one_of(st.none(), st.just("topo"))),
+                         time_limit=draw(st.one_of(st.none(), st.floats(0.01, 1e4))),
+                         gap=draw(st.one_of(st.none(), st.floats(0, 0.5))),
+                         seed=draw(st.one_of(st.none(), st.integers(0, 99))))
+    params = (("k", Quantity(float(n_acc), "number")), ("note", "hello \"quoted\""),
+              ("mem", Quantity(draw(st.floats(1.0, 1e12)), "size")))
+    spec = Spec(g, Platform(tuple(classes), links), obj, cons, solve, params)
+    try:
+        validate(spec)
+    except PartError:
+        assume(False)
+    return spec
+
+
+@st.composite
+def assignments(draw, spec: Spec) -> list[int]:
+    D = len(spec.platform.devices)
+    return [draw(st.integers(0, D - 1)) for _ in spec.graph.nodes]
