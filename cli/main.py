@@ -122,9 +122,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="part", description="Partition DNN graphs across devices, "
-                                 "with certified answers. Exit codes: 0 ok, 2 user error, 3 infeasible, "
-                                 "4 no solution within limits, 5 solver not installed.")
+    ap = argparse.ArgumentParser(
+        prog="part", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Partition DNN computation graphs across devices, with certified answers.",
+        epilog="exit codes:\n  0 success\n  1 internal error (a bug)\n  2 user error in the spec, a file "
+               "or the arguments\n  3 infeasible\n  4 no solution within the limits\n  5 solver not installed")
     sub = ap.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser, spec: bool = True) -> None:

@@ -88,7 +88,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
             yield "warm start", assignment_array(spec, warm_start)
         yield from m.run(spec, seed=opts.seed or 0, deadline=deadline)
 
-    last_report = t0
+    last_report = -math.inf  # report after the first candidate, then twice a second
     for label, dev in candidates():
         if time.monotonic() > deadline:
             stopped = "time limit"
@@ -107,7 +107,9 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
             stopped = "bound reached"
             break
     else:
-        if m.exhaustive:
+        if time.monotonic() > deadline:  # the method itself stopped at the deadline
+            stopped = "time limit"
+        elif m.exhaustive:
             stopped = "exhausted"
     wall = time.monotonic() - t0
     unit = "samples/s" if spec.objective.kind == "throughput" else "ms"

@@ -1,0 +1,91 @@
+"""The `part` command line contract: check / eval / solve / convert, tables and --json."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from partdsl import parse_file
+from tests.conftest import EXAMPLES, run_part
+
+TINY = str(EXAMPLES / "tiny.part")
+
+
+def test_check_prints_summary_and_json() -> None:
+    r = run_part("check", TINY)
+    assert r.returncode == 0 and "tiny: 14 nodes, 13 edges" in r.stdout and "4 x gpu" in r.stdout
+    out = json.loads(run_part("check", TINY, "--json", "-D", "k=3").stdout)
+    assert out["ok"] and out["nodes"] == 14 and out["devices"] == ["gpu[0]", "gpu[1]", "gpu[2]", "cpu[0]"]
+
+
+def test_solve_table_and_output_file(tmp_path: Path) -> None:
+    out = tmp_path / "p.json"
+    r = run_part("solve", TINY, "-o", str(out))
+    assert r.returncode == 0
+    for word in ("status", "objective", "bound", "gap", "device", "load", "all constraints satisfied"):
+        assert word in r.stdout
+    # the written partition evaluates to the same objective
+    ev = json.loads(run_part("eval", TINY, str(out), "--json").stdout)
+    solved = json.loads(run_part("solve", TINY, "--json").stdout)
+    assert ev["objective"] == solved["objective"] and ev["violations"] == []
+    # a full `solve --json` output is accepted by eval too
+    full = tmp_path / "full.json"
+    full.write_text(json.dumps(solved))
+    assert json.loads(run_part("eval", TINY, str(full), "--json").stdout)["objective"] == solved["objective"]
+
+
+def test_eval_lists_violations_and_strict_exit(tmp_path: Path) -> None:
+    part = tmp_path / "bad.json"
+    names = [n.name for n in parse_file(TINY).graph.nodes]
+    part.write_text(json.dumps({n: "cpu[0]" for n in names}))  # head is `only gpu` and pinned to gpu
+    r = run_part("eval", TINY, str(part), "--json")
+    assert r.returncode == 0
+    kinds = {v["kind"] for v in json.loads(r.stdout)["violations"]}
+    assert "unsupported" in kinds
+    r = run_part("eval", TINY, str(part), "--strict")
+    assert r.returncode == 3 and "violation" in r.stdout
+
+
+def test_convert_dnn_partitioning_variants(data_dir: Path, tmp_path: Path) -> None:
+    src = data_dir / "throughput" / "bert24_training.json"
+    spec = tmp_path / "b.part"
+    r = run_part("convert", str(src), "--from", "dnn-partitioning", "-o", str(spec))
+    assert r.returncode == 0, r.stderr
+    text = spec.read_text()
+    assert "minimize bottleneck training pipedream" in text and "contiguous" in text
+    assert "colocate by group" in text and "memory hard" in text and "param k = 6" in text
+    s = parse_file(spec)
+    assert s.constraints.contiguous and s.constraints.colocate and s.graph.is_training
+    anysplit = run_part("convert", str(src), "--split", "any").stdout
+    assert "contiguous" not in anysplit.split("subject to")[1]
+    lat = run_part("convert", str(data_dir / "latency" / "gnmt_inference.json"), "--objective", "latency").stdout
+    assert "minimize latency" in lat and "param l = 8" in lat
+
+
+def test_convert_stdout_spec_runs_from_cwd(data_dir: Path, tmp_path: Path) -> None:
+    text = run_part("convert", str(data_dir / "throughput" / "bert24_inference.json"), cwd=tmp_path).stdout
+    (tmp_path / "b.part").write_text(text)
+    r = run_part("solve", "b.part", "--json", cwd=tmp_path)
+    assert r.returncode == 0 and abs(json.loads(r.stdout)["objective"] - 17.79) < 0.006
+
+
+def test_convert_part_to_json_graph_and_back(tmp_path: Path) -> None:
+    g = tmp_path / "tiny.json"
+    assert run_part("convert", TINY, "--to", "json", "-o", str(g)).returncode == 0
+    assert json.loads(g.read_text())["format"] == "partdsl-graph"
+    spec = parse_file(TINY)
+    wrapper = tmp_path / "w.part"
+    original = TINY
+    body = Path(original).read_text()
+    start, end = body.index("graph tiny {"), body.index("platform {")
+    wrapper.write_text(body[:start] + 'graph tiny = import "tiny.json"\n' + body[end:])
+    assert parse_file(wrapper).graph == spec.graph
+    norm = run_part("convert", TINY).stdout  # .part -> normalized .part
+    (tmp_path / "n.part").write_text(norm)
+    assert parse_file(tmp_path / "n.part") == spec
+
+
+def test_help_lists_commands_and_exit_codes() -> None:
+    r = run_part("--help")
+    assert r.returncode == 0
+    for word in ("check", "eval", "solve", "convert", "3 infeasible", "5 solver not installed"):
+        assert word in r.stdout

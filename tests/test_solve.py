@@ -1,0 +1,148 @@
+"""solve(): exhaustive search is exact; every method's answer is re-scored by the
+evaluator; bounds never cross the optimum; statuses and exit codes follow the contract."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from partdsl import PartError, evaluate, parse, solve
+from partdsl.core.assignment import to_array
+from partdsl.core.ir import Spec
+from partdsl.solvers.backends import BACKENDS, is_installed
+from partdsl.solvers.result import Status
+from tests.conftest import EXAMPLES, run_part
+from tests.strategies import specs
+
+
+def better_or_equal(spec: Spec, a: float, b: float) -> bool:
+    tol = 1e-9 * max(1.0, abs(b))
+    return a >= b - tol if spec.objective.sense == "max" else a <= b + tol
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(specs(max_nodes=7, max_devices=3))
+def test_brute_is_exact_and_bounds_hold(spec: Spec) -> None:
+    # the generated spec's own solve block may ask for a loose gap or a tiny time limit
+    exact = solve(spec, method="brute", gap=0.0, time_limit=1e6)
+    assert exact.status in (Status.OPTIMAL, Status.INFEASIBLE)
+    for method in ("topo", "single"):
+        r = solve(spec, method=method, gap=0.0, time_limit=1e6)
+        if r.status.has_solution():
+            assert exact.status == Status.OPTIMAL
+            # re-scored by the evaluator, feasible, never better than the optimum
+            ev = evaluate(spec, to_array(spec, r.assignment))
+            assert ev.feasible and ev.objective == r.objective
+            assert better_or_equal(spec, exact.objective, r.objective)
+            assert r.gap >= 0
+        assert r.status != Status.INFEASIBLE  # heuristics never claim a proof
+    if exact.status == Status.OPTIMAL:
+        ev = evaluate(spec, to_array(spec, exact.assignment))
+        assert ev.feasible and ev.objective == exact.objective
+        # the cheap bound is valid: never beyond the optimum
+        from partdsl.solvers.bounds import bound
+
+        b, opt = bound(spec), exact.objective
+        tol = 1e-9 * max(1.0, abs(opt))
+        assert (b >= opt - tol) if spec.objective.sense == "max" else (b <= opt + tol)
+
+
+INFEASIBLE = """
+graph g { node a { work 1 ms } node b { work 1 ms } node c { work 1 ms } a -> b -> c }
+platform { device gpu[2] { link 1 GB/s } }
+subject to { contiguous; colocate a, c; pin b to gpu[1]; pin a to gpu[0] }
+"""
+
+
+def test_proven_infeasible_spec_exits_3(tmp_path: Path) -> None:
+    spec = parse(INFEASIBLE)
+    r = solve(spec, method="brute")
+    assert r.status == Status.INFEASIBLE and r.assignment is None and math.isinf(r.objective)
+    t = solve(spec, method="topo")
+    assert t.status == Status.NO_SOLUTION  # a heuristic that finds nothing proves nothing
+    f = tmp_path / "inf.part"
+    f.write_text(INFEASIBLE)
+    p = run_part("solve", str(f), "--method", "brute", "--json")
+    assert p.returncode == 3 and json.loads(p.stdout)["status"] == "infeasible"
+    assert "infeasible" in p.stderr
+    p = run_part("solve", str(f), "--json")
+    assert p.returncode == 4 and json.loads(p.stdout)["status"] == "no_solution"
+
+
+def test_time_limit_without_incumbent_exits_4() -> None:
+    p = run_part("solve", str(EXAMPLES / "tiny.part"), "--time-limit", "0", "--json")
+    assert p.returncode == 4
+    out = json.loads(p.stdout)
+    assert out["status"] == "no_solution" and out["stopped"] == "time limit" and out["assignment"] is None
+
+
+def test_unknown_method_and_solver_exit_2() -> None:
+    p = run_part("solve", str(EXAMPLES / "tiny.part"), "--method", "exactish")
+    assert p.returncode == 2 and "unknown method 'exactish'" in p.stderr and "topo" in p.stderr
+    p = run_part("solve", str(EXAMPLES / "tiny.part"), "--solver", "cbcx")
+    assert p.returncode == 2 and "unknown solver 'cbcx'" in p.stderr
+
+
+def test_missing_solver_exits_5_and_installed_ones_work() -> None:
+    assert is_installed("highs") and is_installed("scip")  # both come from pip
+    for name in BACKENDS:
+        p = run_part("solve", str(EXAMPLES / "tiny.part"), "--solver", name, "--json")
+        if is_installed(name):
+            assert p.returncode == 0, p.stderr
+        else:
+            assert p.returncode == 5, p.stderr
+            assert f"solver '{name}' is not installed" in p.stderr and "hint:" in p.stderr
+            assert json.loads(p.stdout)["kind"] == "solver_unavailable"
+
+
+def test_solve_json_contract_and_overrides() -> None:
+    p = run_part("solve", str(EXAMPLES / "tiny.part"), "--json", "-D", "k=2")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    for key in ("status", "objective", "lower_bound", "gap", "method", "solver", "wall_time_s", "assignment"):
+        assert key in out
+    assert set(out["assignment"].values()) <= {"gpu[0]", "gpu[1]", "cpu[0]"}
+    four = json.loads(run_part("solve", str(EXAMPLES / "tiny.part"), "--json").stdout)
+    assert four["objective"] < out["objective"]  # more GPUs, lower bottleneck
+    assert out["lower_bound"] <= out["objective"] and out["gap"] == pytest.approx(
+        (out["objective"] - out["lower_bound"]) / out["objective"])
+
+
+def test_warm_start_is_scored_and_kept_when_best() -> None:
+    spec = parse((EXAMPLES / "tiny.part").read_text(), str(EXAMPLES / "tiny.part"))
+    r = solve(spec, method="single")
+    seeded = solve(spec, method="single", warm_start=solve(spec).assignment)
+    assert seeded.objective < r.objective
+    with pytest.raises(PartError, match="unknown node"):
+        solve(spec, warm_start={"nope": "gpu[0]"})
+
+
+def test_progress_is_reported() -> None:
+    spec = parse((EXAMPLES / "tiny.part").read_text())
+    seen: list[str] = []
+    solve(spec, progress=seen.append)
+    assert seen and "incumbent" in seen[0]
+    p = run_part("solve", str(EXAMPLES / "tiny.part"), "--progress")
+    assert "candidates, incumbent" in p.stderr
+
+
+def test_gap_option_stops_early() -> None:
+    spec = parse((EXAMPLES / "tiny.part").read_text())
+    loose = solve(spec, gap=0.5)
+    assert loose.stopped == "bound reached" and loose.status == Status.OPTIMAL and loose.gap <= 0.5
+    strict = solve(spec)
+    assert strict.status == Status.FEASIBLE and strict.gap > 0.01  # the cheap bound is far; never called optimal
+
+
+def test_result_reports_bounds_in_the_objective_direction() -> None:
+    spec = parse((EXAMPLES / "diviml_batched.part").read_text(), str(EXAMPLES / "diviml_batched.part"))
+    r = solve(spec)
+    assert r.sense == "max" and r.lower_bound == r.objective and r.upper_bound == r.bound >= r.objective
+    d = r.to_json()
+    assert d["lower_bound"] <= d["upper_bound"]
+    arr = np.array([spec.platform.devices.index(r.assignment[n.name]) for n in spec.graph.nodes])
+    assert evaluate(spec, arr).objective == r.objective
