@@ -7,7 +7,7 @@ import numpy as np
 
 from ..core.evaluate import Evaluation
 from ..core.ir import Spec
-from ..core.units import human_size
+from ..core.units import human_rate, human_size
 from ..solvers.result import Result
 
 
@@ -48,7 +48,7 @@ def describe(spec: Spec, bound: float) -> str:
         if k.memory is not None:
             bits.append(f"memory {human_size(k.memory)}")
         if k.link is not None:
-            bits.append(f"link {human_size(k.link)}/s")
+            bits.append(f"link {human_rate(k.link)}")
         kinds.append(", ".join(bits))
     cons = [x for x, on in (("acyclic", c.acyclic), ("contiguous", c.contiguous),
                             ("colocate by group", c.colocate)) if on]

@@ -68,3 +68,10 @@ def human_size(b: float) -> str:
         if abs(b) >= f:
             return f"{b / f:.4g} {unit}"
     return f"{b:.4g} B"
+
+
+def human_rate(bps: float) -> str:
+    for unit, f in (("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3)):
+        if abs(bps) >= f:
+            return f"{bps / f:.4g} {unit}"
+    return f"{bps:.4g} B/s"
