@@ -1,0 +1,93 @@
+"""Benchmarks: time each stage on the real workloads and print the ratio against a saved
+baseline run, side by side (speed is measured here, never asserted in tests).
+
+    python benchmarks/run.py                   # compare against benchmarks/baseline.json
+    python benchmarks/run.py --save-baseline   # record this machine's numbers as the baseline
+    python benchmarks/run.py --data DIR        # folder holding dnn-partitioning/ (default ../shared/data)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT.parent))  # noqa: E402  (run from a checkout without installing)
+
+from partdsl import evaluate, parse_file, solve  # noqa: E402
+from partdsl.cli.convert import dnn_partitioning_to_part  # noqa: E402
+from partdsl.core.dense import Dense  # noqa: E402
+
+BASELINE = Path(__file__).with_name("baseline.json")
+
+
+def best_of(fn: Callable[[], object], repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def measure(data: Path) -> dict[str, dict[str, float]]:
+    rows: dict[str, dict[str, float]] = {}
+    tmp = Path(tempfile.mkdtemp())
+    for f in sorted((data / "throughput").glob("*.json")):
+        path = tmp / f"{f.stem}.part"
+        path.write_text(dnn_partitioning_to_part(f, relative_to=tmp))
+        spec = parse_file(path)
+        rng = np.random.default_rng(0)
+        assign = rng.integers(0, len(spec.platform.devices), len(spec.graph.nodes))
+        r = solve(spec)
+        rows[f.stem] = {
+            "nodes": len(spec.graph.nodes),
+            "parse_s": best_of(lambda: parse_file(path)),
+            "dense_s": best_of(lambda: Dense.build(spec)),
+            "evaluate_ms": 1e3 * best_of(lambda: evaluate(spec, assign), 20),
+            "solve_topo_s": best_of(lambda: solve(spec), 3),
+            "topo_value": r.objective,
+        }
+        print(f"  measured {f.stem}", file=sys.stderr)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--save-baseline", action="store_true")
+    args = ap.parse_args()
+    rows = measure(Path(args.data) / "dnn-partitioning")
+    if args.save_baseline:
+        BASELINE.write_text(json.dumps(rows, indent=1) + "\n")
+        print(f"baseline saved to {BASELINE}")
+    base = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
+    cols = ["parse_s", "dense_s", "evaluate_ms", "solve_topo_s"]
+    head = f"{'workload':24} {'n':>5} " + " ".join(f"{c:>12} {'x base':>7}" for c in cols) + f" {'topo value':>11}"
+    print(head)
+    print("-" * len(head))
+    ratios: dict[str, list[float]] = {c: [] for c in cols}
+    for name, r in rows.items():
+        cells = []
+        for c in cols:
+            b = base.get(name, {}).get(c)
+            ratio = r[c] / b if b else float("nan")
+            if b:
+                ratios[c].append(ratio)
+            cells.append(f"{r[c]:12.4f} {ratio:7.2f}")
+        print(f"{name:24} {int(r['nodes']):5d} " + " ".join(cells) + f" {r['topo_value']:11.4f}")
+    if base:
+        gm = " ".join(f"{'':12} {statistics.geometric_mean(v) if v else float('nan'):7.2f}" for v in ratios.values())
+        print(f"{'geometric mean':30} {gm}")
+        print("(x base: time now / time in benchmarks/baseline.json; < 1 is faster)")
+
+
+if __name__ == "__main__":
+    main()
