@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from partdsl import evaluate, parse
 from partdsl.core.ir import Spec
 from tests import reference as ref
-from tests.strategies import specs
+from tests.strategies import assignments, specs
 
 SETTINGS = settings(max_examples=200, deadline=None,
                     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
@@ -22,13 +22,15 @@ def close(a: float, b: float) -> bool:
     return (math.isinf(a) and math.isinf(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
 
 
+def draw_case(data, kinds: tuple[str, ...] = ("bottleneck", "latency", "throughput")) -> tuple[Spec, list[int]]:
+    spec: Spec = data.draw(specs(kinds=kinds))
+    return spec, data.draw(assignments(spec))
+
+
 @SETTINGS
 @given(st.data())
 def test_bottleneck_matches_reference(data) -> None:
-    spec: Spec = data.draw(specs(kinds=("bottleneck",)))
-    D = len(spec.platform.devices)
-    assign = data.draw(st.lists(st.integers(0, D - 1), min_size=len(spec.graph.nodes),
-                                max_size=len(spec.graph.nodes)))
+    spec, assign = draw_case(data, ("bottleneck",))
     ev = evaluate(spec, np.array(assign))
     assert close(ev.objective, ref.bottleneck(spec, assign))
     assert all(close(ev.loads[d], x) for d, x in zip(spec.platform.devices, ref.loads(spec, assign)))
@@ -37,10 +39,7 @@ def test_bottleneck_matches_reference(data) -> None:
 @SETTINGS
 @given(st.data())
 def test_latency_matches_fixed_point_of_the_ip_constraints(data) -> None:
-    spec: Spec = data.draw(specs(kinds=("latency",)))
-    D = len(spec.platform.devices)
-    assign = data.draw(st.lists(st.integers(0, D - 1), min_size=len(spec.graph.nodes),
-                                max_size=len(spec.graph.nodes)))
+    spec, assign = draw_case(data, ("latency",))
     ev = evaluate(spec, np.array(assign))
     assert close(ev.objective, ref.latency(spec, assign))
     kinds = {v.kind for v in ev.violations}
@@ -53,10 +52,8 @@ def test_latency_matches_fixed_point_of_the_ip_constraints(data) -> None:
 @SETTINGS
 @given(st.data())
 def test_constraint_checks_match_definitions(data) -> None:
-    spec: Spec = data.draw(specs())
+    spec, assign = draw_case(data)
     g, c = spec.graph, spec.constraints
-    D = len(spec.platform.devices)
-    assign = data.draw(st.lists(st.integers(0, D - 1), min_size=len(g.nodes), max_size=len(g.nodes)))
     kinds = {v.kind for v in evaluate(spec, np.array(assign)).violations}
     reach = ref.closure(spec)
     phases = (0, 1) if g.is_training else (None,)
