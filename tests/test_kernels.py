@@ -1,0 +1,104 @@
+"""Kernels: the segment-cost structure equals the evaluator on every slice; the split DP
+equals a brute-force segmentation of the same order; orders are topological."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from partdsl import evaluate
+from partdsl.core.ir import Spec
+from partdsl.kernels.orders import dfs_order, kahn
+from partdsl.kernels.segment_dp import split_dp
+from partdsl.kernels.segments import segment_costs
+from partdsl.kernels.units import contract
+from tests.strategies import specs
+
+SETTINGS = settings(max_examples=120, deadline=None,
+                    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+
+
+def positions(spec: Spec, priority: np.ndarray | None) -> tuple[np.ndarray, int]:
+    u = contract(spec.dense)
+    order = kahn(u.count, u.src, u.dst, None if priority is None else priority[: u.count])
+    at = np.empty(u.count, dtype=np.int64)
+    at[order] = np.arange(u.count)
+    return at[u.unit], u.count
+
+
+@SETTINGS
+@given(st.data())
+def test_segment_costs_equal_the_evaluator_on_every_slice(data) -> None:
+    spec: Spec = data.draw(specs(kinds=("bottleneck",)))
+    if spec.objective.training == "gpipe":
+        spec = spec.__class__(spec.graph, spec.platform, spec.objective.__class__("bottleneck", None,
+                              spec.objective.overlap), spec.constraints)
+    pr = np.array(data.draw(st.lists(st.floats(0, 1), min_size=len(spec.graph.nodes),
+                                     max_size=len(spec.graph.nodes))))
+    pos, P = positions(spec, pr)
+    cost = segment_costs(spec, pos, P)
+    d = spec.dense
+    for c in range(len(d.class_names)):
+        dev = int(np.flatnonzero(d.dev_class == c)[0])
+        other = int(np.flatnonzero(d.dev_class != c)[0])
+        for l in range(P):
+            for r in range(P):
+                if r < l:
+                    assert cost[c, l, r] == math.inf
+                    continue
+                inside = (pos >= l) & (pos <= r)
+                assign = np.where(inside, dev, other)
+                ev = evaluate(spec, assign)
+                runs = d.allowed[inside][:, d.dev_class == c].any(axis=1).all()
+                fits = (spec.constraints.memory != "hard" or
+                        d.params[inside].sum() <= d.memory[c] * (1 + 1e-12))
+                if runs and fits:
+                    assert math.isclose(cost[c, l, r], ev.loads[d.devices[dev]], rel_tol=1e-9, abs_tol=1e-9)
+                else:
+                    assert cost[c, l, r] == math.inf
+
+
+def brute_segmentation(cost: np.ndarray, counts: list[int]) -> float:
+    """Every way to cut 0..P-1 into consecutive segments and give each a class."""
+    C, P, _ = cost.shape
+    best = math.inf
+    for k in range(1, min(P, sum(counts)) + 1):
+        for cuts in itertools.combinations(range(1, P), k - 1):
+            bounds = [0, *cuts, P]
+            segs = [(bounds[i], bounds[i + 1] - 1) for i in range(k)]
+            for classes in itertools.product(range(C), repeat=k):
+                if any(classes.count(c) > counts[c] for c in range(C)):
+                    continue
+                best = min(best, max(cost[c, l, r] for (l, r), c in zip(segs, classes)))
+    return best
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6), st.lists(st.integers(1, 3), min_size=1, max_size=3), st.data())
+def test_split_dp_equals_brute_force_segmentation(P: int, counts: list[int], data) -> None:
+    C = len(counts)
+    vals = data.draw(st.lists(st.one_of(st.floats(0, 10), st.just(math.inf)), min_size=C * P * P, max_size=C * P * P))
+    cost = np.array(vals).reshape(C, P, P)
+    cost[:, np.tril_indices(P, -1)[0], np.tril_indices(P, -1)[1]] = math.inf
+    splits = split_dp(cost, counts)
+    best = min((s.value for s in splits), default=math.inf)
+    assert best == brute_segmentation(cost, counts)
+    for s in splits:  # each reported split is what it claims
+        assert sum(1 for _ in s.segments) == sum(s.counts)
+        assert s.value == max(cost[c, l, r] for l, r, c in s.segments)
+        assert [l for l, _, _ in s.segments] == [0] + [r + 1 for _, r, _ in s.segments[:-1]]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(specs(max_nodes=7))
+def test_orders_are_topological(spec: Spec) -> None:
+    d = spec.dense
+    for order in (kahn(d.n, d.src, d.dst), dfs_order(d.n, d.src, d.dst),
+                  kahn(d.n, d.src, d.dst, np.random.default_rng(0).random(d.n))):
+        at = np.empty(d.n, dtype=np.int64)
+        at[order] = np.arange(d.n)
+        assert sorted(order.tolist()) == list(range(d.n))
+        assert (at[d.src] < at[d.dst]).all()
