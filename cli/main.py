@@ -29,6 +29,16 @@ def _defines(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _numbers(opts: dict[str, str]) -> dict[str, float]:
+    from ..core.errors import PartError
+
+    try:
+        return {k: float(v) for k, v in opts.items()}
+    except ValueError:
+        bad = next(k for k, v in opts.items() if not v.replace(".", "", 1).isdigit())
+        raise PartError(f"-O {bad}={opts[bad]}: not a number", None, f"e.g. -O {bad}=50") from None
+
+
 def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from ..dsl.parser import parse_file
 
@@ -75,8 +85,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
     spec = _load(args)
     show = args.progress or (not args.json and sys.stderr.isatty())
     progress = (lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)) if show else None
+    method_opts = _numbers(_defines(args.option)) if args.option else None
     r = solve(spec, method=args.method, solver=args.solver, time_limit=args.time_limit, gap=args.gap,
-              seed=args.seed, threads=args.threads, progress=progress)
+              seed=args.seed, threads=args.threads, progress=progress, options=method_opts)
     if args.output and r.assignment is not None:
         Path(args.output).write_text(json.dumps({"assignment": r.assignment}, indent=1) + "\n")
     _emit(args, r.to_json(), result_report(spec, r))
@@ -146,7 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
     p = sub.add_parser("solve", help="find a partition, with a bound and a gap")
     common(p)
-    p.add_argument("--method", help="topo (default), single, brute")
+    p.add_argument("--method", help="topo (default), slicegraph, random, brkga, mla, mla_weighted, single, brute")
+    p.add_argument("-O", dest="option", action="append", metavar="NAME=VALUE",
+                   help="a method option, e.g. -O population=50 -O generations=20 (brkga), -O samples=100 (random)")
     p.add_argument("--solver", help="MIP backend: highs (default), scip, gurobi, cplex, cbc")
     p.add_argument("--time-limit", type=float, metavar="SECONDS", help="wall-clock budget")
     p.add_argument("--gap", type=float, metavar="FRACTION", help="stop when the gap is at most this")

@@ -159,6 +159,7 @@ class SolveOptions:
     gap: float | None = None  # fraction
     seed: int | None = None
     threads: int | None = None
+    options: tuple[tuple[str, float], ...] = ()  # the method's own options (population, ...)
 
     def merged(self, **overrides: object) -> "SolveOptions":
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})

@@ -106,6 +106,7 @@ def _solve(s: SolveOptions) -> str | None:
         opts.append(f"seed {s.seed}")
     if s.threads is not None:
         opts.append(f"threads {s.threads}")
+    opts += [f"{k} {num(v)}" for k, v in s.options]
     return head + (" { " + "; ".join(opts) + " }" if opts else "")
 
 

@@ -391,6 +391,9 @@ class ToIR(Transformer):
     def threads_opt(self, ch: list) -> tuple:
         return ("threads", self.need_int(ch[0], "threads", 1))
 
+    def method_opt(self, ch: list) -> tuple:
+        return ("options", ((str(ch[0]), self.need(ch[1], NUMBER, str(ch[0]))),))
+
     def solve_method(self, ch: list) -> tuple:
         return ("method", str(ch[0]))
 
@@ -398,7 +401,10 @@ class ToIR(Transformer):
         return ("solver", str(ch[0]))
 
     def solve_decl(self, ch: list) -> SolveOptions:
-        return SolveOptions(**dict(ch))
+        acc: dict[str, Any] = {}
+        for key, val in ch:
+            acc[key] = acc.get(key, ()) + val if key == "options" else val
+        return SolveOptions(**acc)
 
 
 def _canon_unit(dim: str) -> str | None:

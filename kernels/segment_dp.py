@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.dense import INF
+from .jit import HAVE_NUMBA, njit
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,8 @@ def _states(counts: list[int], max_used: int | None) -> list[tuple[int, ...]]:
     return sorted(out, key=sum)
 
 
-def split_dp(cost: np.ndarray, counts: list[int], max_used: int | None = None) -> list[Split]:
+def split_dp(cost: np.ndarray, counts: list[int], max_used: int | None = None,
+             use_numba: bool = True) -> list[Split]:
     """Best split for every combination of device counts (each a candidate)."""
     C, P, _ = cost.shape
     states = _states(counts, max_used)
@@ -47,6 +49,28 @@ def split_dp(cost: np.ndarray, counts: list[int], max_used: int | None = None) -
                 t = list(s)
                 t[c] -= 1
                 prev[c, i] = sidx.get(tuple(t), -1)
+    if HAVE_NUMBA and use_numba:
+        _dp_loops(cost, prev, dp, arg_l, arg_c)
+    else:
+        _dp_numpy(cost, prev, dp, arg_l, arg_c)
+    splits = []
+    for i, s in enumerate(states):
+        if not np.isfinite(dp[P, i]) or sum(s) == 0:
+            continue
+        segs = []
+        r, j = P, i
+        while r > 0:
+            l, c = int(arg_l[r, j]), int(arg_c[r, j])
+            segs.append((l, r - 1, c))
+            r, j = l, int(prev[c, j])
+        splits.append(Split(float(dp[P, i]), s, tuple(segs[::-1])))
+    return splits
+
+
+def _dp_numpy(cost: np.ndarray, prev: np.ndarray, dp: np.ndarray, arg_l: np.ndarray, arg_c: np.ndarray) -> None:
+    """Vectorized over l and states: one NumPy pass per (r, class)."""
+    C, P, _ = cost.shape
+    S = dp.shape[1]
     for r in range(1, P + 1):
         best = np.full(S, INF)
         for c in range(C):
@@ -63,15 +87,33 @@ def split_dp(cost: np.ndarray, counts: list[int], max_used: int | None = None) -
             arg_l[r, tgt[better]] = lmin[better]
             arg_c[r, tgt[better]] = c
         dp[r] = best
-    splits = []
-    for i, s in enumerate(states):
-        if not np.isfinite(dp[P, i]) or sum(s) == 0:
-            continue
-        segs = []
-        r, j = P, i
-        while r > 0:
-            l, c = int(arg_l[r, j]), int(arg_c[r, j])
-            segs.append((l, r - 1, c))
-            r, j = l, int(prev[c, j])
-        splits.append(Split(float(dp[P, i]), s, tuple(segs[::-1])))
-    return splits
+
+
+@njit
+def _dp_loops(cost: np.ndarray, prev: np.ndarray, dp: np.ndarray, arg_l: np.ndarray, arg_c: np.ndarray) -> None:
+    """The same recurrence as plain loops (compiled by numba), skipping any l whose
+    prefix value already reaches the best found."""
+    C, P, _ = cost.shape
+    S = dp.shape[1]
+    for r in range(1, P + 1):
+        for s in range(S):
+            best = np.inf
+            bl = -1
+            bc = -1
+            for c in range(C):
+                ps = prev[c, s]
+                if ps < 0:
+                    continue
+                for l in range(r):
+                    a = dp[l, ps]
+                    if a >= best:
+                        continue
+                    b = cost[c, l, r - 1]
+                    v = a if a > b else b
+                    if v < best:
+                        best = v
+                        bl = l
+                        bc = c
+            dp[r, s] = best
+            arg_l[r, s] = bl
+            arg_c[r, s] = bc

@@ -59,7 +59,7 @@ def assign(spec: Spec, split: Split, pos: np.ndarray) -> np.ndarray:
     return dev
 
 
-def run(spec: Spec, seed: int = 0, deadline: float = float("inf")) -> Iterator[Candidate]:
+def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -> Iterator[Candidate]:
     counts = [k.count for k in spec.platform.classes]
     plain = spec.objective.kind == "bottleneck" and spec.objective.training != "gpipe"
     for name, pos, P in orders(spec, seed):

@@ -17,7 +17,7 @@ import numpy as np
 from ..core.errors import PartError
 from ..core.evaluate import Evaluation, evaluate
 from ..core.ir import Spec
-from ..kernels import brute_force, single_device, topo_split
+from ..kernels import brute_force, order_search, single_device, topo_split
 from . import backends
 from .bounds import bound as trivial_bound
 from .result import Result, Status, relative_gap
@@ -31,14 +31,25 @@ class Method:
     run: Callable[..., Candidates]
     exhaustive: bool  # an exhausted run proves optimality / infeasibility
     about: str
+    options: tuple[str, ...] = ()  # the method's own options (`population 100` in a solve block)
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("topo", topo_split.run, False,
            "best of several topological-order splits, each split optimally by a DP (default)"),
+    Method("slicegraph", order_search.slicegraph, False, "SliceGraph on Kahn's order (Archer sec. 4)"),
+    Method("random", order_search.random_orders, False, "random-T: best SliceGraph of T random orders",
+           ("samples",)),
+    Method("brkga", order_search.brkga, False, "BRKGA over orders, decoded by SliceGraph",
+           ("population", "generations")),
+    Method("mla", order_search.mla, False, "SliceGraph on a minimum linear arrangement order",
+           ("population", "generations")),
+    Method("mla_weighted", order_search.mla_weighted, False,
+           "SliceGraph on a tensor-weighted minimum linear arrangement order", ("population", "generations")),
     Method("single", single_device.run, False, "everything on one device (baseline)"),
     Method("brute", brute_force.run, True, "exhaustive enumeration, exact, tiny graphs only"),
 )}
+ALIASES = {"mla-weighted": "mla_weighted"}
 DEFAULT_METHOD = "topo"
 KERNEL_SOLVER = "numpy"  # the methods so far are NumPy kernels, no MIP backend
 
@@ -60,16 +71,29 @@ def _better(spec: Spec, a: Evaluation, b: Evaluation | None) -> bool:
 def solve(spec: Spec, method: str | None = None, solver: str | None = None,
           time_limit: float | None = None, gap: float | None = None, seed: int | None = None,
           threads: int | None = None, warm_start: Mapping[str, str] | None = None,
-          progress: Callable[[str], None] | None = None) -> Result:
-    """Solve `spec`; keyword arguments override its `solve` block."""
+          progress: Callable[[str], None] | None = None, options: Mapping[str, float] | None = None) -> Result:
+    """Solve `spec`; keyword arguments override its `solve` block. `options` are the
+    method's own settings (e.g. {"population": 50} for brkga)."""
     opts = spec.solve.merged(method=method, solver=solver, time_limit=time_limit, gap=gap,
                              seed=seed, threads=threads)
     name = opts.method or DEFAULT_METHOD
+    name = ALIASES.get(name, name)
     if name not in METHODS:
         raise PartError(f"unknown method '{name}'", None,
                         "methods: " + "; ".join(f"{m.name} ({m.about})" for m in METHODS.values()))
     m = METHODS[name]
     log: list[str] = []
+    # options of the spec's solve block belong to its method: dropped if another is chosen
+    spec_opts = dict(opts.options)
+    if method is not None and ALIASES.get(method, method) != spec.solve.method:
+        for key in [k for k in spec_opts if k not in m.options]:
+            log.append(f"solve-block option '{key}' is not used by method {name}")
+            del spec_opts[key]
+    method_opts = {**spec_opts, **dict(options or {})}
+    for key in method_opts:
+        if key not in m.options:
+            takes = ", ".join(m.options) if m.options else "no options"
+            raise PartError(f"method {name} has no option '{key}'", None, f"method {name} takes {takes}")
     if opts.solver:
         backends.require(opts.solver)
         log.append(f"method {name} uses no MIP solver; solver {opts.solver} not needed")
@@ -86,7 +110,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     def candidates() -> Candidates:
         if warm_start:
             yield "warm start", assignment_array(spec, warm_start)
-        yield from m.run(spec, seed=opts.seed or 0, deadline=deadline)
+        yield from m.run(spec, seed=opts.seed or 0, deadline=deadline, **method_opts)
 
     last_report = -math.inf  # report after the first candidate, then twice a second
     for label, dev in candidates():

@@ -82,10 +82,13 @@ def specs(draw, max_nodes: int = 7, kinds: tuple[str, ...] = ("bottleneck", "lat
                        memory=draw(st.sampled_from(["hard", "overflow", "ignore"])),
                        colocate=draw(st.booleans()), colocate_sets=sets, pins=pins, forbids=forbids,
                        max_stages=draw(st.one_of(st.none(), st.integers(1, 4))))
-    solve = SolveOptions(method=draw(st.one_of(st.none(), st.just("topo"))),
+    method, options = draw(st.sampled_from([(None, ()), ("topo", ()),
+                                            ("brkga", (("population", 12.0), ("generations", 3.0)))]))
+    solve = SolveOptions(method=method,
                          time_limit=draw(st.one_of(st.none(), st.floats(0.01, 1e4))),
                          gap=draw(st.one_of(st.none(), st.floats(0, 0.5))),
-                         seed=draw(st.one_of(st.none(), st.integers(0, 99))))
+                         seed=draw(st.one_of(st.none(), st.integers(0, 99))),
+                         options=options)
     params = (("k", Quantity(float(n_acc), "number")), ("note", "hello \"quoted\""),
               ("mem", Quantity(draw(st.floats(1.0, 1e12)), "size")))
     spec = Spec(g, Platform(tuple(classes), links), obj, cons, solve, params)

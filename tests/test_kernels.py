@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from partdsl import evaluate
 from partdsl.core.ir import Spec
 from partdsl.kernels.orders import dfs_order, kahn
+from partdsl.kernels.jit import HAVE_NUMBA
 from partdsl.kernels.segment_dp import split_dp
 from partdsl.kernels.segments import segment_costs
 from partdsl.kernels.units import contract
@@ -40,6 +41,8 @@ def test_segment_costs_equal_the_evaluator_on_every_slice(data) -> None:
                                      max_size=len(spec.graph.nodes))))
     pos, P = positions(spec, pr)
     cost = segment_costs(spec, pos, P)
+    assert np.array_equal(cost == math.inf, segment_costs(spec, pos, P, use_numba=False) == math.inf)
+    assert np.allclose(cost, segment_costs(spec, pos, P, use_numba=False), rtol=1e-9, atol=1e-9)
     d = spec.dense
     for c in range(len(d.class_names)):
         dev = int(np.flatnonzero(d.dev_class == c)[0])
@@ -83,9 +86,14 @@ def test_split_dp_equals_brute_force_segmentation(P: int, counts: list[int], dat
     vals = data.draw(st.lists(st.one_of(st.floats(0, 10), st.just(math.inf)), min_size=C * P * P, max_size=C * P * P))
     cost = np.array(vals).reshape(C, P, P)
     cost[:, np.tril_indices(P, -1)[0], np.tril_indices(P, -1)[1]] = math.inf
-    splits = split_dp(cost, counts)
-    best = min((s.value for s in splits), default=math.inf)
-    assert best == brute_segmentation(cost, counts)
+    expected = brute_segmentation(cost, counts)
+    for use_numba in (True, False):  # the compiled loops and the NumPy fallback
+        splits = split_dp(cost, counts, use_numba=use_numba)
+        assert min((s.value for s in splits), default=math.inf) == expected
+        check_splits(cost, splits)
+
+
+def check_splits(cost: np.ndarray, splits: list) -> None:
     for s in splits:  # each reported split is what it claims
         assert sum(1 for _ in s.segments) == sum(s.counts)
         assert s.value == max(cost[c, l, r] for l, r, c in s.segments)
@@ -102,3 +110,41 @@ def test_orders_are_topological(spec: Spec) -> None:
         at[order] = np.arange(d.n)
         assert sorted(order.tolist()) == list(range(d.n))
         assert (at[d.src] < at[d.dst]).all()
+
+
+def test_numba_is_in_use() -> None:
+    """The compiled path is what runs by default (the fallback is tested above)."""
+    assert HAVE_NUMBA
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(specs(max_nodes=6, kinds=("bottleneck",), max_devices=3))
+def test_slicegraph_is_the_best_segmentation_of_its_order(spec: Spec) -> None:
+    """SliceGraph(G, order, k) == min over every segmentation of that order, scored by the
+    evaluator (Archer Thm. 4.1), when nothing but the load matters."""
+    from partdsl import solve
+    from partdsl.core.ir import Constraints, Objective
+    from partdsl.kernels.topo_split import assign
+    from partdsl.kernels.segment_dp import Split
+
+    spec = spec.__class__(spec.graph, spec.platform, Objective("bottleneck", None, spec.objective.overlap),
+                          Constraints(memory="ignore"))
+    pos, P = positions(spec, None)
+    counts = [k.count for k in spec.platform.classes]
+    best = math.inf
+    for k in range(1, min(P, sum(counts)) + 1):
+        for cuts in itertools.combinations(range(1, P), k - 1):
+            bounds = [0, *cuts, P]
+            for classes in itertools.product(range(len(counts)), repeat=k):
+                if any(classes.count(c) > counts[c] for c in range(len(counts))):
+                    continue
+                segs = tuple((bounds[i], bounds[i + 1] - 1, classes[i]) for i in range(k))
+                sp = Split(0.0, tuple(classes.count(c) for c in range(len(counts))), segs)
+                ev = evaluate(spec, assign(spec, sp, pos))
+                if ev.feasible:
+                    best = min(best, ev.objective)
+    r = solve(spec, method="slicegraph", gap=0.0)
+    if math.isinf(best):
+        assert not r.status.has_solution()
+    else:
+        assert math.isclose(r.objective, best, rel_tol=1e-9, abs_tol=1e-9)

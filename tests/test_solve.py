@@ -19,6 +19,11 @@ from tests.conftest import EXAMPLES, run_part
 from tests.strategies import specs
 
 
+HEURISTICS = [("topo", {}), ("single", {}), ("slicegraph", {}), ("random", {"samples": 8}),
+              ("brkga", {"population": 8, "generations": 3}), ("mla", {"population": 8, "generations": 3}),
+              ("mla_weighted", {"population": 8, "generations": 3})]
+
+
 def better_or_equal(spec: Spec, a: float, b: float) -> bool:
     tol = 1e-9 * max(1.0, abs(b))
     return a >= b - tol if spec.objective.sense == "max" else a <= b + tol
@@ -30,8 +35,8 @@ def test_brute_is_exact_and_bounds_hold(spec: Spec) -> None:
     # the generated spec's own solve block may ask for a loose gap or a tiny time limit
     exact = solve(spec, method="brute", gap=0.0, time_limit=1e6)
     assert exact.status in (Status.OPTIMAL, Status.INFEASIBLE)
-    for method in ("topo", "single"):
-        r = solve(spec, method=method, gap=0.0, time_limit=1e6)
+    for method, opts in HEURISTICS:
+        r = solve(spec, method=method, gap=0.0, time_limit=1e6, options=opts)
         if r.status.has_solution():
             assert exact.status == Status.OPTIMAL
             # re-scored by the evaluator, feasible, never better than the optimum
@@ -40,6 +45,9 @@ def test_brute_is_exact_and_bounds_hold(spec: Spec) -> None:
             assert better_or_equal(spec, exact.objective, r.objective)
             assert r.gap >= 0
         assert r.status != Status.INFEASIBLE  # heuristics never claim a proof
+        if method in ("random", "brkga"):  # seeded: the same answer twice
+            again = solve(spec, method=method, gap=0.0, time_limit=1e6, options=opts)
+            assert again.assignment == r.assignment
     if exact.status == Status.OPTIMAL:
         ev = evaluate(spec, to_array(spec, exact.assignment))
         assert ev.feasible and ev.objective == exact.objective
@@ -146,3 +154,33 @@ def test_result_reports_bounds_in_the_objective_direction() -> None:
     assert d["lower_bound"] <= d["upper_bound"]
     arr = np.array([spec.platform.devices.index(r.assignment[n.name]) for n in spec.graph.nodes])
     assert evaluate(spec, arr).objective == r.objective
+
+
+def test_method_options_are_checked(tmp_path: Path) -> None:
+    spec = parse((EXAMPLES / "tiny.part").read_text())
+    with pytest.raises(PartError, match="method brkga has no option 'pop'"):
+        solve(spec, method="brkga", options={"pop": 3})
+    with pytest.raises(PartError, match="method topo has no option 'samples'"):
+        solve(spec, options={"samples": 3})
+    p = run_part("solve", str(EXAMPLES / "tiny.part"), "--method", "random", "-O", "samples=abc")
+    assert p.returncode == 2 and "not a number" in p.stderr
+    f = tmp_path / "s.part"
+    f.write_text((EXAMPLES / "tiny.part").read_text().replace("solve topo { time 60 s }",
+                                                              "solve brkga { population 6; generations 2; seed 3 }"))
+    s = parse(f.read_text())
+    assert s.solve.options == (("population", 6.0), ("generations", 2.0)) and s.solve.seed == 3
+    out = json.loads(run_part("solve", str(f), "--json").stdout)
+    assert out["method"] == "brkga" and out["status"] in ("feasible", "optimal")
+
+
+def test_order_search_improves_on_a_fixed_order() -> None:
+    from partdsl.dsl.generate import regal_spec
+
+    spec = regal_spec(60, 4, seed=5)
+    fixed = solve(spec, method="slicegraph")
+    rnd = solve(spec, method="random", options={"samples": 60}, seed=1)
+    ga = solve(spec, method="brkga", options={"population": 20, "generations": 10}, seed=1)
+    assert rnd.objective <= fixed.objective * 1.05
+    assert ga.objective <= rnd.objective * 1.05
+    for r in (fixed, rnd, ga):
+        assert r.evaluation.feasible and r.objective >= r.bound
