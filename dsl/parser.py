@@ -69,12 +69,21 @@ def syntax_error(e: UnexpectedInput, text: str, file: str) -> PartError:
         last = text.rstrip().splitlines() or [""]
         span = Span(file, len(last), len(last[-1]) + 1)
         return PartError("the file ends too early", span, "expected " + ", ".join(shown), text, "syntax")
-    if "UNIT" in expected and re.fullmatch(r"[A-Za-zµ/]+", val):
-        return PartError(f"unknown unit '{val}'", span, f"units are: {UNIT_LIST}", text, "syntax")
+    if re.fullmatch(r"[A-Za-zµ/]+", val) and _after_number(text, tok.start_pos):
+        import difflib
+
+        close = difflib.get_close_matches(val, list(UNITS), n=3, cutoff=0.5)
+        if "UNIT" in expected or close:
+            hint = (f"did you mean {' or '.join(repr(c) for c in close)}? " if close else "") + f"units are: {UNIT_LIST}"
+            return PartError(f"unknown unit '{val}'", span, hint, text, "syntax")
     keywords = [s.strip("'") for s in shown if s.startswith("'")]
     close = did_you_mean(val, [k for k in keywords if k.isalpha()])
     hint = (close if close.startswith("did you mean") else "expected " + ", ".join(shown))
     return PartError(f"unexpected '{val}'", span, hint, text, "syntax")
+
+
+def _after_number(text: str, pos: int | None) -> bool:
+    return pos is not None and re.search(r"[0-9]\s*$", text[:pos]) is not None
 
 
 def parse_override(name: str, value: Override) -> Quantity | str:

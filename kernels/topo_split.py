@@ -44,13 +44,17 @@ def orders(spec: Spec, seed: int, n_random: int = 3) -> Iterator[tuple[str, np.n
 
 
 def assign(spec: Spec, split: Split, pos: np.ndarray) -> np.ndarray:
-    """Devices for a split: each segment gets an unused device of its class, preferring one
-    that every node in the segment may use (pins to single devices)."""
+    """Devices for a split of an order (segments of positions)."""
+    return assign_masks(spec, [((pos >= l) & (pos <= r), c) for l, r, c in split.segments])
+
+
+def assign_masks(spec: Spec, segments: list[tuple[np.ndarray, int]]) -> np.ndarray:
+    """Devices for node sets with classes: each set gets an unused device of its class,
+    preferring one that every node in the set may use (pins to single devices)."""
     d = spec.dense
     dev = np.full(d.n, -1, dtype=np.int64)
     used = np.zeros(d.D, dtype=bool)
-    for l, r, c in split.segments:
-        members = (pos >= l) & (pos <= r)
+    for members, c in segments:
         ok = d.allowed[members].all(axis=0) & (d.dev_class == c) & ~used
         pool = np.flatnonzero(ok) if ok.any() else np.flatnonzero((d.dev_class == c) & ~used)
         j = int(pool[0])

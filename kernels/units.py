@@ -25,9 +25,54 @@ class Units:
     dst: np.ndarray
 
 
-def contract(dense: Dense) -> Units:
+def absorbable_sinks(dense: Dense, memory_binds: bool) -> list[tuple[int, int]]:
+    """(pred, sink) pairs whose colocation is without loss of generality.
+
+    A colocation component K of sinks (no successors, one predecessor each, zero work on
+    every class, params that cannot matter) whose predecessors all lie in one other
+    component R, and whose nodes may run wherever R's may, can join R: it adds no load
+    anywhere and removes transfers, and a contiguous set (or an acyclic quotient) stays
+    so when sinks join their predecessors' set. Each such dead-end output doubles the
+    number of ideals otherwise (GNMT has 17; in training graphs they come as colocated
+    forward/backward pairs)."""
     n = dense.n
-    _, comp = np.unique(dense.colo, return_inverse=True)
+    outdeg = np.bincount(dense.src, minlength=n)
+    indeg = np.bincount(dense.dst, minlength=n)
+    zero = (np.nan_to_num(dense.work, posinf=0.0) == 0).all(axis=1)
+    ok = (outdeg == 0) & (indeg == 1) & zero & ((dense.params == 0) | (not memory_binds))
+    pred = np.full(n, -1, dtype=np.int64)
+    pred[dense.dst] = dense.src
+    pairs: list[tuple[int, int]] = []
+    for k in np.unique(dense.colo):
+        members = np.flatnonzero(dense.colo == k)
+        if not ok[members].all():
+            continue
+        preds = pred[members]
+        targets = np.unique(dense.colo[preds])
+        if len(targets) != 1 or targets[0] == k:
+            continue
+        if (dense.allowed[members] >= dense.allowed[preds]).all():
+            pairs += [(int(p), int(v)) for p, v in zip(preds, members)]
+    return pairs
+
+
+def memory_can_bind(dense: Dense, mode: str) -> bool:
+    """False when every node together fits on any single memory-limited device."""
+    if mode == "ignore":
+        return False
+    cap = dense.memory[np.isfinite(dense.memory)]
+    return bool(len(cap)) and dense.params.sum() > cap.min()
+
+
+def contract(dense: Dense, absorb: list[tuple[int, int]] | None = None) -> Units:
+    """Units over the colocation components, plus any (pred, sink) pairs in `absorb`."""
+    n = dense.n
+    colo = dense.colo
+    if absorb:
+        from ..core.dense import union_find_labels
+
+        colo = union_find_labels(n, [(int(a), int(b)) for a, b in zip(np.arange(n), colo)] + list(absorb))
+    _, comp = np.unique(colo, return_inverse=True)
     k = int(comp.max()) + 1 if n else 0
     src, dst = dense.src, dense.dst
     if dense.backward.any():

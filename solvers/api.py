@@ -17,7 +17,7 @@ import numpy as np
 from ..core.errors import PartError
 from ..core.evaluate import Evaluation, evaluate
 from ..core.ir import Spec
-from ..kernels import brute_force, order_search, single_device, topo_split
+from ..kernels import Proven, brute_force, ideal_dp, order_search, single_device, topo_split
 from . import backends
 from .bounds import bound as trivial_bound
 from .result import Result, Status, relative_gap
@@ -46,6 +46,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            ("population", "generations")),
     Method("mla_weighted", order_search.mla_weighted, False,
            "SliceGraph on a tensor-weighted minimum linear arrangement order", ("population", "generations")),
+    Method("dp", ideal_dp.run, False, "DP over ideals: optimal contiguous splits (Tarnawski sec. 5.1.1)"),
     Method("single", single_device.run, False, "everything on one device (baseline)"),
     Method("brute", brute_force.run, True, "exhaustive enumeration, exact, tiny graphs only"),
 )}
@@ -100,7 +101,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     t0 = time.monotonic()
     deadline = t0 + opts.time_limit if opts.time_limit is not None else math.inf
     lb = trivial_bound(spec)
-    rel = opts.gap if opts.gap is not None else 1e-9
+    rel = max(opts.gap if opts.gap is not None else 0.0, 1e-9)  # 1e-9: float summation order
     best: Evaluation | None = None
     best_dev: np.ndarray | None = None
     best_label = ""
@@ -113,7 +114,12 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
         yield from m.run(spec, seed=opts.seed or 0, deadline=deadline, **method_opts)
 
     last_report = -math.inf  # report after the first candidate, then twice a second
-    for label, dev in candidates():
+    for item in candidates():
+        if isinstance(item, Proven):  # a kernel's proof that nothing beats item.bound
+            lb = max(lb, item.bound) if spec.objective.sense == "min" else min(lb, item.bound)
+            log.append(f"proven bound {item.bound:.6g}: {item.why}")
+            continue
+        label, dev = item
         if time.monotonic() > deadline:
             stopped = "time limit"
             break
