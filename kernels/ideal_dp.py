@@ -88,8 +88,8 @@ def _words(ideals: list[int], U: int) -> np.ndarray:
 
 
 @njit
-def _dp_pairs(bits, size, W, BAD, MEM, memcap, hard, ovrate, prod_unit, prod_cons, wprod, prev, dp, argj, argc,
-              bound, overlap):  # pragma: no cover - compiled
+def _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, hard, ovrate, prod_unit, prod_cons, wprod, prev, dp, argj,
+              argc, bound, overlap):  # pragma: no cover - compiled
     NI, nw = bits.shape
     C = W.shape[1]
     S = dp.shape[1]
@@ -101,9 +101,9 @@ def _dp_pairs(bits, size, W, BAD, MEM, memcap, hard, ovrate, prod_unit, prod_con
     tout = np.zeros(C)
     one = np.uint64(1)
     for i in range(1, NI):
-        for j in range(i):
+        for j in range(lo[i], i):  # ideals cheap enough below i: the segment fits under the bound
             if size[j] >= size[i]:
-                break
+                continue
             if dpmin[j] > bound:
                 continue
             lb = np.inf
@@ -216,6 +216,15 @@ def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -
     mf = member.astype(float)
     W, BAD, MEM = mf @ uw, mf @ ubad, mf @ umem
     size = member.sum(axis=1).astype(np.int64)
+    # order by the cheapest possible compute (ties by size): every subset of an ideal comes
+    # before it, and a segment I \ I' costs at least key(I) - key(I'), so only ideals with
+    # key >= key(I) - bound can precede I in the chain (a window found by binary search)
+    cheapest = np.where(np.isfinite(d.work) & cls_any, d.work, np.inf).min(axis=1)
+    ukey = np.bincount(u.unit, weights=np.where(np.isfinite(cheapest), cheapest, 0.0), minlength=u.count)
+    key = mf @ ukey
+    perm = np.lexsort((size, key))
+    bits, member, W, BAD, MEM, size, key = bits[perm], member[perm], W[perm], BAD[perm], MEM[perm], size[perm], key[perm]
+    mf = None
     prods = np.unique(d.src)
     cons = np.zeros((len(prods), bits.shape[1]), dtype=np.uint64)
     idx = {p: i for i, p in enumerate(prods.tolist())}
@@ -241,7 +250,8 @@ def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -
         ovrate = np.where(np.isfinite(d.link), 1e3 / d.link, 0.0)
     memcap = np.where(spec.constraints.memory == "ignore", np.inf, d.memory)
     bound = best_val * (1 + 1e-9) if np.isfinite(best_val) else np.inf
-    _dp_pairs(bits, size, W, BAD, MEM, memcap, spec.constraints.memory == "hard", ovrate,
+    lo = np.searchsorted(key, key - bound * (1 + 1e-9) - 1e-9, side="left").astype(np.int64)
+    _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, spec.constraints.memory == "hard", ovrate,
               u.unit[prods].astype(np.int64), cons, d.comm[prods], prev, dp, argj, argc, bound,
               OVERLAP[spec.objective.overlap])
     full = NI - 1

@@ -17,7 +17,7 @@ import numpy as np
 from ..core.errors import PartError
 from ..core.evaluate import Evaluation, evaluate
 from ..core.ir import Spec
-from ..kernels import Proven, brute_force, ideal_dp, order_search, single_device, topo_split
+from ..kernels import Proven, baselines, brute_force, ideal_dp, order_search, single_device, topo_split
 from . import backends
 from .bounds import bound as trivial_bound
 from .result import Result, Status, relative_gap
@@ -47,6 +47,11 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("mla_weighted", order_search.mla_weighted, False,
            "SliceGraph on a tensor-weighted minimum linear arrangement order", ("population", "generations")),
     Method("dp", ideal_dp.run, False, "DP over ideals: optimal contiguous splits (Tarnawski sec. 5.1.1)"),
+    Method("dpl", baselines.dpl, False, "the DP on one DFS linearization (Tarnawski's DPL)"),
+    Method("pipedream", baselines.pipedream, False, "PipeDream's linear DP on a chain, accelerators only (baseline)"),
+    Method("greedy", baselines.greedy, False, "fill devices in topological order up to an even share (baseline)"),
+    Method("local_search", baselines.local_search, False, "single-node moves with restarts (baseline)",
+           ("restarts", "passes")),
     Method("single", single_device.run, False, "everything on one device (baseline)"),
     Method("brute", brute_force.run, True, "exhaustive enumeration, exact, tiny graphs only"),
 )}
