@@ -33,7 +33,7 @@ from ..core.evaluate import evaluate
 from ..core.ir import Spec
 from . import Proven
 from .jit import njit
-from .segment_dp import _states
+from .segment_dp import state_table
 from .topo_split import assign_masks
 from .topo_split import run as topo_run
 from .units import absorbable_sinks, contract, memory_can_bind
@@ -233,17 +233,9 @@ def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -
         if ub != u.unit[a]:
             cons[idx[a], ub // 64] |= np.uint64(1) << np.uint64(ub % 64)
     counts = [k.count for k in spec.platform.classes]
-    states = _states(counts, spec.constraints.max_stages)
-    sidx = {s: i for i, s in enumerate(states)}
-    prev = np.full((C, len(states)), -1, dtype=np.int64)
-    for i, s in enumerate(states):
-        for c in range(C):
-            if s[c] > 0:
-                t = list(s)
-                t[c] -= 1
-                prev[c, i] = sidx.get(tuple(t), -1)
+    states, zero, prev = state_table(counts, spec.constraints.max_stages)
     dp = np.full((NI, len(states)), np.inf)
-    dp[0, sidx[tuple([0] * C)]] = 0.0
+    dp[0, zero] = 0.0
     argj = np.full((NI, len(states)), -1, dtype=np.int64)
     argc = np.full((NI, len(states)), -1, dtype=np.int64)
     with np.errstate(divide="ignore"):

@@ -10,6 +10,22 @@ from .orders import kahn
 
 
 @njit
+def _push(heap_k: np.ndarray, heap_v: np.ndarray, size: int, k: float, v: int) -> int:
+    """Push (k, v) on the binary min-heap (ties by node index); returns the new size."""
+    i = size
+    while i > 0:
+        p = (i - 1) // 2
+        if heap_k[p] < k or (heap_k[p] == k and heap_v[p] < v):
+            break
+        heap_k[i] = heap_k[p]
+        heap_v[i] = heap_v[p]
+        i = p
+    heap_k[i] = k
+    heap_v[i] = v
+    return size + 1
+
+
+@njit
 def _kahn_csr(ptr: np.ndarray, idx: np.ndarray, indeg0: np.ndarray, keys: np.ndarray) -> np.ndarray:
     n = len(indeg0)
     indeg = indeg0.copy()
@@ -19,18 +35,7 @@ def _kahn_csr(ptr: np.ndarray, idx: np.ndarray, indeg0: np.ndarray, keys: np.nda
     out = np.empty(n, dtype=np.int64)
     for v in range(n):
         if indeg[v] == 0:
-            # push
-            i = size
-            size += 1
-            while i > 0:
-                p = (i - 1) // 2
-                if heap_k[p] < keys[v] or (heap_k[p] == keys[v] and heap_v[p] < v):
-                    break
-                heap_k[i] = heap_k[p]
-                heap_v[i] = heap_v[p]
-                i = p
-            heap_k[i] = keys[v]
-            heap_v[i] = v
+            size = _push(heap_k, heap_v, size, keys[v], v)
     t = 0
     while size > 0:
         u = heap_v[0]
@@ -58,17 +63,7 @@ def _kahn_csr(ptr: np.ndarray, idx: np.ndarray, indeg0: np.ndarray, keys: np.nda
             v = idx[e]
             indeg[v] -= 1
             if indeg[v] == 0:
-                i = size
-                size += 1
-                while i > 0:
-                    p = (i - 1) // 2
-                    if heap_k[p] < keys[v] or (heap_k[p] == keys[v] and heap_v[p] < v):
-                        break
-                    heap_k[i] = heap_k[p]
-                    heap_v[i] = heap_v[p]
-                    i = p
-                heap_k[i] = keys[v]
-                heap_v[i] = v
+                size = _push(heap_k, heap_v, size, keys[v], v)
     return out
 
 

@@ -31,24 +31,32 @@ def _states(counts: list[int], max_used: int | None) -> list[tuple[int, ...]]:
     return sorted(out, key=sum)
 
 
-def split_dp(cost: np.ndarray, counts: list[int], max_used: int | None = None,
-             use_numba: bool = True) -> list[Split]:
-    """Best split for every combination of device counts (each a candidate)."""
-    C, P, _ = cost.shape
+def state_table(counts: list[int], max_used: int | None) -> tuple[list[tuple[int, ...]], int, np.ndarray]:
+    """DP states (devices used per class), the index of the all-zero state, and
+    prev[c, s]: the state with one device of class c fewer (-1 if none)."""
     states = _states(counts, max_used)
     sidx = {s: i for i, s in enumerate(states)}
-    S = len(states)
-    dp = np.full((P + 1, S), INF)
-    dp[0, sidx[tuple([0] * C)]] = 0.0
-    arg_l = np.full((P + 1, S), -1, dtype=np.int64)
-    arg_c = np.full((P + 1, S), -1, dtype=np.int64)
-    prev = np.full((C, S), -1, dtype=np.int64)  # state index with one fewer device of class c
+    C = len(counts)
+    prev = np.full((C, len(states)), -1, dtype=np.int64)
     for i, s in enumerate(states):
         for c in range(C):
             if s[c] > 0:
                 t = list(s)
                 t[c] -= 1
                 prev[c, i] = sidx.get(tuple(t), -1)
+    return states, sidx[tuple([0] * C)], prev
+
+
+def split_dp(cost: np.ndarray, counts: list[int], max_used: int | None = None,
+             use_numba: bool = True) -> list[Split]:
+    """Best split for every combination of device counts (each a candidate)."""
+    C, P, _ = cost.shape
+    states, zero, prev = state_table(counts, max_used)
+    S = len(states)
+    dp = np.full((P + 1, S), INF)
+    dp[0, zero] = 0.0
+    arg_l = np.full((P + 1, S), -1, dtype=np.int64)
+    arg_c = np.full((P + 1, S), -1, dtype=np.int64)
     if HAVE_NUMBA and use_numba:
         _dp_loops(cost, prev, dp, arg_l, arg_c)
     else:

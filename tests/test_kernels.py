@@ -208,3 +208,16 @@ def test_contiguous_blocks_with_a_cyclic_quotient_are_not_a_chain_of_ideals() ->
     assert solve(acyclic, method="brute").objective == 1.0
     exact = solve(acyclic, method="dp")
     assert exact.objective == 1.0 and exact.status.value == "optimal"
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(20, 300))
+def test_compiled_kahn_equals_the_reference(seed: int, n: int) -> None:
+    from partdsl.dsl.generate import regal_graph
+    from partdsl.kernels.kahn_keys import KahnCSR
+
+    g = regal_graph(n, "ba", seed)
+    src = np.array([a for a, _ in g.edges], dtype=np.int64)
+    dst = np.array([b for _, b in g.edges], dtype=np.int64)
+    keys = np.round(np.random.default_rng(seed).random(n), 1)  # many ties: broken by index
+    assert (KahnCSR(n, src, dst).order(keys) == kahn(n, src, dst, keys)).all()
