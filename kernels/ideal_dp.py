@@ -88,8 +88,38 @@ def _words(ideals: list[int], U: int) -> np.ndarray:
 
 
 @njit
+def _frontiers(bits, prod_unit, prod_cons):  # pragma: no cover - compiled
+    """CSR of each ideal's frontier: producers inside it with a consumer outside."""
+    NI, nw = bits.shape
+    P = len(prod_unit)
+    ptr = np.zeros(NI + 1, dtype=np.int64)
+    buf = np.empty(NI * 8 + P, dtype=np.int64)
+    t = 0
+    one = np.uint64(1)
+    for i in range(NI):
+        for p in range(P):
+            a = prod_unit[p]
+            if not ((bits[i, a // 64] >> np.uint64(a % 64)) & one):
+                continue
+            out = False
+            for k in range(nw):
+                if prod_cons[p, k] & ~bits[i, k]:
+                    out = True
+                    break
+            if out:
+                if t >= len(buf):
+                    grown = np.empty(2 * len(buf), dtype=np.int64)
+                    grown[:t] = buf[:t]
+                    buf = grown
+                buf[t] = p
+                t += 1
+        ptr[i + 1] = t
+    return ptr, buf[:t].copy()
+
+
+@njit
 def _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, hard, ovrate, prod_unit, prod_cons, wprod, prev, dp, argj,
-              argc, bound, overlap):  # pragma: no cover - compiled
+              argc, bound, overlap, consistent, fptr, fidx):  # pragma: no cover - compiled
     NI, nw = bits.shape
     C = W.shape[1]
     S = dp.shape[1]
@@ -125,26 +155,44 @@ def _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, hard, ovrate, prod_unit, prod
             for c in range(C):
                 tin[c] = 0.0
                 tout[c] = 0.0
-            for p in range(P):
-                a = prod_unit[p]
-                inside = (seg[a // 64] >> np.uint64(a % 64)) & one
-                hit = False
-                if inside:
-                    for k in range(nw):
-                        if prod_cons[p, k] & ~seg[k]:
-                            hit = True
-                            break
-                    if hit:
+            if consistent:
+                # every edge follows the unit order: a tensor leaves S iff its producer is on
+                # I's frontier and not in I'; one enters S iff its producer is on the
+                # frontier of I' with a consumer in S
+                for e in range(fptr[i], fptr[i + 1]):
+                    p = fidx[e]
+                    a = prod_unit[p]
+                    if (seg[a // 64] >> np.uint64(a % 64)) & one:
                         for c in range(C):
                             tout[c] += wprod[p, c]
-                else:
+                for e in range(fptr[j], fptr[j + 1]):
+                    p = fidx[e]
                     for k in range(nw):
                         if prod_cons[p, k] & seg[k]:
-                            hit = True
+                            for c in range(C):
+                                tin[c] += wprod[p, c]
                             break
-                    if hit:
-                        for c in range(C):
-                            tin[c] += wprod[p, c]
+            else:
+                for p in range(P):
+                    a = prod_unit[p]
+                    inside = (seg[a // 64] >> np.uint64(a % 64)) & one
+                    hit = False
+                    if inside:
+                        for k in range(nw):
+                            if prod_cons[p, k] & ~seg[k]:
+                                hit = True
+                                break
+                        if hit:
+                            for c in range(C):
+                                tout[c] += wprod[p, c]
+                    else:
+                        for k in range(nw):
+                            if prod_cons[p, k] & seg[k]:
+                                hit = True
+                                break
+                        if hit:
+                            for c in range(C):
+                                tin[c] += wprod[p, c]
             used = MEM[i] - MEM[j]
             for c in range(C):
                 if BAD[i, c] != BAD[j, c]:
@@ -243,9 +291,14 @@ def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -
     memcap = np.where(spec.constraints.memory == "ignore", np.inf, d.memory)
     bound = best_val * (1 + 1e-9) if np.isfinite(best_val) else np.inf
     lo = np.searchsorted(key, key - bound * (1 + 1e-9) - 1e-9, side="left").astype(np.int64)
+    prod_unit = u.unit[prods].astype(np.int64)
+    # node edges all follow the unit order unless backward edges were left out of it
+    consistent = not d.backward.any()
+    fptr, fidx = _frontiers(bits, prod_unit, cons) if consistent else (np.zeros(NI + 1, np.int64),
+                                                                       np.zeros(0, np.int64))
     _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, spec.constraints.memory == "hard", ovrate,
-              u.unit[prods].astype(np.int64), cons, d.comm[prods], prev, dp, argj, argc, bound,
-              OVERLAP[spec.objective.overlap])
+              prod_unit, cons, d.comm[prods], prev, dp, argj, argc, bound,
+              OVERLAP[spec.objective.overlap], consistent, fptr, fidx)
     full = NI - 1
     s = int(np.argmin(dp[full]))
     value = dp[full, s]
