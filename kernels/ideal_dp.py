@@ -88,8 +88,9 @@ def _words(ideals: list[int], U: int) -> np.ndarray:
 
 
 @njit
-def _frontiers(bits, prod_unit, prod_cons):  # pragma: no cover - compiled
-    """CSR of each ideal's frontier: producers inside it with a consumer outside."""
+def _frontiers(bits, prod_unit, prod_cons, inward):  # pragma: no cover - compiled
+    """CSR, per ideal, of the producers inside it with a consumer outside (inward=False)
+    or outside it with a consumer inside (inward=True)."""
     NI, nw = bits.shape
     P = len(prod_unit)
     ptr = np.zeros(NI + 1, dtype=np.int64)
@@ -99,14 +100,15 @@ def _frontiers(bits, prod_unit, prod_cons):  # pragma: no cover - compiled
     for i in range(NI):
         for p in range(P):
             a = prod_unit[p]
-            if not ((bits[i, a // 64] >> np.uint64(a % 64)) & one):
+            inside = (bits[i, a // 64] >> np.uint64(a % 64)) & one
+            if inward == bool(inside):
                 continue
-            out = False
+            cross = False
             for k in range(nw):
-                if prod_cons[p, k] & ~bits[i, k]:
-                    out = True
+                if (prod_cons[p, k] & bits[i, k]) if inward else (prod_cons[p, k] & ~bits[i, k]):
+                    cross = True
                     break
-            if out:
+            if cross:
                 if t >= len(buf):
                     grown = np.empty(2 * len(buf), dtype=np.int64)
                     grown[:t] = buf[:t]
@@ -118,8 +120,25 @@ def _frontiers(bits, prod_unit, prod_cons):  # pragma: no cover - compiled
 
 
 @njit
+def _charge(p, seg, prod_unit, prod_cons, nw, want_inside, stamp, pair):  # pragma: no cover - compiled
+    """True once per pair if producer p's tensor crosses the boundary of `seg` in the
+    wanted direction: leaving (p inside, a consumer outside) or entering."""
+    if stamp[p] == pair:
+        return False
+    a = prod_unit[p]
+    inside = (seg[a // 64] >> np.uint64(a % 64)) & np.uint64(1)
+    if bool(inside) != want_inside:
+        return False
+    for k in range(nw):
+        if (prod_cons[p, k] & ~seg[k]) if want_inside else (prod_cons[p, k] & seg[k]):
+            stamp[p] = pair
+            return True
+    return False
+
+
+@njit
 def _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, hard, ovrate, prod_unit, prod_cons, wprod, prev, dp, argj,
-              argc, bound, overlap, consistent, fptr, fidx):  # pragma: no cover - compiled
+              argc, bound, overlap, optr, oidx, iptr, iidx):  # pragma: no cover - compiled
     NI, nw = bits.shape
     C = W.shape[1]
     S = dp.shape[1]
@@ -127,6 +146,9 @@ def _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, hard, ovrate, prod_unit, prod
     dpmin = np.full(NI, np.inf)
     dpmin[0] = 0.0
     seg = np.zeros(nw, dtype=np.uint64)
+    stamp_in = np.full(P, -1, dtype=np.int64)
+    stamp_out = np.full(P, -1, dtype=np.int64)
+    pair = 0
     tin = np.zeros(C)
     tout = np.zeros(C)
     one = np.uint64(1)
@@ -155,44 +177,27 @@ def _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, hard, ovrate, prod_unit, prod
             for c in range(C):
                 tin[c] = 0.0
                 tout[c] = 0.0
-            if consistent:
-                # every edge follows the unit order: a tensor leaves S iff its producer is on
-                # I's frontier and not in I'; one enters S iff its producer is on the
-                # frontier of I' with a consumer in S
-                for e in range(fptr[i], fptr[i + 1]):
-                    p = fidx[e]
-                    a = prod_unit[p]
-                    if (seg[a // 64] >> np.uint64(a % 64)) & one:
-                        for c in range(C):
-                            tout[c] += wprod[p, c]
-                for e in range(fptr[j], fptr[j + 1]):
-                    p = fidx[e]
-                    for k in range(nw):
-                        if prod_cons[p, k] & seg[k]:
-                            for c in range(C):
-                                tin[c] += wprod[p, c]
-                            break
-            else:
-                for p in range(P):
-                    a = prod_unit[p]
-                    inside = (seg[a // 64] >> np.uint64(a % 64)) & one
-                    hit = False
-                    if inside:
-                        for k in range(nw):
-                            if prod_cons[p, k] & ~seg[k]:
-                                hit = True
-                                break
-                        if hit:
-                            for c in range(C):
-                                tout[c] += wprod[p, c]
-                    else:
-                        for k in range(nw):
-                            if prod_cons[p, k] & seg[k]:
-                                hit = True
-                                break
-                        if hit:
-                            for c in range(C):
-                                tin[c] += wprod[p, c]
+            # S = I \ I'. A tensor leaves S only if its producer is on the out-frontier of I
+            # or the in-frontier of I' (consumer in I'); one enters S only if its producer
+            # is on the out-frontier of I' or the in-frontier of I. Frontiers are about as
+            # large as the graph is wide; stamps count each producer once per pair.
+            pair += 1
+            for e in range(optr[i], optr[i + 1]):
+                if _charge(oidx[e], seg, prod_unit, prod_cons, nw, True, stamp_out, pair):
+                    for c in range(C):
+                        tout[c] += wprod[oidx[e], c]
+            for e in range(iptr[j], iptr[j + 1]):
+                if _charge(iidx[e], seg, prod_unit, prod_cons, nw, True, stamp_out, pair):
+                    for c in range(C):
+                        tout[c] += wprod[iidx[e], c]
+            for e in range(optr[j], optr[j + 1]):
+                if _charge(oidx[e], seg, prod_unit, prod_cons, nw, False, stamp_in, pair):
+                    for c in range(C):
+                        tin[c] += wprod[oidx[e], c]
+            for e in range(iptr[i], iptr[i + 1]):
+                if _charge(iidx[e], seg, prod_unit, prod_cons, nw, False, stamp_in, pair):
+                    for c in range(C):
+                        tin[c] += wprod[iidx[e], c]
             used = MEM[i] - MEM[j]
             for c in range(C):
                 if BAD[i, c] != BAD[j, c]:
@@ -246,6 +251,19 @@ def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -
             best_val, best_arr = ev.objective, arr
     if best_arr is not None:
         yield "dp incumbent (topo)", best_arr
+    value, arr, NI = ideal_split(spec, best_val)
+    if arr is not None:
+        yield f"dp over {NI:,} ideals", arr
+    if exact_for(spec):
+        opt = min(value, best_val)
+        if np.isfinite(opt):
+            yield Proven(opt, f"the DP over {NI:,} ideals is exhaustive for acyclic splits")
+
+
+def ideal_split(spec: Spec, incumbent: float = np.inf) -> tuple[float, np.ndarray | None, int]:
+    """(the DP's value, its assignment or None, number of ideals). Only splits costing at
+    most `incumbent` are searched; the value is inf if none is."""
+    d = spec.dense
     u = contract(d, absorbable_sinks(d, memory_can_bind(d, spec.constraints.memory)))
     ideals = enumerate_ideals(u.count, u.src, u.dst)
     bits = _words(ideals, u.count)
@@ -289,29 +307,23 @@ def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -
     with np.errstate(divide="ignore"):
         ovrate = np.where(np.isfinite(d.link), 1e3 / d.link, 0.0)
     memcap = np.where(spec.constraints.memory == "ignore", np.inf, d.memory)
-    bound = best_val * (1 + 1e-9) if np.isfinite(best_val) else np.inf
+    bound = incumbent * (1 + 1e-9) if np.isfinite(incumbent) else np.inf
     lo = np.searchsorted(key, key - bound * (1 + 1e-9) - 1e-9, side="left").astype(np.int64)
     prod_unit = u.unit[prods].astype(np.int64)
-    # node edges all follow the unit order unless backward edges were left out of it
-    consistent = not d.backward.any()
-    fptr, fidx = _frontiers(bits, prod_unit, cons) if consistent else (np.zeros(NI + 1, np.int64),
-                                                                       np.zeros(0, np.int64))
+    optr, oidx = _frontiers(bits, prod_unit, cons, False)
+    iptr, iidx = _frontiers(bits, prod_unit, cons, True)
     _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, spec.constraints.memory == "hard", ovrate,
               prod_unit, cons, d.comm[prods], prev, dp, argj, argc, bound,
-              OVERLAP[spec.objective.overlap], consistent, fptr, fidx)
+              OVERLAP[spec.objective.overlap], optr, oidx, iptr, iidx)
     full = NI - 1
     s = int(np.argmin(dp[full]))
-    value = dp[full, s]
-    if np.isfinite(value):
-        segs = []
-        i = full
-        while i != 0:
-            j, c = int(argj[i, s]), int(argc[i, s])
-            segs.append((member[i] & ~member[j], c))
-            s, i = int(prev[c, s]), j
-        masks = [(m[u.unit], c) for m, c in reversed(segs)]
-        yield f"dp over {NI:,} ideals", assign_masks(spec, masks)
-    if exact_for(spec):
-        opt = min(value, best_val)
-        if np.isfinite(opt):
-            yield Proven(opt, f"the DP over {NI:,} ideals is exhaustive for acyclic splits")
+    value = float(dp[full, s])
+    if not np.isfinite(value):
+        return value, None, NI
+    segs = []
+    i = full
+    while i != 0:
+        j, c = int(argj[i, s]), int(argc[i, s])
+        segs.append((member[i] & ~member[j], c))
+        s, i = int(prev[c, s]), j
+    return value, assign_masks(spec, [(m[u.unit], c) for m, c in reversed(segs)]), NI

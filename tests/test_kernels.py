@@ -221,3 +221,19 @@ def test_compiled_kahn_equals_the_reference(seed: int, n: int) -> None:
     dst = np.array([b for _, b in g.edges], dtype=np.int64)
     keys = np.round(np.random.default_rng(seed).random(n), 1)  # many ties: broken by index
     assert (KahnCSR(n, src, dst).order(keys) == kahn(n, src, dst, keys)).all()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(specs(max_nodes=7, kinds=("bottleneck",), max_devices=3))
+def test_ideal_dp_value_is_the_evaluator_score_of_its_split(spec: Spec) -> None:
+    """The DP's segment costs are the evaluator's, training graphs and backward edges
+    included, whenever every device holds at most one DP segment."""
+    from partdsl.kernels.ideal_dp import ideal_split
+
+    if spec.objective.training == "gpipe":
+        return  # the DP minimizes the PipeDream load; GPipe is only re-scored
+    value, arr, _ = ideal_split(spec)
+    if arr is None:
+        return
+    loads = evaluate(spec, arr).loads
+    assert math.isclose(value, max(loads.values()), rel_tol=1e-9, abs_tol=1e-9)
