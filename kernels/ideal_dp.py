@@ -120,23 +120,6 @@ def _frontiers(bits, prod_unit, prod_cons, inward):  # pragma: no cover - compil
 
 
 @njit
-def _charge(p, seg, prod_unit, prod_cons, nw, want_inside, stamp, pair):  # pragma: no cover - compiled
-    """True once per pair if producer p's tensor crosses the boundary of `seg` in the
-    wanted direction: leaving (p inside, a consumer outside) or entering."""
-    if stamp[p] == pair:
-        return False
-    a = prod_unit[p]
-    inside = (seg[a // 64] >> np.uint64(a % 64)) & np.uint64(1)
-    if bool(inside) != want_inside:
-        return False
-    for k in range(nw):
-        if (prod_cons[p, k] & ~seg[k]) if want_inside else (prod_cons[p, k] & seg[k]):
-            stamp[p] = pair
-            return True
-    return False
-
-
-@njit
 def _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, hard, ovrate, prod_unit, prod_cons, wprod, prev, dp, argj,
               argc, bound, overlap, optr, oidx, iptr, iidx):  # pragma: no cover - compiled
     NI, nw = bits.shape
@@ -146,8 +129,7 @@ def _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, hard, ovrate, prod_unit, prod
     dpmin = np.full(NI, np.inf)
     dpmin[0] = 0.0
     seg = np.zeros(nw, dtype=np.uint64)
-    stamp_in = np.full(P, -1, dtype=np.int64)
-    stamp_out = np.full(P, -1, dtype=np.int64)
+    stamp = np.full(P, -1, dtype=np.int64)
     pair = 0
     tin = np.zeros(C)
     tout = np.zeros(C)
@@ -177,27 +159,35 @@ def _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, hard, ovrate, prod_unit, prod
             for c in range(C):
                 tin[c] = 0.0
                 tout[c] = 0.0
-            # S = I \ I'. A tensor leaves S only if its producer is on the out-frontier of I
-            # or the in-frontier of I' (consumer in I'); one enters S only if its producer
-            # is on the out-frontier of I' or the in-frontier of I. Frontiers are about as
-            # large as the graph is wide; stamps count each producer once per pair.
+            # S = I \ I'. A tensor leaves S iff its producer is in S and on the out-frontier
+            # of I (a consumer beyond I) or the in-frontier of I' (a consumer in I'); it
+            # enters S iff its producer is on the out-frontier of I' or the in-frontier of I
+            # (both outside S, disjoint) with a consumer in S. Frontiers are about as large
+            # as the graph is wide; a stamp counts a producer on both out-lists once.
             pair += 1
             for e in range(optr[i], optr[i + 1]):
-                if _charge(oidx[e], seg, prod_unit, prod_cons, nw, True, stamp_out, pair):
+                p = oidx[e]
+                a = prod_unit[p]
+                if (seg[a // 64] >> np.uint64(a % 64)) & one:
+                    stamp[p] = pair
                     for c in range(C):
-                        tout[c] += wprod[oidx[e], c]
+                        tout[c] += wprod[p, c]
             for e in range(iptr[j], iptr[j + 1]):
-                if _charge(iidx[e], seg, prod_unit, prod_cons, nw, True, stamp_out, pair):
+                p = iidx[e]
+                a = prod_unit[p]
+                if stamp[p] != pair and (seg[a // 64] >> np.uint64(a % 64)) & one:
                     for c in range(C):
-                        tout[c] += wprod[iidx[e], c]
-            for e in range(optr[j], optr[j + 1]):
-                if _charge(oidx[e], seg, prod_unit, prod_cons, nw, False, stamp_in, pair):
-                    for c in range(C):
-                        tin[c] += wprod[oidx[e], c]
-            for e in range(iptr[i], iptr[i + 1]):
-                if _charge(iidx[e], seg, prod_unit, prod_cons, nw, False, stamp_in, pair):
-                    for c in range(C):
-                        tin[c] += wprod[iidx[e], c]
+                        tout[c] += wprod[p, c]
+            for half in range(2):
+                lo_e = optr[j] if half == 0 else iptr[i]
+                hi_e = optr[j + 1] if half == 0 else iptr[i + 1]
+                for e in range(lo_e, hi_e):
+                    p = oidx[e] if half == 0 else iidx[e]
+                    for k in range(nw):
+                        if prod_cons[p, k] & seg[k]:
+                            for c in range(C):
+                                tin[c] += wprod[p, c]
+                            break
             used = MEM[i] - MEM[j]
             for c in range(C):
                 if BAD[i, c] != BAD[j, c]:
