@@ -8,3 +8,9 @@ class Proven(NamedTuple):
 
     bound: float
     why: str
+
+
+class Progress(NamedTuple):
+    """A kernel's progress message for long runs (shown by `part solve` on stderr)."""
+
+    message: str

@@ -31,7 +31,7 @@ import numpy as np
 from ..core.errors import PartError
 from ..core.evaluate import evaluate
 from ..core.ir import Spec
-from . import Proven
+from . import Progress, Proven
 from .jit import njit
 from .segment_dp import state_table
 from .topo_split import assign_masks
@@ -241,6 +241,7 @@ def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -
             best_val, best_arr = ev.objective, arr
     if best_arr is not None:
         yield "dp incumbent (topo)", best_arr
+    yield Progress(f"DP over ideals, pruned by the incumbent {best_val:.6g}")
     value, arr, NI = ideal_split(spec, best_val)
     if arr is not None:
         yield f"dp over {NI:,} ideals", arr
@@ -248,6 +249,20 @@ def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -
         opt = min(value, best_val)
         if np.isfinite(opt):
             yield Proven(opt, f"the DP over {NI:,} ideals is exhaustive for acyclic splits")
+    else:
+        yield Progress("the DP's answer is the best acyclic split, not a proof of optimality here: "
+                       + why_not_exact(spec))
+
+
+def why_not_exact(spec: Spec) -> str:
+    c, o = spec.constraints, spec.objective
+    if not c.acyclic:
+        return "contiguous blocks may form a cyclic quotient; add `acyclic` to get a proof"
+    if spec.graph.is_training:
+        return "training graphs are ordered on their forward part"
+    if o.training == "gpipe":
+        return "the DP minimizes the PipeDream load, not the GPipe objective"
+    return "device-level pins or forbids are not modelled by the DP"
 
 
 def ideal_split(spec: Spec, incumbent: float = np.inf) -> tuple[float, np.ndarray | None, int]:

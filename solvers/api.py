@@ -17,7 +17,7 @@ import numpy as np
 from ..core.errors import PartError
 from ..core.evaluate import Evaluation, evaluate
 from ..core.ir import Spec
-from ..kernels import Proven, baselines, brute_force, ideal_dp, order_search, single_device, topo_split
+from ..kernels import Progress, Proven, baselines, brute_force, ideal_dp, order_search, single_device, topo_split
 from . import backends
 from .bounds import bound as trivial_bound
 from .result import Result, Status, relative_gap
@@ -120,6 +120,11 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
 
     last_report = -math.inf  # report after the first candidate, then twice a second
     for item in candidates():
+        if isinstance(item, Progress):
+            log.append(f"{time.monotonic() - t0:8.3f}s  {item.message}")
+            if progress:
+                progress(item.message)
+            continue
         if isinstance(item, Proven):  # a kernel's proof that nothing beats item.bound
             lb = max(lb, item.bound) if spec.objective.sense == "min" else min(lb, item.bound)
             log.append(f"proven bound {item.bound:.6g}: {item.why}")
