@@ -12,7 +12,7 @@ import re
 import numpy as np
 
 from .dense import topological_order
-from .errors import PartError, Span, did_you_mean
+from .errors import PartError, did_you_mean
 from .evaluate import find_cycle
 from .ir import GENERIC, Spec, Target
 from .units import human_size

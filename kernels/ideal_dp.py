@@ -232,10 +232,9 @@ def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -
     if spec.objective.kind != "bottleneck":
         raise PartError("method dp minimizes the bottleneck (max device load)", None,
                         "for latency or throughput use --method topo")
-    d = spec.dense
     # an incumbent first: it prunes the DP and is what the DP must beat
     best_val, best_arr = np.inf, None
-    for label, arr in topo_run(spec, seed, deadline):
+    for _label, arr in topo_run(spec, seed, deadline):
         ev = evaluate(spec, arr)
         if ev.feasible and ev.objective < best_val:
             best_val, best_arr = ev.objective, arr

@@ -13,7 +13,7 @@ import pytest
 from partdsl import evaluate, parse, parse_file, solve, to_part
 from partdsl.cli.convert import dnn_partitioning_to_part
 from partdsl.core.assignment import read_assignment
-from tests.conftest import DATA, EXAMPLES, run_part
+from tests.conftest import EXAMPLES, run_part
 
 WORKLOADS = ["bert24_inference", "resnet50_inference", "inceptionv3_inference", "gnmt_inference",
              "bert24_training", "resnet50_training", "inceptionv3_training", "gnmt_training"]
