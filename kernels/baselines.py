@@ -36,7 +36,7 @@ def _unit_positions(spec: Spec, linear: str) -> tuple[np.ndarray, int]:
     return at[u.unit], u.count
 
 
-def dpl(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: float) -> Iterator[Candidate]:
+def dpl(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: object) -> Iterator[Candidate]:
     pos, P = _unit_positions(spec, "dfs")
     counts = [k.count for k in spec.platform.classes]
     splits = split_dp(segment_costs(spec, pos, P), counts, spec.constraints.max_stages)
@@ -45,7 +45,7 @@ def dpl(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: float) -> Iter
         yield "dpl (DFS linearization)", assign(spec, best, pos)
 
 
-def pipedream(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: float) -> Iterator[Candidate]:
+def pipedream(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: object) -> Iterator[Candidate]:
     d = spec.dense
     pos, P = _unit_positions(spec, "kahn")
     acc = [c for c in range(len(d.class_names)) if not d.host[c]]
@@ -71,7 +71,7 @@ def pipedream(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: float) -
         yield "pipedream (linear DP)", assign(spec, Split(best.value, best.counts, segs), pos)
 
 
-def greedy(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: float) -> Iterator[Candidate]:
+def greedy(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: object) -> Iterator[Candidate]:
     d = spec.dense
     u = contract(d)
     order = kahn(u.count, u.src, u.dst)
@@ -101,7 +101,7 @@ def greedy(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: float) -> I
 
 
 def local_search(spec: Spec, seed: int = 0, deadline: float = np.inf, restarts: float = 5,
-                 passes: float = 20, **_: float) -> Iterator[Candidate]:
+                 passes: float = 20, **_: object) -> Iterator[Candidate]:
     """Each restart starts from SliceGraph on a random order (feasible for contiguity and
     acyclicity), then moves one colocation unit at a time to another device while the
     score (number of violations, then objective) improves."""

@@ -26,7 +26,7 @@ def count(spec: Spec) -> int:
     return math.prod(len(o) for o in choices(spec)[1])
 
 
-def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -> Iterator[tuple[str, np.ndarray]]:
+def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: object) -> Iterator[tuple[str, np.ndarray]]:
     total = count(spec)
     if total > LIMIT:
         raise PartError(f"method brute would enumerate {total:,} assignments (limit {LIMIT:,})", None,

@@ -24,7 +24,8 @@ workload but is not a proof.
 """
 from __future__ import annotations
 
-from typing import Iterator
+import time
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -121,20 +122,18 @@ def _frontiers(bits, prod_unit, prod_cons, inward):  # pragma: no cover - compil
 
 @njit
 def _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, hard, ovrate, prod_unit, prod_cons, wprod, prev, dp, argj,
-              argc, bound, overlap, optr, oidx, iptr, iidx):  # pragma: no cover - compiled
+              argc, bound, overlap, optr, oidx, iptr, iidx, dpmin, i0, i1):  # pragma: no cover - compiled
     NI, nw = bits.shape
     C = W.shape[1]
     S = dp.shape[1]
     P = len(prod_unit)
-    dpmin = np.full(NI, np.inf)
-    dpmin[0] = 0.0
     seg = np.zeros(nw, dtype=np.uint64)
     stamp = np.full(P, -1, dtype=np.int64)
     pair = 0
     tin = np.zeros(C)
     tout = np.zeros(C)
     one = np.uint64(1)
-    for i in range(1, NI):
+    for i in range(max(i0, 1), i1):
         for j in range(lo[i], i):  # ideals cheap enough below i: the segment fits under the bound
             if size[j] >= size[i]:
                 continue
@@ -228,7 +227,8 @@ def exact_for(spec: Spec) -> bool:
             and o.training != "gpipe" and not device_level)
 
 
-def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -> Iterator:
+def run(spec: Spec, seed: int = 0, deadline: float = float("inf"),
+        progress: Callable[[str], None] | None = None, **_: float) -> Iterator:
     if spec.objective.kind != "bottleneck":
         raise PartError("method dp minimizes the bottleneck (max device load)", None,
                         "for latency or throughput use --method topo")
@@ -241,9 +241,11 @@ def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -
     if best_arr is not None:
         yield "dp incumbent (topo)", best_arr
     yield Progress(f"DP over ideals, pruned by the incumbent {best_val:.6g}")
-    value, arr, NI = ideal_split(spec, best_val)
+    value, arr, NI = ideal_split(spec, best_val, deadline, progress)
     if arr is not None:
         yield f"dp over {NI:,} ideals", arr
+    if time.monotonic() > deadline:
+        return  # the DP did not finish: no proof
     if exact_for(spec):
         opt = min(value, best_val)
         if np.isfinite(opt):
@@ -264,9 +266,11 @@ def why_not_exact(spec: Spec) -> str:
     return "device-level pins or forbids are not modelled by the DP"
 
 
-def ideal_split(spec: Spec, incumbent: float = np.inf) -> tuple[float, np.ndarray | None, int]:
+def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: float = np.inf,
+                progress: Callable[[str], None] | None = None) -> tuple[float, np.ndarray | None, int]:
     """(the DP's value, its assignment or None, number of ideals). Only splits costing at
-    most `incumbent` are searched; the value is inf if none is."""
+    most `incumbent` are searched; the value is inf if none is, or if the deadline passes
+    before the DP completes (an unfinished DP proves and returns nothing)."""
     d = spec.dense
     u = contract(d, absorbable_sinks(d, memory_can_bind(d, spec.constraints.memory)))
     ideals = enumerate_ideals(u.count, u.src, u.dst)
@@ -316,9 +320,17 @@ def ideal_split(spec: Spec, incumbent: float = np.inf) -> tuple[float, np.ndarra
     prod_unit = u.unit[prods].astype(np.int64)
     optr, oidx = _frontiers(bits, prod_unit, cons, False)
     iptr, iidx = _frontiers(bits, prod_unit, cons, True)
-    _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, spec.constraints.memory == "hard", ovrate,
-              prod_unit, cons, d.comm[prods], prev, dp, argj, argc, bound,
-              OVERLAP[spec.objective.overlap], optr, oidx, iptr, iidx)
+    dpmin = np.full(NI, np.inf)
+    dpmin[0] = 0.0
+    chunk = max(256, NI // 50)
+    for i0 in range(0, NI, chunk):  # chunks keep the wall-clock budget and report progress
+        if time.monotonic() > deadline:
+            return np.inf, None, NI
+        if progress and i0:
+            progress(f"DP over ideals: {i0:,} of {NI:,}")
+        _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, spec.constraints.memory == "hard", ovrate,
+                  prod_unit, cons, d.comm[prods], prev, dp, argj, argc, bound,
+                  OVERLAP[spec.objective.overlap], optr, oidx, iptr, iidx, dpmin, i0, min(i0 + chunk, NI))
     full = NI - 1
     s = int(np.argmin(dp[full]))
     value = float(dp[full, s])

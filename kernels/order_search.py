@@ -73,14 +73,14 @@ def _improving(label: str, results: Iterator[tuple[float, np.ndarray | None]]) -
             yield label, arr
 
 
-def slicegraph(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: float) -> Iterator[Candidate]:
+def slicegraph(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: object) -> Iterator[Candidate]:
     """SliceGraph on Kahn's order with the smallest unit first."""
     dec = Decoder(spec)
     yield from _improving("slicegraph", iter([dec.decode(np.arange(dec.U, dtype=float))]))
 
 
 def random_orders(spec: Spec, seed: int = 0, deadline: float = np.inf, samples: float = 1000,
-                  **_: float) -> Iterator[Candidate]:
+                  **_: object) -> Iterator[Candidate]:
     """random-T: T i.i.d. U(0,1) priority vectors, the best SliceGraph split among them."""
     dec = Decoder(spec)
     rng = np.random.default_rng(seed)
@@ -124,7 +124,7 @@ def brkga_keys(fitness: Callable[[np.ndarray], np.ndarray], n: int, rng: np.rand
 
 
 def brkga(spec: Spec, seed: int = 0, deadline: float = np.inf, population: float = 100,
-          generations: float = 100, **_: float) -> Iterator[Candidate]:
+          generations: float = 100, **_: object) -> Iterator[Candidate]:
     """BRKGA over priority vectors, decoded by Kahn + SliceGraph (Archer Alg. 2)."""
     dec = Decoder(spec)
     cache: dict[bytes, np.ndarray] = {}
@@ -178,10 +178,10 @@ def _mla(spec: Spec, weighted: bool, seed: int, deadline: float, population: flo
 
 
 def mla(spec: Spec, seed: int = 0, deadline: float = np.inf, population: float = 100,
-        generations: float = 100, **_: float) -> Iterator[Candidate]:
+        generations: float = 100, **_: object) -> Iterator[Candidate]:
     yield from _mla(spec, False, seed, deadline, population, generations)
 
 
 def mla_weighted(spec: Spec, seed: int = 0, deadline: float = np.inf, population: float = 100,
-                 generations: float = 100, **_: float) -> Iterator[Candidate]:
+                 generations: float = 100, **_: object) -> Iterator[Candidate]:
     yield from _mla(spec, True, seed, deadline, population, generations)

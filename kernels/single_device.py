@@ -8,7 +8,7 @@ import numpy as np
 from ..core.ir import Spec
 
 
-def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -> Iterator[tuple[str, np.ndarray]]:
+def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: object) -> Iterator[tuple[str, np.ndarray]]:
     d = spec.dense
     for j, name in enumerate(d.devices):
         if d.allowed[:, j].all():

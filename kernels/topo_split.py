@@ -63,7 +63,7 @@ def assign_masks(spec: Spec, segments: list[tuple[np.ndarray, int]]) -> np.ndarr
     return dev
 
 
-def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: float) -> Iterator[Candidate]:
+def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: object) -> Iterator[Candidate]:
     counts = [k.count for k in spec.platform.classes]
     plain = spec.objective.kind == "bottleneck" and spec.objective.training != "gpipe"
     for name, pos, P in orders(spec, seed):

@@ -113,17 +113,20 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     stopped = "all candidates tried"
     n_cand = 0
 
+    def report(message: str) -> None:  # a kernel's progress, live
+        log.append(f"{time.monotonic() - t0:8.3f}s  {message}")
+        if progress:
+            progress(message)
+
     def candidates() -> Candidates:
         if warm_start:
             yield "warm start", assignment_array(spec, warm_start)
-        yield from m.run(spec, seed=opts.seed or 0, deadline=deadline, **method_opts)
+        yield from m.run(spec, seed=opts.seed or 0, deadline=deadline, progress=report, **method_opts)
 
     last_report = -math.inf  # report after the first candidate, then twice a second
     for item in candidates():
         if isinstance(item, Progress):
-            log.append(f"{time.monotonic() - t0:8.3f}s  {item.message}")
-            if progress:
-                progress(item.message)
+            report(item.message)
             continue
         if isinstance(item, Proven):  # a kernel's proof that nothing beats item.bound
             lb = max(lb, item.bound) if spec.objective.sense == "min" else min(lb, item.bound)

@@ -145,8 +145,10 @@ def test_gap_option_stops_early() -> None:
     spec = parse((EXAMPLES / "tiny.part").read_text())
     loose = solve(spec, gap=0.5)
     assert loose.stopped == "bound reached" and loose.status == Status.OPTIMAL and loose.gap <= 0.5
-    strict = solve(spec)
+    strict = solve(spec, method="topo")
     assert strict.status == Status.FEASIBLE and strict.gap > 0.01  # the cheap bound is far; never called optimal
+    proven = solve(spec)  # the example's own solve block: dp, exact under `acyclic`
+    assert proven.method == "dp" and proven.status == Status.OPTIMAL and proven.bound == pytest.approx(proven.objective)
 
 
 def test_result_reports_bounds_in_the_objective_direction() -> None:
@@ -163,13 +165,14 @@ def test_method_options_are_checked(tmp_path: Path) -> None:
     spec = parse((EXAMPLES / "tiny.part").read_text())
     with pytest.raises(PartError, match="method brkga has no option 'pop'"):
         solve(spec, method="brkga", options={"pop": 3})
-    with pytest.raises(PartError, match="method topo has no option 'samples'"):
+    with pytest.raises(PartError, match="method dp has no option 'samples'"):  # the spec's method
         solve(spec, options={"samples": 3})
     p = run_part("solve", str(EXAMPLES / "tiny.part"), "--method", "random", "-O", "samples=abc")
     assert p.returncode == 2 and "not a number" in p.stderr
     f = tmp_path / "s.part"
-    f.write_text((EXAMPLES / "tiny.part").read_text().replace("solve topo { time 60 s }",
-                                                              "solve brkga { population 6; generations 2; seed 3 }"))
+    text = (EXAMPLES / "tiny.part").read_text()
+    assert "solve dp { time 60 s }" in text
+    f.write_text(text.replace("solve dp { time 60 s }", "solve brkga { population 6; generations 2; seed 3 }"))
     s = parse(f.read_text())
     assert s.solve.options == (("population", 6.0), ("generations", 2.0)) and s.solve.seed == 3
     out = json.loads(run_part("solve", str(f), "--json").stdout)
