@@ -157,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
     p = sub.add_parser("solve", help="find a partition, with a bound and a gap")
     common(p)
-    p.add_argument("--method", help="topo (default), dp, slicegraph, random, brkga, mla, mla_weighted, dpl, "
+    p.add_argument("--method", help="topo (default), dp, exact, slicegraph, random, brkga, mla, mla_weighted, dpl, "
                    "pipedream, greedy, local_search, single, brute")
     p.add_argument("-O", dest="option", action="append", metavar="NAME=VALUE",
                    help="a method option, e.g. -O population=50 -O generations=20 (brkga), -O samples=100 (random)")

@@ -1,3 +1,3 @@
-"""Pyomo model builders, one module per formulation (Archer Fig. 3 and its relaxations,
-Tarnawski Fig. 6). Not part of the foundation: the exact-MIP issue adds them; until then
-`part solve` routes to the kernels in `partdsl.kernels`."""
+"""MIP formulations, one module each, citing the paper section they come from; each
+builds a model plus a VarMap and decodes a solution back to an assignment.
+`mtpp.py`: Archer et al. Fig. 3 (exact MTPP MIP), in matrix form (`matrix.py`)."""

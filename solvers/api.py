@@ -18,7 +18,7 @@ from ..core.errors import PartError
 from ..core.evaluate import Evaluation, evaluate
 from ..core.ir import Spec
 from ..kernels import Progress, Proven, baselines, brute_force, ideal_dp, order_search, single_device, topo_split
-from . import backends
+from . import backends, exact
 from .bounds import bound as trivial_bound
 from .result import Result, Status, relative_gap
 
@@ -32,6 +32,7 @@ class Method:
     exhaustive: bool  # an exhausted run proves optimality / infeasibility
     about: str
     options: tuple[str, ...] = ()  # the method's own options (`population 100` in a solve block)
+    mip: bool = False  # runs a MIP solver
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
@@ -47,6 +48,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("mla_weighted", order_search.mla_weighted, False,
            "SliceGraph on a tensor-weighted minimum linear arrangement order", ("population", "generations")),
     Method("dp", ideal_dp.run, False, "DP over ideals: optimal contiguous splits (Tarnawski sec. 5.1.1)"),
+    Method("exact", exact.run, False, "Archer's MTPP MIP (Fig. 3) on HiGHS, with a MIP start", mip=True),
     Method("dpl", baselines.dpl, False, "the DP on one DFS linearization (Tarnawski's DPL)"),
     Method("pipedream", baselines.pipedream, False, "PipeDream's linear DP on a chain, accelerators only (baseline)"),
     Method("greedy", baselines.greedy, False, "fill devices in topological order up to an even share (baseline)"),
@@ -102,7 +104,8 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
             raise PartError(f"method {name} has no option '{key}'", None, f"method {name} takes {takes}")
     if opts.solver:
         backends.require(opts.solver)
-        log.append(f"method {name} uses no MIP solver; solver {opts.solver} not needed")
+        if not m.mip:
+            log.append(f"method {name} uses no MIP solver; solver {opts.solver} not needed")
     t0 = time.monotonic()
     deadline = t0 + opts.time_limit if opts.time_limit is not None else math.inf
     lb = trivial_bound(spec)
@@ -121,7 +124,8 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     def candidates() -> Candidates:
         if warm_start:
             yield "warm start", assignment_array(spec, warm_start)
-        yield from m.run(spec, seed=opts.seed or 0, deadline=deadline, progress=report, **method_opts)
+        yield from m.run(spec, seed=opts.seed or 0, deadline=deadline, progress=report, solver=opts.solver,
+                         gap=opts.gap, threads=opts.threads, **method_opts)
 
     last_report = -math.inf  # report after the first candidate, then twice a second
     for item in candidates():
@@ -159,9 +163,10 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     sense = spec.objective.sense
     log.append(f"{n_cand} candidates evaluated; stopped: {stopped}")
     if best is None or not best.feasible:
-        status = Status.INFEASIBLE if stopped == "exhausted" else Status.NO_SOLUTION
+        proven_empty = math.isinf(lb) and spec.objective.sense == "min"  # nothing can be feasible
+        status = Status.INFEASIBLE if stopped == "exhausted" or proven_empty else Status.NO_SOLUTION
         worst = 0.0 if sense == "max" else math.inf
-        return Result(status, name, KERNEL_SOLVER, worst, lb, math.inf, sense, unit,
+        return Result(status, name, (opts.solver or "highs") if m.mip else KERNEL_SOLVER, worst, lb, math.inf, sense, unit,
                       wall, None, best, tuple(log), stopped)
     value = best.objective
     if stopped == "exhausted":
@@ -170,6 +175,6 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     status = Status.OPTIMAL if g <= rel else Status.FEASIBLE
     assignment = {spec.dense.names[i]: spec.dense.devices[j] for i, j in enumerate(best_dev.tolist())}
     log.append(f"best: {best_label}")
-    return Result(status, name, KERNEL_SOLVER, value, lb, g, sense, unit, wall,
+    return Result(status, name, (opts.solver or "highs") if m.mip else KERNEL_SOLVER, value, lb, g, sense, unit, wall,
                   assignment, best, tuple(log), stopped)
 

@@ -1,0 +1,68 @@
+"""HiGHS through highspy on a MatrixMIP: time limit, relative gap, threads, MIP start.
+
+Why it stopped (HiGHS's model status) is kept apart from what it has (a primal solution,
+the dual bound), as in Pyomo's results. The caller re-scores any solution with the
+evaluator; a time limit with no solution is "no_solution", never an optimum."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..models.matrix import MatrixMIP
+
+
+@dataclass(frozen=True)
+class MipOutcome:
+    status: str  # optimal | feasible | infeasible | no_solution
+    why: str  # HiGHS's model status
+    x: np.ndarray | None
+    objective: float
+    bound: float
+
+
+def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
+                threads: int | None = None, start: np.ndarray | None = None) -> MipOutcome:
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
+    # HiGHS stops at its own relative gap (default 1e-4) or absolute gap (1e-6); ours is
+    # |incumbent - bound| / |incumbent| <= max(gap, 1e-9), so ask for a little less
+    h.setOptionValue("mip_rel_gap", 0.5 * max(float(gap or 0.0), 1e-9))
+    h.setOptionValue("mip_abs_gap", 0.0)
+    if threads is not None:
+        h.setOptionValue("threads", int(threads))
+    A = mip.A.tocsc()
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
+    lp.col_cost_ = mip.c
+    lp.col_lower_, lp.col_upper_ = mip.col_lo, mip.col_hi
+    lp.row_lower_, lp.row_upper_ = mip.row_lo, mip.row_hi
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data
+    lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                       for i in mip.integer]
+    h.passModel(lp)
+    if start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = list(start)
+        sol.value_valid = True
+        h.setSolution(sol)
+    h.run()
+    ms = h.getModelStatus()
+    info = h.getInfo()
+    why = h.modelStatusToString(ms)
+    has = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    x = np.array(h.getSolution().col_value) if has else None
+    obj = info.objective_function_value if has else np.inf
+    bound = info.mip_dual_bound
+    if ms == highspy.HighsModelStatus.kOptimal:
+        return MipOutcome("optimal", why, x, obj, bound)
+    if ms == highspy.HighsModelStatus.kInfeasible:
+        return MipOutcome("infeasible", why, None, np.inf, np.inf)
+    return MipOutcome("feasible" if has else "no_solution", why, x, obj, bound)

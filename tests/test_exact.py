@@ -1,0 +1,73 @@
+"""Method `exact` (Archer's MTPP MIP on HiGHS, direct matrix path) against brute force."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from partdsl import PartError, evaluate, parse, solve
+from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Platform, Spec, Work
+from partdsl.core.validate import validate
+
+
+@st.composite
+def mtpp_specs(draw) -> Spec:
+    n = draw(st.integers(1, 6))
+    nodes = tuple(Node(f"v{i}", (Work(draw(st.floats(0, 20))),), params=draw(st.sampled_from([0.0, 1e9, 3e9])),
+                       out=draw(st.sampled_from([None, 1e6, 5e7])),
+                       comm=draw(st.one_of(st.none(), st.floats(0, 5))),
+                       group=draw(st.one_of(st.none(), st.just("g"))))
+                  for i in range(n))
+    edges = tuple(sorted({(a, b) for a in range(n) for b in range(a + 1, n) if draw(st.integers(0, 2)) == 0}))
+    k = draw(st.integers(1, 3))
+    memory = draw(st.sampled_from([None, 4e9, 6e9]))
+    spec = Spec(Graph("g", nodes, edges), Platform((DeviceClass("stage", k, memory=memory, link=1e10),)),
+                Objective("bottleneck"), Constraints(acyclic=True, contiguous=draw(st.booleans()),
+                                                     memory=draw(st.sampled_from(["hard", "ignore"])),
+                                                     colocate=draw(st.booleans())))
+    try:
+        validate(spec)
+    except PartError:
+        assume(False)
+    return spec
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(mtpp_specs())
+def test_exact_mip_equals_brute_force(spec: Spec) -> None:
+    brute = solve(spec, method="brute")
+    ex = solve(spec, method="exact")
+    assert ex.solver == "highs"
+    if brute.status.value == "optimal":
+        assert ex.status.value == "optimal", ex.log
+        assert math.isclose(ex.objective, brute.objective, rel_tol=1e-6, abs_tol=1e-6)
+        assert ex.bound <= brute.objective + 1e-6  # the dual bound never passes the optimum
+        arr = np.array([spec.platform.devices.index(ex.assignment[nd.name]) for nd in spec.graph.nodes])
+        ev = evaluate(spec, arr)
+        assert ev.feasible and ev.objective == ex.objective
+    else:
+        assert ex.status.value == "infeasible"
+
+
+def test_exact_refuses_specs_outside_mtpp_with_a_reason() -> None:
+    base = """graph g { node a { work 1 ms } node b { work 1 ms } a -> b }
+    platform { device gpu[2] { link 1 GB/s } %s }
+    subject to { %s }"""
+    with pytest.raises(PartError, match="add `acyclic`"):
+        solve(parse(base % ("", "contiguous")), method="exact")
+    with pytest.raises(PartError, match="one class of identical, non-host devices"):
+        solve(parse(base % ("device cpu[1] { host }", "acyclic")), method="exact")
+    with pytest.raises(PartError, match="HiGHS only"):
+        solve(parse(base % ("", "acyclic")), method="exact", solver="scip")
+
+
+def test_exact_time_limit_keeps_the_start_and_a_valid_bound() -> None:
+    from partdsl.dsl.generate import regal_spec
+
+    spec = regal_spec(60, 4, seed=3)
+    r = solve(spec, method="exact", time_limit=3)
+    assert r.status.has_solution() and r.evaluation.feasible
+    assert r.bound <= r.objective + 1e-6 and r.wall_time_s < 3 + 5  # HiGHS may overrun a little
