@@ -30,13 +30,12 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ..core.errors import PartError
-from ..core.evaluate import evaluate
 from ..core.ir import Spec
 from . import Progress, Proven
 from .jit import njit
 from .segment_dp import state_table
 from .topo_split import assign_masks
-from .topo_split import run as topo_run
+from .topo_split import best_split
 from .units import absorbable_sinks, contract, memory_can_bind
 
 MAX_IDEALS = 250_000
@@ -233,11 +232,7 @@ def run(spec: Spec, seed: int = 0, deadline: float = float("inf"),
         raise PartError("method dp minimizes the bottleneck (max device load)", None,
                         "for latency or throughput use --method topo")
     # an incumbent first: it prunes the DP and is what the DP must beat
-    best_val, best_arr = np.inf, None
-    for _label, arr in topo_run(spec, seed, deadline):
-        ev = evaluate(spec, arr)
-        if ev.feasible and ev.objective < best_val:
-            best_val, best_arr = ev.objective, arr
+    best_val, best_arr = best_split(spec, seed, deadline)
     if best_arr is not None:
         yield "dp incumbent (topo)", best_arr
     yield Progress(f"DP over ideals, pruned by the incumbent {best_val:.6g}")

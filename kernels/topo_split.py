@@ -75,3 +75,16 @@ def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: object) 
             splits = sorted(splits, key=lambda s: s.value)[:3]
         for sp in splits:
             yield f"{name} order, {'+'.join(map(str, sp.counts))} devices", assign(spec, sp, pos)
+
+
+def best_split(spec: Spec, seed: int = 0, deadline: float = float("inf")) -> tuple[float, np.ndarray | None]:
+    """The best feasible `topo` candidate by the evaluator (inf, None if there is none):
+    the incumbent that prunes the DP and seeds the MIPs."""
+    from ..core.evaluate import evaluate
+
+    best, arr = float("inf"), None
+    for _label, dev in run(spec, seed, deadline):
+        ev = evaluate(spec, dev)
+        if ev.feasible and ev.objective < best:
+            best, arr = ev.objective, dev
+    return best, arr

@@ -11,10 +11,9 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ..core.errors import PartError
-from ..core.evaluate import evaluate
 from ..core.ir import Spec
 from ..kernels import Proven
-from ..kernels.topo_split import run as topo_run
+from ..kernels.topo_split import best_split
 from ..models import mtpp
 from .highs_matrix import solve_highs
 
@@ -26,11 +25,7 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
         raise PartError(f"method exact runs on HiGHS only so far, not '{solver}'", None,
                         "drop --solver or use --solver highs")
     mip, vm = mtpp.build(spec)
-    best, start_dev = math.inf, None
-    for _label, dev in topo_run(spec, seed, deadline):
-        ev = evaluate(spec, dev)
-        if ev.feasible and ev.objective < best:
-            best, start_dev = ev.objective, dev
+    _, start_dev = best_split(spec, seed, deadline)
     if start_dev is not None:
         yield "exact: MIP start (topo)", start_dev
     start = mtpp.encode(spec, vm, start_dev) if start_dev is not None else None
