@@ -59,6 +59,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
 )}
 ALIASES = {"mla-weighted": "mla_weighted"}
 DEFAULT_METHOD = "topo"
+ABS_TOL = 1e-5  # ms: 10 ns, above HiGHS's default feasibility tolerances
 KERNEL_SOLVER = "numpy"  # the methods so far are NumPy kernels, no MIP backend
 
 
@@ -150,7 +151,8 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
             last_report = time.monotonic()
             inc = f"{best.objective:.6g}" if best and best.feasible else "none"
             progress(f"{n_cand} candidates, incumbent {inc}, bound {lb:.6g}")
-        if best is not None and best.feasible and relative_gap(best.objective, lb) <= rel:
+        if best is not None and best.feasible and (relative_gap(best.objective, lb) <= rel
+                                                   or abs(best.objective - lb) <= ABS_TOL):
             stopped = "bound reached"
             break
     else:
@@ -172,7 +174,8 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     if stopped == "exhausted":
         lb = value  # every assignment was scored: the incumbent is optimal
     g = relative_gap(value, lb)
-    status = Status.OPTIMAL if g <= rel else Status.FEASIBLE
+    # near zero a relative gap means nothing: ABS_TOL absolute is the solvers' tolerance
+    status = Status.OPTIMAL if g <= rel or abs(value - lb) <= ABS_TOL else Status.FEASIBLE
     assignment = {spec.dense.names[i]: spec.dense.devices[j] for i, j in enumerate(best_dev.tolist())}
     log.append(f"best: {best_label}")
     return Result(status, name, (opts.solver or "highs") if m.mip else KERNEL_SOLVER, value, lb, g, sense, unit, wall,

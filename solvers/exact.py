@@ -1,5 +1,6 @@
-"""Method `exact`: Archer's MTPP MIP (models/mtpp.py) solved by HiGHS through the direct
-matrix path, seeded with the best `topo` split as a MIP start. Yields the incumbent(s)
+"""Method `exact`: Archer's MTPP MIP (models/mtpp.py) for identical stages under
+`acyclic`, Tarnawski's max-load IP (models/maxload.py) otherwise, solved by HiGHS through
+the direct matrix path, seeded with the best `topo` split as a MIP start. Yields the incumbent(s)
 for the evaluator and the solver's dual bound as a proven bound (a bound, never passed
 off as an optimum: solve() compares it with the re-scored incumbent)."""
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ..core.errors import PartError
 from ..core.ir import Spec
 from ..kernels import Proven
 from ..kernels.topo_split import best_split
-from ..models import mtpp
+from ..models import maxload, mtpp
 from .highs_matrix import solve_highs
 
 
@@ -24,11 +25,12 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     if solver not in (None, "highs"):
         raise PartError(f"method exact runs on HiGHS only so far, not '{solver}'", None,
                         "drop --solver or use --solver highs")
-    mip, vm = mtpp.build(spec)
+    model = _formulation(spec)
+    mip, vm = model.build(spec)
     _, start_dev = best_split(spec, seed, deadline)
     if start_dev is not None:
         yield "exact: MIP start (topo)", start_dev
-    start = mtpp.encode(spec, vm, start_dev) if start_dev is not None else None
+    start = model.encode(spec, vm, start_dev) if start_dev is not None else None
     left = deadline - time.monotonic()
     if left <= 0:
         return
@@ -36,8 +38,16 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
         progress(f"HiGHS on {mip.A.shape[0]:,} rows x {mip.A.shape[1]:,} columns")
     out = solve_highs(mip, None if math.isinf(left) else left, gap, threads, start)
     if out.x is not None:
-        yield f"exact MIP (HiGHS: {out.why})", mtpp.decode(spec, vm, out.x)
+        yield f"exact MIP (HiGHS: {out.why})", model.decode(spec, vm, out.x)
     if out.status == "infeasible":
         yield Proven(math.inf, "HiGHS proved the MIP infeasible")
     elif np.isfinite(out.bound):
         yield Proven(float(out.bound), f"HiGHS dual bound ({out.why})")
+
+
+def _formulation(spec: Spec):  # type: ignore[no-untyped-def]
+    """Archer's MTPP MIP for identical stages under `acyclic`, else Tarnawski's max-load IP."""
+    p = spec.platform
+    if len(p.classes) == 1 and not p.classes[0].host and spec.constraints.acyclic:
+        return mtpp
+    return maxload

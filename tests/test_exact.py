@@ -56,10 +56,13 @@ def test_exact_refuses_specs_outside_mtpp_with_a_reason() -> None:
     base = """graph g { node a { work 1 ms } node b { work 1 ms } a -> b }
     platform { device gpu[2] { link 1 GB/s } %s }
     subject to { %s }"""
-    with pytest.raises(PartError, match="add `acyclic`"):
-        solve(parse(base % ("", "contiguous")), method="exact")
-    with pytest.raises(PartError, match="one class of identical, non-host devices"):
+    # identical stages without `acyclic` go to Tarnawski's IP; with a CPU and `acyclic`, neither fits
+    assert solve(parse(base % ("", "contiguous")), method="exact").status.value == "optimal"
+    with pytest.raises(PartError, match="acyclic stage order is not part of this IP"):
         solve(parse(base % ("device cpu[1] { host }", "acyclic")), method="exact")
+    with pytest.raises(PartError, match="GPipe"):
+        solve(parse(base.replace("a -> b }", "node c { work 1 ms; backward } a -> b -> c }") % ("", "contiguous")
+                    + "\nminimize bottleneck training gpipe"), method="exact")
     with pytest.raises(PartError, match="HiGHS only"):
         solve(parse(base % ("", "acyclic")), method="exact", solver="scip")
 
@@ -71,3 +74,24 @@ def test_exact_time_limit_keeps_the_start_and_a_valid_bound() -> None:
     r = solve(spec, method="exact", time_limit=3)
     assert r.status.has_solution() and r.evaluation.feasible
     assert r.bound <= r.objective + 1e-6 and r.wall_time_s < 3 + 5  # HiGHS may overrun a little
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(st.data())
+def test_maxload_ip_equals_brute_force(data) -> None:
+    """Tarnawski's IP (accelerators + CPUs, contiguity by z-variables, training parts,
+    colocation, pins, memory, overlap) is exact: HiGHS's optimum equals enumeration."""
+    from tests.strategies import specs
+
+    spec: Spec = data.draw(specs(max_nodes=6, kinds=("bottleneck",), max_devices=3))
+    c = spec.constraints
+    assume(spec.objective.training != "gpipe" and not c.acyclic and c.memory != "overflow"
+           and c.max_stages is None)
+    brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
+    ex = solve(spec, method="exact", gap=0.0, time_limit=1e6)
+    if brute.status.value == "optimal":
+        assert ex.status.value == "optimal", (ex.log, ex.objective, ex.bound, ex.gap, brute.objective)
+        assert math.isclose(ex.objective, brute.objective, rel_tol=1e-6, abs_tol=1e-6)
+        assert ex.bound <= brute.objective + 1e-6
+    else:
+        assert ex.status.value == "infeasible"

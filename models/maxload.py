@@ -1,0 +1,206 @@
+"""Tarnawski et al. Fig. 6: the max-load IP for k accelerators + l CPUs (any device
+classes here), in matrix form.
+
+x[v,i] = 1 iff node v runs on device i (only allowed pairs get a column: support,
+only/not, pins, forbids); for non-host devices, CommIn[u,i] >= x[v,i] - x[u,i] and
+CommOut[u,i] >= x[u,i] - x[v,i] over edges (u, v) charge u's tensor once per device;
+Load_i = sum_v p_v x[v,i] + sum_u c_u (CommIn + CommOut) <= MaxLoad (or, with overlap,
+compute and transfers bounded separately, App. C.1); memory knapsacks; colocation
+x[u,i] = x[v,i]; contiguity by Lemma 4.1 (z[v,i] >= x[v,i], z[v,i] <= z[u,i],
+z[v,i] <= x[v,i] - x[u,i] + 1 over edges), separately for forward and backward parts of
+training graphs (sec. 5.3). Without `contiguous` it is the non-contiguous relaxation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.errors import PartError
+from ..core.ir import Spec
+from .matrix import MatrixMIP, Rows
+
+
+@dataclass(frozen=True)
+class VarMap:
+    xcol: np.ndarray  # [n, D] column of x[v,i], -1 where v may not run on i
+    ncols: int
+    L: int  # the MaxLoad column
+    cin: dict  # (u, i) -> column
+    cout: dict
+    z: dict  # (v, i, part) -> column
+
+
+def check(spec: Spec) -> None:
+    o, c = spec.objective, spec.constraints
+    why = None
+    if o.kind != "bottleneck" or o.training == "gpipe":
+        why = "it minimizes the max load (PipeDream form for training), not latency, throughput or GPipe"
+    elif c.acyclic:
+        why = "an acyclic stage order is not part of this IP (use method dp, exact under acyclic)"
+    elif c.memory == "overflow":
+        why = "the overflow term (Archer eq. 2) is not linearized yet: use `memory hard` or `ignore`"
+    elif c.max_stages is not None:
+        why = "stage limits are not modelled"
+    if why:
+        raise PartError(f"method exact (Tarnawski's max-load IP) does not fit this spec: {why}", None,
+                        "use --method dp or topo")
+
+
+def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
+    check(spec)
+    d = spec.dense
+    n, D = d.n, d.D
+    cls = d.dev_class
+    host = d.host[cls]
+    xcol = np.full((n, D), -1, dtype=np.int64)
+    vv, ii = np.nonzero(d.allowed)
+    xcol[vv, ii] = np.arange(len(vv))
+    nc = len(vv)
+    L = nc
+    nc += 1
+    cin: dict = {}
+    cout: dict = {}
+    z: dict = {}
+    rows = Rows()
+    # each node on exactly one device
+    for v in range(n):
+        cols = xcol[v][xcol[v] >= 0]
+        _row(rows, cols, np.ones(len(cols)), 1.0, 1.0)
+    # transfers on non-host devices
+    for u, v in zip(d.src.tolist(), d.dst.tolist()):
+        for i in np.flatnonzero(~host):
+            xu, xv = xcol[u, i], xcol[v, i]
+            if xv >= 0:  # u's tensor enters i when v is on i and u is not
+                col = cin.setdefault((u, i), len(cin) + nc)
+                _row(rows, [xv, col] + ([xu] if xu >= 0 else []), [1.0, -1.0] + ([-1.0] if xu >= 0 else []), -np.inf, 0.0)
+            if xu >= 0:  # it leaves i when u is on i and v is not
+                col = cout.setdefault((u, i), -1 - len(cout))
+                _row(rows, [xu, col] + ([xv] if xv >= 0 else []), [1.0, -1.0] + ([-1.0] if xv >= 0 else []), -np.inf, 0.0)
+    nc += len(cin)
+    shift = nc
+    nc += len(cout)
+    cout = {k: shift + (-1 - col) for k, col in cout.items()}
+    _fix_placeholders(rows, shift)
+    # loads
+    o = spec.objective
+    for i in range(D):
+        c = cls[i]
+        nodes = np.flatnonzero(xcol[:, i] >= 0)
+        comp_cols, comp_vals = xcol[nodes, i], d.work[nodes, c]
+        ins = [(col, d.comm[u, c]) for (u, j), col in cin.items() if j == i]
+        outs = [(col, d.comm[u, c]) for (u, j), col in cout.items() if j == i]
+        inc = np.array([a for a, _ in ins], np.int64)
+        inv = np.array([b for _, b in ins])
+        outc = np.array([a for a, _ in outs], np.int64)
+        outv = np.array([b for _, b in outs])
+        if o.overlap is None:
+            _row(rows, np.r_[comp_cols, inc, outc, L], np.r_[comp_vals, inv, outv, -1.0], -np.inf, 0.0)
+        elif o.overlap == "simplex":
+            _row(rows, np.r_[comp_cols, L], np.r_[comp_vals, -1.0], -np.inf, 0.0)
+            _row(rows, np.r_[inc, outc, L], np.r_[inv, outv, -1.0], -np.inf, 0.0)
+        else:
+            _row(rows, np.r_[comp_cols, L], np.r_[comp_vals, -1.0], -np.inf, 0.0)
+            _row(rows, np.r_[inc, L], np.r_[inv, -1.0], -np.inf, 0.0)
+            _row(rows, np.r_[outc, L], np.r_[outv, -1.0], -np.inf, 0.0)
+        if spec.constraints.memory == "hard" and np.isfinite(d.memory[c]):
+            _row(rows, comp_cols, d.params[nodes], -np.inf, d.memory[c])
+    # colocation
+    for r in np.unique(d.colo):
+        members = np.flatnonzero(d.colo == r)
+        for a in members[1:]:
+            for i in range(D):
+                ca, cb = xcol[members[0], i], xcol[a, i]
+                cols = [x for x in (ca, cb) if x >= 0]
+                vals = [1.0 if x == ca else -1.0 for x in cols]
+                if cols:
+                    _row(rows, np.array(cols), np.array(vals), 0.0, 0.0)
+    # contiguity (Lemma 4.1), per device and per forward/backward part
+    if spec.constraints.contiguous:
+        parts = [0, 1] if spec.graph.is_training else [None]
+        for i in range(D):
+            for part in parts:
+                def xp(v: int) -> int:
+                    if part is not None and int(d.backward[v]) != part:
+                        return -1
+                    return int(xcol[v, i])
+
+                if all(xp(v) < 0 for v in range(n)):
+                    continue
+                base = nc
+                for v in range(n):
+                    z[(v, i, part)] = base + v
+                nc += n
+                for v in range(n):
+                    if xp(v) >= 0:
+                        _row(rows, np.array([z[(v, i, part)], xp(v)]), np.array([1.0, -1.0]), 0.0, np.inf)
+                for u, v in zip(d.src.tolist(), d.dst.tolist()):
+                    _row(rows, np.array([z[(v, i, part)], z[(u, i, part)]]), np.array([1.0, -1.0]), -np.inf, 0.0)
+                    cols = [z[(v, i, part)]] + [c for c in (xp(v), xp(u)) if c >= 0]
+                    vals = [1.0] + ([-1.0] if xp(v) >= 0 else []) + ([1.0] if xp(u) >= 0 else [])
+                    _row(rows, np.array(cols), np.array(vals), -np.inf, 1.0)
+    A, lo, hi = rows.matrix(nc)
+    col_lo, col_hi = np.zeros(nc), np.ones(nc)
+    col_hi[L] = np.inf
+    cost = np.zeros(nc)
+    cost[L] = 1.0
+    integer = np.zeros(nc, dtype=bool)
+    integer[:L] = True
+    return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer), VarMap(xcol, nc, L, cin, cout, z)
+
+
+def _row(rows: Rows, cols, vals, lo: float, hi: float) -> None:  # type: ignore[no-untyped-def]
+    cols = np.asarray(cols, dtype=np.int64)
+    rows.r.append(np.full(len(cols), rows.n))
+    rows.c.append(cols)
+    rows.v.append(np.asarray(vals, dtype=float))
+    rows.lo.append(np.array([lo]))
+    rows.hi.append(np.array([hi]))
+    rows.n += 1
+
+
+def _fix_placeholders(rows: Rows, shift: int) -> None:
+    """CommOut columns were numbered -1, -2, ... before their block's offset was known."""
+    for k, c in enumerate(rows.c):
+        neg = c < 0
+        if neg.any():
+            c = c.copy()
+            c[neg] = shift + (-1 - c[neg])
+            rows.c[k] = c
+
+
+def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> np.ndarray:
+    vals = np.where(vm.xcol >= 0, x[np.maximum(vm.xcol, 0)], -1.0)
+    return vals.argmax(axis=1).astype(np.int64)
+
+
+def encode(spec: Spec, vm: VarMap, dev: np.ndarray) -> np.ndarray | None:
+    """A complete MIP start from an assignment (None if it uses a forbidden pair)."""
+    from ..core.evaluate import evaluate
+
+    d = spec.dense
+    if (vm.xcol[np.arange(d.n), dev] < 0).any():
+        return None
+    x = np.zeros(vm.ncols)
+    x[vm.xcol[np.arange(d.n), dev]] = 1.0
+    for (u, i), col in vm.cin.items():
+        succ = d.succ_idx[d.succ_ptr[u]:d.succ_ptr[u + 1]]
+        x[col] = float(dev[u] != i and (dev[succ] == i).any())
+    for (u, i), col in vm.cout.items():
+        succ = d.succ_idx[d.succ_ptr[u]:d.succ_ptr[u + 1]]
+        x[col] = float(dev[u] == i and (dev[succ] != i).any())
+    if vm.z:  # z[v,i,part] = 1 iff a node of that part on i is reachable from v
+        order = d.topo[::-1]
+        preds_done: dict = {}
+        for (v, i, part), col in vm.z.items():
+            preds_done.setdefault((i, part), []).append((v, col))
+        for (i, part), cols in preds_done.items():
+            mark = np.zeros(d.n, dtype=bool)
+            inside = (dev == i) & ((d.backward.astype(int) == part) if part is not None else True)
+            for v in order:
+                succ = d.succ_idx[d.succ_ptr[v]:d.succ_ptr[v + 1]]
+                mark[v] = inside[v] or mark[succ].any()
+            for v, col in cols:
+                x[col] = float(mark[v])
+    x[vm.L] = evaluate(spec, dev).objective
+    return x
