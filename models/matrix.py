@@ -47,6 +47,16 @@ class Rows:
         self.hi.append(np.broadcast_to(np.asarray(hi, dtype=float), (k,)).copy())
         self.n += k
 
+    def add_one(self, cols: np.ndarray | list, vals: np.ndarray | list, lo: float, hi: float) -> None:
+        """Add one row: sum_j vals[j] * x[cols[j]] in [lo, hi]."""
+        cols = np.asarray(cols, dtype=np.int64)
+        self.r.append(np.full(len(cols), self.n))
+        self.c.append(cols)
+        self.v.append(np.broadcast_to(np.asarray(vals, dtype=float), (len(cols),)).copy())
+        self.lo.append(np.array([lo], dtype=float))
+        self.hi.append(np.array([hi], dtype=float))
+        self.n += 1
+
     def matrix(self, ncols: int) -> tuple[csr_matrix, np.ndarray, np.ndarray]:
         if not self.n:
             return csr_matrix((0, ncols)), np.zeros(0), np.zeros(0)

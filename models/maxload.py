@@ -66,17 +66,17 @@ def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
     # each node on exactly one device
     for v in range(n):
         cols = xcol[v][xcol[v] >= 0]
-        _row(rows, cols, np.ones(len(cols)), 1.0, 1.0)
+        rows.add_one(cols, np.ones(len(cols)), 1.0, 1.0)
     # transfers on non-host devices
     for u, v in zip(d.src.tolist(), d.dst.tolist()):
         for i in np.flatnonzero(~host):
             xu, xv = xcol[u, i], xcol[v, i]
             if xv >= 0:  # u's tensor enters i when v is on i and u is not
                 col = cin.setdefault((u, i), len(cin) + nc)
-                _row(rows, [xv, col] + ([xu] if xu >= 0 else []), [1.0, -1.0] + ([-1.0] if xu >= 0 else []), -np.inf, 0.0)
+                rows.add_one([xv, col] + ([xu] if xu >= 0 else []), [1.0, -1.0] + ([-1.0] if xu >= 0 else []), -np.inf, 0.0)
             if xu >= 0:  # it leaves i when u is on i and v is not
                 col = cout.setdefault((u, i), -1 - len(cout))
-                _row(rows, [xu, col] + ([xv] if xv >= 0 else []), [1.0, -1.0] + ([-1.0] if xv >= 0 else []), -np.inf, 0.0)
+                rows.add_one([xu, col] + ([xv] if xv >= 0 else []), [1.0, -1.0] + ([-1.0] if xv >= 0 else []), -np.inf, 0.0)
     nc += len(cin)
     shift = nc
     nc += len(cout)
@@ -95,16 +95,16 @@ def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
         outc = np.array([a for a, _ in outs], np.int64)
         outv = np.array([b for _, b in outs])
         if o.overlap is None:
-            _row(rows, np.r_[comp_cols, inc, outc, L], np.r_[comp_vals, inv, outv, -1.0], -np.inf, 0.0)
+            rows.add_one(np.r_[comp_cols, inc, outc, L], np.r_[comp_vals, inv, outv, -1.0], -np.inf, 0.0)
         elif o.overlap == "simplex":
-            _row(rows, np.r_[comp_cols, L], np.r_[comp_vals, -1.0], -np.inf, 0.0)
-            _row(rows, np.r_[inc, outc, L], np.r_[inv, outv, -1.0], -np.inf, 0.0)
+            rows.add_one(np.r_[comp_cols, L], np.r_[comp_vals, -1.0], -np.inf, 0.0)
+            rows.add_one(np.r_[inc, outc, L], np.r_[inv, outv, -1.0], -np.inf, 0.0)
         else:
-            _row(rows, np.r_[comp_cols, L], np.r_[comp_vals, -1.0], -np.inf, 0.0)
-            _row(rows, np.r_[inc, L], np.r_[inv, -1.0], -np.inf, 0.0)
-            _row(rows, np.r_[outc, L], np.r_[outv, -1.0], -np.inf, 0.0)
+            rows.add_one(np.r_[comp_cols, L], np.r_[comp_vals, -1.0], -np.inf, 0.0)
+            rows.add_one(np.r_[inc, L], np.r_[inv, -1.0], -np.inf, 0.0)
+            rows.add_one(np.r_[outc, L], np.r_[outv, -1.0], -np.inf, 0.0)
         if spec.constraints.memory == "hard" and np.isfinite(d.memory[c]):
-            _row(rows, comp_cols, d.params[nodes], -np.inf, d.memory[c])
+            rows.add_one(comp_cols, d.params[nodes], -np.inf, d.memory[c])
     # colocation
     for r in np.unique(d.colo):
         members = np.flatnonzero(d.colo == r)
@@ -114,7 +114,7 @@ def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
                 cols = [x for x in (ca, cb) if x >= 0]
                 vals = [1.0 if x == ca else -1.0 for x in cols]
                 if cols:
-                    _row(rows, np.array(cols), np.array(vals), 0.0, 0.0)
+                    rows.add_one(np.array(cols), np.array(vals), 0.0, 0.0)
     # contiguity (Lemma 4.1), per device and per forward/backward part
     if spec.constraints.contiguous:
         parts = [0, 1] if spec.graph.is_training else [None]
@@ -133,12 +133,12 @@ def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
                 nc += n
                 for v in range(n):
                     if xp(v) >= 0:
-                        _row(rows, np.array([z[(v, i, part)], xp(v)]), np.array([1.0, -1.0]), 0.0, np.inf)
+                        rows.add_one(np.array([z[(v, i, part)], xp(v)]), np.array([1.0, -1.0]), 0.0, np.inf)
                 for u, v in zip(d.src.tolist(), d.dst.tolist()):
-                    _row(rows, np.array([z[(v, i, part)], z[(u, i, part)]]), np.array([1.0, -1.0]), -np.inf, 0.0)
+                    rows.add_one(np.array([z[(v, i, part)], z[(u, i, part)]]), np.array([1.0, -1.0]), -np.inf, 0.0)
                     cols = [z[(v, i, part)]] + [c for c in (xp(v), xp(u)) if c >= 0]
                     vals = [1.0] + ([-1.0] if xp(v) >= 0 else []) + ([1.0] if xp(u) >= 0 else [])
-                    _row(rows, np.array(cols), np.array(vals), -np.inf, 1.0)
+                    rows.add_one(np.array(cols), np.array(vals), -np.inf, 1.0)
     A, lo, hi = rows.matrix(nc)
     col_lo, col_hi = np.zeros(nc), np.ones(nc)
     col_hi[L] = np.inf
@@ -147,16 +147,6 @@ def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
     integer = np.zeros(nc, dtype=bool)
     integer[:L] = True
     return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer), VarMap(xcol, nc, L, cin, cout, z)
-
-
-def _row(rows: Rows, cols, vals, lo: float, hi: float) -> None:  # type: ignore[no-untyped-def]
-    cols = np.asarray(cols, dtype=np.int64)
-    rows.r.append(np.full(len(cols), rows.n))
-    rows.c.append(cols)
-    rows.v.append(np.asarray(vals, dtype=float))
-    rows.lo.append(np.array([lo]))
-    rows.hi.append(np.array([hi]))
-    rows.n += 1
 
 
 def _fix_placeholders(rows: Rows, shift: int) -> None:

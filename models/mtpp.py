@@ -105,9 +105,9 @@ def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
             vals.append(-w)
             mcols.append(vm.y(np.arange(n), b - 1))
             mvals.append(-prm)
-        _one_row(rows, cols, vals, -np.inf, 0.0)
+        rows.add_one(np.concatenate(cols), _spread(cols, vals), -np.inf, 0.0)
         if np.isfinite(cap):
-            _one_row(rows, mcols, mvals, -np.inf, cap)
+            rows.add_one(np.concatenate(mcols), _spread(mcols, mvals), -np.inf, cap)
     # colocation: y[u,.] = y[v,.]
     for r in np.unique(d.colo):
         members = np.flatnonzero(d.colo == r)
@@ -125,16 +125,9 @@ def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
     return MatrixMIP(c, A, lo, hi, col_lo, col_hi, integer), vm
 
 
-def _one_row(rows: Rows, cols: list[np.ndarray], vals: list[np.ndarray], lo: float, hi: float) -> None:
-    """One row from several column/value blocks."""
-    allc = np.concatenate(cols)
-    allv = np.concatenate([np.broadcast_to(v, (len(c),)) for c, v in zip(cols, vals)])
-    rows.r.append(np.full(len(allc), rows.n))
-    rows.c.append(allc)
-    rows.v.append(allv.astype(float))
-    rows.lo.append(np.array([lo], dtype=float))
-    rows.hi.append(np.array([hi], dtype=float))
-    rows.n += 1
+def _spread(cols: list[np.ndarray], vals: list[np.ndarray]) -> np.ndarray:
+    """Values for concatenated column blocks (a scalar value repeats over its block)."""
+    return np.concatenate([np.broadcast_to(np.asarray(v, dtype=float), (len(c),)) for c, v in zip(cols, vals)])
 
 
 def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> np.ndarray:
