@@ -67,21 +67,27 @@ def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
     for v in range(n):
         cols = xcol[v][xcol[v] >= 0]
         rows.add_one(cols, np.ones(len(cols)), 1.0, 1.0)
-    # transfers on non-host devices
-    for u, v in zip(d.src.tolist(), d.dst.tolist()):
-        for i in np.flatnonzero(~host):
-            xu, xv = xcol[u, i], xcol[v, i]
-            if xv >= 0:  # u's tensor enters i when v is on i and u is not
-                col = cin.setdefault((u, i), len(cin) + nc)
-                rows.add_one([xv, col] + ([xu] if xu >= 0 else []), [1.0, -1.0] + ([-1.0] if xu >= 0 else []), -np.inf, 0.0)
-            if xu >= 0:  # it leaves i when u is on i and v is not
-                col = cout.setdefault((u, i), -1 - len(cout))
-                rows.add_one([xu, col] + ([xv] if xv >= 0 else []), [1.0, -1.0] + ([-1.0] if xv >= 0 else []), -np.inf, 0.0)
+    # transfers on non-host devices: columns first, then CommIn >= x[v,i] - x[u,i] and
+    # CommOut >= x[u,i] - x[v,i] over every edge (an x that does not exist is 0)
+    edges = list(zip(d.src.tolist(), d.dst.tolist()))
+    nonhost = np.flatnonzero(~host)
+    for u, v in edges:
+        for i in nonhost:
+            if xcol[v, i] >= 0:
+                cin.setdefault((u, i), nc + len(cin))
     nc += len(cin)
-    shift = nc
+    for u, _v in edges:
+        for i in nonhost:
+            if xcol[u, i] >= 0:
+                cout.setdefault((u, i), nc + len(cout))
     nc += len(cout)
-    cout = {k: shift + (-1 - col) for k, col in cout.items()}
-    _fix_placeholders(rows, shift)
+    for u, v in edges:
+        for i in nonhost:
+            xu, xv = xcol[u, i], xcol[v, i]
+            for table, a, b in ((cin, xv, xu), (cout, xu, xv)):
+                if a >= 0:  # the tensor crosses when a's node is on i and b's is not
+                    rows.add_one([a, table[(u, i)]] + ([b] if b >= 0 else []),
+                                 [1.0, -1.0] + ([-1.0] if b >= 0 else []), -np.inf, 0.0)
     # loads
     o = spec.objective
     for i in range(D):
@@ -147,16 +153,6 @@ def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
     integer = np.zeros(nc, dtype=bool)
     integer[:L] = True
     return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer), VarMap(xcol, nc, L, cin, cout, z)
-
-
-def _fix_placeholders(rows: Rows, shift: int) -> None:
-    """CommOut columns were numbered -1, -2, ... before their block's offset was known."""
-    for k, c in enumerate(rows.c):
-        neg = c < 0
-        if neg.any():
-            c = c.copy()
-            c[neg] = shift + (-1 - c[neg])
-            rows.c[k] = c
 
 
 def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> np.ndarray:
