@@ -17,14 +17,15 @@ from ..kernels import Proven
 from ..kernels.topo_split import best_split
 from ..models import maxload, mtpp
 from .highs_matrix import solve_highs
+from .scip_matrix import solve_scip
 
 
 def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callable[[str], None] | None = None,
         solver: str | None = None, gap: float | None = None, threads: int | None = None,
         **_: object) -> Iterator:
-    if solver not in (None, "highs"):
-        raise PartError(f"method exact runs on HiGHS only so far, not '{solver}'", None,
-                        "drop --solver or use --solver highs")
+    if solver not in (None, "highs", "scip"):
+        raise PartError(f"method exact runs on HiGHS or SCIP so far, not '{solver}'", None,
+                        "use --solver highs (the default) or --solver scip")
     model = _formulation(spec)
     mip, vm = model.build(spec)
     _, start_dev = best_split(spec, seed, deadline)
@@ -34,15 +35,16 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     left = deadline - time.monotonic()
     if left <= 0:
         return
+    name, backend = ("SCIP", solve_scip) if solver == "scip" else ("HiGHS", solve_highs)
     if progress:
-        progress(f"HiGHS on {mip.A.shape[0]:,} rows x {mip.A.shape[1]:,} columns")
-    out = solve_highs(mip, None if math.isinf(left) else left, gap, threads, start)
+        progress(f"{name} on {mip.A.shape[0]:,} rows x {mip.A.shape[1]:,} columns")
+    out = backend(mip, None if math.isinf(left) else left, gap, threads, start)
     if out.x is not None:
-        yield f"exact MIP (HiGHS: {out.why})", model.decode(spec, vm, out.x)
+        yield f"exact MIP ({name}: {out.why})", model.decode(spec, vm, out.x)
     if out.status == "infeasible":
-        yield Proven(math.inf, "HiGHS proved the MIP infeasible")
+        yield Proven(math.inf, f"{name} proved the MIP infeasible")
     elif np.isfinite(out.bound):
-        yield Proven(float(out.bound), f"HiGHS dual bound ({out.why})")
+        yield Proven(float(out.bound), f"{name} dual bound ({out.why})")
 
 
 def _formulation(spec: Spec):  # type: ignore[no-untyped-def]

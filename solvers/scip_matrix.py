@@ -1,0 +1,57 @@
+"""SCIP through PySCIPOpt on a MatrixMIP: time limit, gap, threads, MIP start.
+
+SCIP's own relative gap divides by min(|primal|, |dual|); partdsl reports one gap,
+|incumbent - bound| / |incumbent|, computed by solve() from the re-scored incumbent and
+the dual bound returned here, never from SCIP's incumbent value (which has been seen to
+be a placeholder such as 100000 at a time limit)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..models.matrix import MatrixMIP
+from .highs_matrix import MipOutcome
+
+
+def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
+               threads: int | None = None, start: np.ndarray | None = None) -> MipOutcome:
+    from pyscipopt import Model, quicksum
+
+    m = Model()
+    m.hideOutput()
+    if time_limit is not None:
+        m.setParam("limits/time", float(max(time_limit, 0.01)))
+    m.setParam("limits/gap", 0.5 * max(float(gap or 0.0), 1e-9))
+    m.setParam("limits/absgap", 0.0)
+    if threads is not None:
+        m.setParam("parallel/maxnthreads", int(threads))
+    xs = [m.addVar(lb=None if np.isinf(lo) else float(lo), ub=None if np.isinf(hi) else float(hi),
+                   vtype="I" if integer else "C", obj=float(c))
+          for lo, hi, integer, c in zip(mip.col_lo, mip.col_hi, mip.integer, mip.c)]
+    A = mip.A.tocsr()
+    for r in range(A.shape[0]):
+        lo, hi = mip.row_lo[r], mip.row_hi[r]
+        cols, vals = A.indices[A.indptr[r]:A.indptr[r + 1]], A.data[A.indptr[r]:A.indptr[r + 1]]
+        expr = quicksum(float(v) * xs[c] for c, v in zip(cols, vals))
+        if np.isfinite(lo) and np.isfinite(hi) and lo == hi:
+            m.addCons(expr == float(lo))
+        else:
+            if np.isfinite(lo):
+                m.addCons(expr >= float(lo))
+            if np.isfinite(hi):
+                m.addCons(expr <= float(hi))
+    if start is not None:
+        sol = m.createSol()
+        for x, v in zip(xs, start):
+            m.setSolVal(sol, x, float(v))
+        m.addSol(sol, free=True)
+    m.optimize()
+    status = m.getStatus()
+    has = m.getNSols() > 0
+    x = np.array([m.getVal(v) for v in xs]) if has else None
+    obj = m.getObjVal() if has else np.inf
+    bound = m.getDualbound()
+    if status == "optimal":
+        return MipOutcome("optimal", status, x, obj, bound)
+    if status == "infeasible":
+        return MipOutcome("infeasible", status, None, np.inf, np.inf)
+    return MipOutcome("feasible" if has else "no_solution", status, x, obj, bound)
