@@ -21,6 +21,12 @@ class MipOutcome:
     bound: float
 
 
+def solver_gap(gap: float | None) -> float:
+    """The relative gap to ask a MIP solver for. Ours is |incumbent - bound| / |incumbent|
+    <= max(gap, 1e-9); solvers measure theirs slightly differently, so ask for half."""
+    return 0.5 * max(float(gap or 0.0), 1e-9)
+
+
 def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
                 threads: int | None = None, start: np.ndarray | None = None) -> MipOutcome:
     import highspy
@@ -29,9 +35,8 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
     h.setOptionValue("output_flag", False)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
-    # HiGHS stops at its own relative gap (default 1e-4) or absolute gap (1e-6); ours is
-    # |incumbent - bound| / |incumbent| <= max(gap, 1e-9), so ask for a little less
-    h.setOptionValue("mip_rel_gap", 0.5 * max(float(gap or 0.0), 1e-9))
+    # HiGHS stops at its own relative gap (default 1e-4) or absolute gap (1e-6)
+    h.setOptionValue("mip_rel_gap", solver_gap(gap))
     h.setOptionValue("mip_abs_gap", 0.0)
     if threads is not None:
         h.setOptionValue("threads", int(threads))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models.matrix import MatrixMIP
-from .highs_matrix import MipOutcome
+from .highs_matrix import MipOutcome, solver_gap
 
 
 def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
@@ -20,7 +20,7 @@ def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | Non
     m.hideOutput()
     if time_limit is not None:
         m.setParam("limits/time", float(max(time_limit, 0.01)))
-    m.setParam("limits/gap", 0.5 * max(float(gap or 0.0), 1e-9))
+    m.setParam("limits/gap", solver_gap(gap))
     m.setParam("limits/absgap", 0.0)
     if threads is not None:
         m.setParam("parallel/maxnthreads", int(threads))
