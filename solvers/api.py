@@ -151,8 +151,8 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
             last_report = time.monotonic()
             inc = f"{best.objective:.6g}" if best and best.feasible else "none"
             progress(f"{n_cand} candidates, incumbent {inc}, bound {lb:.6g}")
-        if best is not None and best.feasible and (relative_gap(best.objective, lb) <= rel
-                                                   or abs(best.objective - lb) <= ABS_TOL):
+        # stop early only on the relative gap: exhaustive methods stay exact references
+        if best is not None and best.feasible and relative_gap(best.objective, lb) <= rel:
             stopped = "bound reached"
             break
     else:

@@ -101,3 +101,16 @@ def test_maxload_ip_equals_brute_force(data) -> None:
         assert ex.bound <= brute.objective + 1e-6
     else:
         assert ex.status.value == "infeasible"
+
+
+def test_brute_force_stays_exact_near_the_tolerance() -> None:
+    """Found by CI: an early stop with a 1e-5 absolute tolerance made `brute` accept 0.50001
+    against a bound of 0.5; early stops now use the relative gap only, so the reference
+    methods stay exact (the absolute tolerance only decides the final status)."""
+    spec = parse("""graph g { node v0 { work 0 ms } node v1 { work 0 ms } node v2 { work 0.5 ms }
+      node v3 { work 0.00001 ms }  v0 -> {v1, v2, v3}  v1 -> {v2, v3}  v2 -> v3 }
+    platform { device stage[2] { link 10 GB/s } }
+    subject to { acyclic }""")
+    brute, ex = solve(spec, method="brute"), solve(spec, method="exact")
+    assert brute.objective == 0.5 and ex.objective == 0.5
+    assert brute.status.value == ex.status.value == "optimal"
