@@ -9,6 +9,7 @@ CSR successor lists, and a topological order.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -56,24 +57,33 @@ def union_find_labels(n: int, pairs: list[tuple[int, int]]) -> np.ndarray:
     return np.array([find(i) for i in range(n)], dtype=np.int64)
 
 
-def topological_order(n: int, src: np.ndarray, dst: np.ndarray) -> list[int] | None:
-    """Kahn's algorithm, smallest index first; None if the graph has a cycle."""
+def adjacency(n: int, src: np.ndarray, dst: np.ndarray) -> list[list[int]]:
+    """Successor lists (pass (dst, src) for predecessor lists)."""
+    out: list[list[int]] = [[] for _ in range(n)]
+    for a, b in zip(np.asarray(src).tolist(), np.asarray(dst).tolist()):
+        out[a].append(b)
+    return out
+
+
+def topological_order(n: int, src: np.ndarray, dst: np.ndarray,
+                      priority: np.ndarray | None = None) -> list[int] | None:
+    """Kahn's algorithm (Archer App. B.1, Alg. 3): among ready nodes the smallest priority
+    goes first, ties by index (index order without priorities); None if there is a cycle."""
     import heapq
 
-    indeg = np.bincount(dst, minlength=n).tolist()
-    succ: list[list[int]] = [[] for _ in range(n)]
-    for a, b in zip(src.tolist(), dst.tolist()):
-        succ[a].append(b)
-    heap = [i for i in range(n) if indeg[i] == 0]
+    pr = np.arange(n, dtype=float) if priority is None else np.asarray(priority, dtype=float)
+    indeg = np.bincount(np.asarray(dst, dtype=np.int64), minlength=n).tolist()
+    succ = adjacency(n, src, dst)
+    heap = [(pr[i], i) for i in range(n) if indeg[i] == 0]
     heapq.heapify(heap)
     order = []
     while heap:
-        u = heapq.heappop(heap)
+        _, u = heapq.heappop(heap)
         order.append(u)
         for v in succ[u]:
             indeg[v] -= 1
             if indeg[v] == 0:
-                heapq.heappush(heap, v)
+                heapq.heappush(heap, (pr[v], v))
     return order if len(order) == n else None
 
 
@@ -99,6 +109,11 @@ class Dense:
     colo: np.ndarray  # [n] component label (smallest member index)
     allowed: np.ndarray  # [n, D] bool
     topo: np.ndarray  # [n]
+
+    @cached_property
+    def preds(self) -> list[list[int]]:
+        """Predecessor lists, built once and shared by every evaluation."""
+        return adjacency(self.n, self.dst, self.src)
 
     @property
     def D(self) -> int:

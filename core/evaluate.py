@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dense import INF, Dense, topological_order, work_time
+from .dense import INF, Dense, adjacency, topological_order, work_time
 from .ir import Spec
 
 
@@ -143,9 +143,7 @@ def non_contiguous(dense: Dense, dev: np.ndarray, training: bool) -> list[tuple[
     (Tarnawski Def. 3.1); for training graphs, forward and backward parts separately."""
     lab = _label_bits(dense, dev, training).tolist()
     reach = [0] * dense.n  # labels whose set a path left before reaching this node
-    preds: list[list[int]] = [[] for _ in range(dense.n)]
-    for a, b in zip(dense.src.tolist(), dense.dst.tolist()):
-        preds[b].append(a)
+    preds = dense.preds
     bad: list[tuple[int, int]] = []
     for v in dense.topo.tolist():
         acc = 0
@@ -170,9 +168,7 @@ def quotient_cycle(k: int, pairs: np.ndarray) -> list[int] | None:
 
 
 def find_cycle(n: int, src: list[int], dst: list[int]) -> list[int]:
-    succ: list[list[int]] = [[] for _ in range(n)]
-    for a, b in zip(src, dst):
-        succ[a].append(b)
+    succ = adjacency(n, np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64))
     color = [0] * n
     stack_pos: dict[int, int] = {}
     path: list[int] = []
@@ -307,9 +303,7 @@ def _latency(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict, di
     members: list[list[int]] = [[] for _ in range(k)]
     for v in range(n):
         members[unit[v]].append(v)
-    preds: list[list[int]] = [[] for _ in range(n)]
-    for a, b in zip(dense.src.tolist(), dense.dst.tolist()):
-        preds[b].append(a)
+    preds = dense.preds
     lat = np.zeros(n)
     work = dense.work[np.arange(n), cls]
     for u in order:
@@ -367,9 +361,7 @@ def _throughput(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict,
     L = spec.objective.batch
     cls = dense.dev_class[dev]
     links = link_table(spec)
-    preds: list[list[int]] = [[] for _ in range(dense.n)]
-    for a, b in zip(dense.src.tolist(), dense.dst.tolist()):
-        preds[b].append(a)
+    preds = dense.preds
     finish = np.zeros(dense.n)
     free = np.zeros(dense.D)
     busy = np.zeros(dense.D)

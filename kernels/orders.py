@@ -2,34 +2,19 @@
 and a DFS order (the linearization of Tarnawski's DPL, sec. 5.1.2)."""
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
+
+from ..core.dense import adjacency, topological_order
 
 
 def successors(n: int, src: np.ndarray, dst: np.ndarray) -> list[list[int]]:
-    succ: list[list[int]] = [[] for _ in range(n)]
-    for a, b in zip(src.tolist(), dst.tolist()):
-        succ[a].append(b)
-    return succ
+    return adjacency(n, src, dst)
 
 
 def kahn(n: int, src: np.ndarray, dst: np.ndarray, priority: np.ndarray | None = None) -> np.ndarray:
     """Topological order; among ready nodes the smallest priority goes first (ties by index)."""
-    pr = np.arange(n, dtype=float) if priority is None else np.asarray(priority, dtype=float)
-    indeg = np.bincount(dst, minlength=n).tolist()
-    succ = successors(n, src, dst)
-    heap = [(pr[i], i) for i in range(n) if indeg[i] == 0]
-    heapq.heapify(heap)
-    order = []
-    while heap:
-        _, u = heapq.heappop(heap)
-        order.append(u)
-        for v in succ[u]:
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                heapq.heappush(heap, (pr[v], v))
-    if len(order) != n:
+    order = topological_order(n, src, dst, priority)
+    if order is None:
         raise ValueError("graph has a cycle")
     return np.array(order, dtype=np.int64)
 
