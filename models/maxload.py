@@ -9,6 +9,13 @@ compute and transfers bounded separately, App. C.1); memory knapsacks; colocatio
 x[u,i] = x[v,i]; contiguity by Lemma 4.1 (z[v,i] >= x[v,i], z[v,i] <= z[u,i],
 z[v,i] <= x[v,i] - x[u,i] + 1 over edges), separately for forward and backward parts of
 training graphs (sec. 5.3). Without `contiguous` it is the non-contiguous relaxation.
+
+Training in GPipe form (sec. 5.3): loads split by phase (a transfer in is charged to the
+consumer's phase, out to the producer's), MaxLoad_FW + MaxLoad_BW minimized. `memory
+overflow` (Archer eq. 2): ov[i] >= (sum_v params(v) x[v,i] - M) / B, charged like a
+transfer in. Symmetry breaking among interchangeable devices (same class, same allowed
+nodes): with nodes ranked in topological order, device j of a group may hold node v only
+if device j-1 holds a node ranked before v (any solution can be relabelled to satisfy it).
 """
 from __future__ import annotations
 
@@ -25,43 +32,64 @@ from .matrix import MatrixMIP, Rows
 class VarMap:
     xcol: np.ndarray  # [n, D] column of x[v,i], -1 where v may not run on i
     ncols: int
-    L: int  # the MaxLoad column
-    cin: dict  # (u, i) -> column
-    cout: dict
+    L: tuple[int, ...]  # MaxLoad column(s): one, or FW and BW (GPipe)
+    cin: dict  # (u, i, phase) -> column
+    cout: dict  # (u, i) -> column
     z: dict  # (v, i, part) -> column
+    ov: dict  # i -> column
+    groups: tuple[tuple[int, ...], ...]  # interchangeable devices, symmetry broken in order
 
 
 def check(spec: Spec) -> None:
     o, c = spec.objective, spec.constraints
     why = None
-    if o.kind != "bottleneck" or o.training == "gpipe":
-        why = "it minimizes the max load (PipeDream form for training), not latency, throughput or GPipe"
+    if o.kind != "bottleneck":
+        why = "it minimizes the max load (pipelined throughput), not latency or batched throughput"
     elif c.acyclic:
         why = "an acyclic stage order is not part of this IP (use method dp, exact under acyclic)"
-    elif c.memory == "overflow":
-        why = "the overflow term (Archer eq. 2) is not linearized yet: use `memory hard` or `ignore`"
     elif c.max_stages is not None:
         why = "stage limits are not modelled"
     if why:
-        raise PartError(f"method exact (Tarnawski's max-load IP) does not fit this spec: {why}", None,
+        raise PartError(f"Tarnawski's max-load IP does not fit this spec: {why}", None,
                         "use --method dp or topo")
 
 
-def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
+def interchangeable(spec: Spec) -> tuple[tuple[int, ...], ...]:
+    """Groups (size >= 2) of devices of one class allowed the same nodes."""
+    d = spec.dense
+    seen: dict = {}
+    for i in range(d.D):
+        seen.setdefault((int(d.dev_class[i]), d.allowed[:, i].tobytes()), []).append(i)
+    return tuple(tuple(g) for g in seen.values() if len(g) > 1)
+
+
+def ranks(spec: Spec) -> np.ndarray:
+    d = spec.dense
+    order = d.topo if len(d.topo) == d.n else np.arange(d.n)
+    r = np.empty(d.n, dtype=np.int64)
+    r[order] = np.arange(d.n)
+    return r
+
+
+def build(spec: Spec, symmetry: bool = True) -> tuple[MatrixMIP, VarMap]:
     check(spec)
     d = spec.dense
     n, D = d.n, d.D
+    o = spec.objective
     cls = d.dev_class
     host = d.host[cls]
+    gpipe = o.training == "gpipe"
+    phase = d.backward.astype(np.int64) if gpipe else np.zeros(n, dtype=np.int64)
     xcol = np.full((n, D), -1, dtype=np.int64)
     vv, ii = np.nonzero(d.allowed)
     xcol[vv, ii] = np.arange(len(vv))
     nc = len(vv)
-    L = nc
-    nc += 1
+    L = tuple(range(nc, nc + (2 if gpipe else 1)))
+    nc += len(L)
     cin: dict = {}
     cout: dict = {}
     z: dict = {}
+    ov: dict = {}
     rows = Rows()
     # each node on exactly one device
     for v in range(n):
@@ -74,7 +102,7 @@ def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
     for u, v in edges:
         for i in nonhost:
             if xcol[v, i] >= 0:
-                cin.setdefault((u, i), nc + len(cin))
+                cin.setdefault((u, i, int(phase[v])), nc + len(cin))
     nc += len(cin)
     for u, _v in edges:
         for i in nonhost:
@@ -84,33 +112,47 @@ def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
     for u, v in edges:
         for i in nonhost:
             xu, xv = xcol[u, i], xcol[v, i]
-            for table, a, b in ((cin, xv, xu), (cout, xu, xv)):
+            for col, a, b in ((cin.get((u, i, int(phase[v]))), xv, xu), (cout.get((u, i)), xu, xv)):
                 if a >= 0:  # the tensor crosses when a's node is on i and b's is not
-                    rows.add_one([a, table[(u, i)]] + ([b] if b >= 0 else []),
+                    rows.add_one([a, col] + ([b] if b >= 0 else []),
                                  [1.0, -1.0] + ([-1.0] if b >= 0 else []), -np.inf, 0.0)
-    # loads
-    o = spec.objective
+    # memory: hard knapsacks, or the overflow term (eq. 2) as a column
+    mode = spec.constraints.memory
     for i in range(D):
         c = cls[i]
         nodes = np.flatnonzero(xcol[:, i] >= 0)
-        comp_cols, comp_vals = xcol[nodes, i], d.work[nodes, c]
-        ins = [(col, d.comm[u, c]) for (u, j), col in cin.items() if j == i]
-        outs = [(col, d.comm[u, c]) for (u, j), col in cout.items() if j == i]
-        inc = np.array([a for a, _ in ins], np.int64)
-        inv = np.array([b for _, b in ins])
-        outc = np.array([a for a, _ in outs], np.int64)
-        outv = np.array([b for _, b in outs])
-        if o.overlap is None:
-            rows.add_one(np.r_[comp_cols, inc, outc, L], np.r_[comp_vals, inv, outv, -1.0], -np.inf, 0.0)
-        elif o.overlap == "simplex":
-            rows.add_one(np.r_[comp_cols, L], np.r_[comp_vals, -1.0], -np.inf, 0.0)
-            rows.add_one(np.r_[inc, outc, L], np.r_[inv, outv, -1.0], -np.inf, 0.0)
-        else:
-            rows.add_one(np.r_[comp_cols, L], np.r_[comp_vals, -1.0], -np.inf, 0.0)
-            rows.add_one(np.r_[inc, L], np.r_[inv, -1.0], -np.inf, 0.0)
-            rows.add_one(np.r_[outc, L], np.r_[outv, -1.0], -np.inf, 0.0)
-        if spec.constraints.memory == "hard" and np.isfinite(d.memory[c]):
-            rows.add_one(comp_cols, d.params[nodes], -np.inf, d.memory[c])
+        cap, bw = d.memory[c], d.link[c]
+        if not np.isfinite(cap) or mode == "ignore":
+            continue
+        if mode == "overflow" and 0 < bw < np.inf:
+            ov[i] = nc
+            nc += 1
+            scale = 1e3 / bw
+            rows.add_one(np.r_[xcol[nodes, i], ov[i]], np.r_[d.params[nodes] * scale, -1.0], -np.inf, cap * scale)
+        elif mode == "hard" or (mode == "overflow" and bw <= 0):
+            rows.add_one(xcol[nodes, i], d.params[nodes], -np.inf, cap)
+    # loads, per phase (one phase unless GPipe)
+    for i in range(D):
+        c = cls[i]
+        ovc = [ov[i]] if i in ov else []
+        for p, Lp in enumerate(L):
+            nodes = np.flatnonzero((xcol[:, i] >= 0) & (phase == p))
+            comp_cols, comp_vals = xcol[nodes, i], d.work[nodes, c]
+            inc = np.array([col for (u, j, q), col in cin.items() if j == i and q == p], np.int64)
+            inv = np.array([d.comm[u, c] for (u, j, q) in cin if j == i and q == p])
+            outc = np.array([col for (u, j), col in cout.items() if j == i and phase[u] == p], np.int64)
+            outv = np.array([d.comm[u, c] for (u, j) in cout if j == i and phase[u] == p])
+            one = np.ones(len(ovc))
+            if o.overlap is None:
+                rows.add_one(np.r_[comp_cols, inc, outc, ovc, Lp], np.r_[comp_vals, inv, outv, one, -1.0],
+                             -np.inf, 0.0)
+            elif o.overlap == "simplex":
+                rows.add_one(np.r_[comp_cols, Lp], np.r_[comp_vals, -1.0], -np.inf, 0.0)
+                rows.add_one(np.r_[inc, outc, ovc, Lp], np.r_[inv, outv, one, -1.0], -np.inf, 0.0)
+            else:
+                rows.add_one(np.r_[comp_cols, Lp], np.r_[comp_vals, -1.0], -np.inf, 0.0)
+                rows.add_one(np.r_[inc, ovc, Lp], np.r_[inv, one, -1.0], -np.inf, 0.0)
+                rows.add_one(np.r_[outc, Lp], np.r_[outv, -1.0], -np.inf, 0.0)
     # colocation
     for r in np.unique(d.colo):
         members = np.flatnonzero(d.colo == r)
@@ -140,19 +182,71 @@ def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
                 for v in range(n):
                     if xp(v) >= 0:
                         rows.add_one(np.array([z[(v, i, part)], xp(v)]), np.array([1.0, -1.0]), 0.0, np.inf)
-                for u, v in zip(d.src.tolist(), d.dst.tolist()):
+                for u, v in edges:
                     rows.add_one(np.array([z[(v, i, part)], z[(u, i, part)]]), np.array([1.0, -1.0]), -np.inf, 0.0)
                     cols = [z[(v, i, part)]] + [c for c in (xp(v), xp(u)) if c >= 0]
                     vals = [1.0] + ([-1.0] if xp(v) >= 0 else []) + ([1.0] if xp(u) >= 0 else [])
                     rows.add_one(np.array(cols), np.array(vals), -np.inf, 1.0)
+    col_hi_zero: list[int] = []
+    groups = interchangeable(spec) if symmetry else ()
+    if groups:
+        nc = _break_symmetry(spec, xcol, groups, rows, col_hi_zero, nc)
     A, lo, hi = rows.matrix(nc)
     col_lo, col_hi = np.zeros(nc), np.ones(nc)
-    col_hi[L] = np.inf
+    col_hi[list(L)] = np.inf
+    col_hi[list(ov.values())] = np.inf
+    col_hi[nc - _prefix_cols(groups, n):] = n  # prefix counts
+    col_hi[col_hi_zero] = 0.0
     cost = np.zeros(nc)
-    cost[L] = 1.0
+    cost[list(L)] = 1.0
     integer = np.zeros(nc, dtype=bool)
-    integer[:L] = True
-    return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer), VarMap(xcol, nc, L, cin, cout, z)
+    integer[:L[0]] = True
+    return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer), VarMap(xcol, nc, L, cin, cout, z, ov, groups)
+
+
+def _prefix_cols(groups: tuple[tuple[int, ...], ...], n: int) -> int:
+    return sum(len(g) - 1 for g in groups) * n
+
+
+def _break_symmetry(spec: Spec, xcol: np.ndarray, groups: tuple[tuple[int, ...], ...], rows: Rows,
+                    zero: list[int], nc: int) -> int:
+    """S[r, i] = number of nodes ranked <= r on device i (the last device of a group needs
+    none); x[v, g_j] <= S[rank(v) - 1, g_{j-1}], and x[v, g_j] = 0 when rank(v) < j."""
+    n = spec.dense.n
+    rank = ranks(spec)
+    by_rank = np.argsort(rank)
+    for g in groups:
+        S: dict[int, int] = {}
+        for i in g[:-1]:
+            S[i] = nc
+            nc += n
+            for r, v in enumerate(by_rank):  # S[r] - S[r-1] - x[v_r, i] = 0
+                cols = [S[i] + r] + ([S[i] + r - 1] if r else []) + ([xcol[v, i]] if xcol[v, i] >= 0 else [])
+                vals = [1.0] + ([-1.0] if r else []) + ([-1.0] if xcol[v, i] >= 0 else [])
+                rows.add_one(np.array(cols), np.array(vals), 0.0, 0.0)
+        for j in range(1, len(g)):
+            prev, i = g[j - 1], g[j]
+            for v in range(n):
+                if xcol[v, i] < 0:
+                    continue
+                if rank[v] < j:
+                    zero.append(int(xcol[v, i]))
+                else:
+                    rows.add_one(np.array([xcol[v, i], S[prev] + rank[v] - 1]), np.array([1.0, -1.0]), -np.inf, 0.0)
+    return nc
+
+
+def canonical(spec: Spec, groups: tuple[tuple[int, ...], ...], dev: np.ndarray) -> np.ndarray:
+    """Relabel interchangeable devices by the rank of their first node (unused ones last),
+    so that an assignment satisfies the symmetry-breaking rows; its cost is unchanged."""
+    rank = ranks(spec)
+    out = dev.copy()
+    for g in groups:
+        first = [rank[dev == i].min() if (dev == i).any() else np.iinfo(np.int64).max for i in g]
+        order = np.argsort(first, kind="stable")
+        for new, old in zip(g, np.asarray(g)[order]):
+            out[dev == old] = new
+    return out
 
 
 def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> np.ndarray:
@@ -162,31 +256,65 @@ def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> np.ndarray:
 
 def encode(spec: Spec, vm: VarMap, dev: np.ndarray) -> np.ndarray | None:
     """A complete MIP start from an assignment (None if it uses a forbidden pair)."""
-    from ..core.evaluate import evaluate
+    from ..core.evaluate import overflow
 
     d = spec.dense
+    dev = canonical(spec, vm.groups, dev)
     if (vm.xcol[np.arange(d.n), dev] < 0).any():
         return None
     x = np.zeros(vm.ncols)
     x[vm.xcol[np.arange(d.n), dev]] = 1.0
-    for (u, i), col in vm.cin.items():
+    phase = d.backward.astype(np.int64) if len(vm.L) == 2 else np.zeros(d.n, dtype=np.int64)
+    for (u, i, p), col in vm.cin.items():
         succ = d.succ_idx[d.succ_ptr[u]:d.succ_ptr[u + 1]]
-        x[col] = float(dev[u] != i and (dev[succ] == i).any())
+        x[col] = float(dev[u] != i and ((dev[succ] == i) & (phase[succ] == p)).any())
     for (u, i), col in vm.cout.items():
         succ = d.succ_idx[d.succ_ptr[u]:d.succ_ptr[u + 1]]
         x[col] = float(dev[u] == i and (dev[succ] != i).any())
-    if vm.z:  # z[v,i,part] = 1 iff a node of that part on i is reachable from v
-        order = d.topo[::-1]
-        preds_done: dict = {}
-        for (v, i, part), col in vm.z.items():
-            preds_done.setdefault((i, part), []).append((v, col))
-        for (i, part), cols in preds_done.items():
-            mark = np.zeros(d.n, dtype=bool)
-            inside = (dev == i) & ((d.backward.astype(int) == part) if part is not None else True)
-            for v in order:
-                succ = d.succ_idx[d.succ_ptr[v]:d.succ_ptr[v + 1]]
-                mark[v] = inside[v] or mark[succ].any()
-            for v, col in cols:
-                x[col] = float(mark[v])
-    x[vm.L] = evaluate(spec, dev).objective
+    ovs = overflow(spec, d, dev)
+    for i, col in vm.ov.items():
+        x[col] = ovs[i]
+    for (i, part), cols in _by_device(vm.z).items():
+        mark = reaches(spec, dev, i, part)
+        for v, col in cols:
+            x[col] = float(mark[v])
+    if vm.groups:  # prefix counts follow the x columns
+        rank = ranks(spec)
+        by_rank = np.argsort(rank)
+        base = vm.ncols - _prefix_cols(vm.groups, d.n)
+        for g in vm.groups:
+            for i in g[:-1]:
+                x[base: base + d.n] = np.cumsum(dev[by_rank] == i)
+                base += d.n
+    for col, value in zip(vm.L, max_loads(spec, dev)):
+        x[col] = value
     return x
+
+
+def _by_device(z: dict) -> dict:
+    out: dict = {}
+    for (v, i, part), col in z.items():
+        out.setdefault((i, part), []).append((v, col))
+    return out
+
+
+def reaches(spec: Spec, dev: np.ndarray, i: int, part: int | None) -> np.ndarray:
+    """Lemma 4.1's z in a start: z[v] = 1 iff v reaches a node on i (of that part)."""
+    d = spec.dense
+    mark = np.zeros(d.n, dtype=bool)
+    inside = (dev == i) & ((d.backward.astype(int) == part) if part is not None else True)
+    for v in d.topo[::-1]:
+        succ = d.succ_idx[d.succ_ptr[v]:d.succ_ptr[v + 1]]
+        mark[v] = inside[v] or mark[succ].any()
+    return mark
+
+
+def max_loads(spec: Spec, dev: np.ndarray) -> tuple[float, ...]:
+    """MaxLoad of an assignment (FW and BW maxima under GPipe), per the evaluator."""
+    from ..core.evaluate import evaluate
+
+    ev = evaluate(spec, dev)
+    if spec.objective.training == "gpipe":
+        fw = max(p.get("fw", 0.0) for p in ev.parts.values())
+        return fw, ev.objective - fw
+    return (ev.objective,)

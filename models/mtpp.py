@@ -1,16 +1,23 @@
-"""Archer et al. Fig. 3: the exact MIP for the max-throughput partitioning problem (MTPP).
+"""Archer et al. Fig. 3: the exact MIP for the max-throughput partitioning problem (MTPP),
+and its relaxations of sec. 3.2 (three-superblock "bottleneck") and sec. 3.3
+("bottleneck-guess", one MIP per guessed block j), in matrix form.
 
-k identical blocks numbered in DAG order; y[v, b] = 1 iff node v is in block b or before
+K blocks numbered in DAG order; y[v, b] = 1 iff node v is in block b or before
 (x[v, b] = y[v, b] - y[v, b-1] is eliminated, as the paper's code does); c[u, b] = 1 iff
 node u's tensor enters or leaves block b (counted once however many consumers):
 
-  min t  s.t.  t >= sum_v work(v) x[v,b] + sum_u io(u) c[u,b]                      (6, 7)
+  min t  s.t.  t >= sum_v work(v) x[v,b] + sum_u io(u) c[u,b] + ov[b]             (6, 7)
                y[u,b] >= y[v,b]                       for (u, v) in E      (8, DAG)
                c[u,b] >= y[u,b-1] + x[v,b] - 1        for (u, v) in E      (9, cut in)
                c[u,b] >= x[u,b] - y[v,b]              for (u, v) in E      (10, cut out)
-               y[v,b-1] <= y[v,b],  y[v,k] = 1,  y binary, c >= 0         (11, 12)
+               y[v,b-1] <= y[v,b],  y[v,K] = 1,  y binary, c >= 0         (11, 12)
 
-plus, from the spec: hard memory per block, and colocation (y[u,.] = y[v,.]).
+exact: K = k, every block bounds t. bottleneck: K = 3, only block 2 bounds t and it holds
+at least L units of work (eq. 14, L of Lemma 3.3). guess j: as bottleneck, plus
+(j-1) t >= cost(superblock 1) and (k-j) t >= cost(superblock 3) (an empty superblock when
+j = 1 or j = k); min_j LB_j <= OPT. From the spec: hard memory per block (a superblock of
+r blocks gets r times the memory), colocation (y[u,.] = y[v,.]), and with `memory
+overflow` the term of eq. 2 linearized: ov[b] >= (params(b) - M_b) / B, ov[b] >= 0.
 """
 from __future__ import annotations
 
@@ -24,12 +31,35 @@ from .matrix import MatrixMIP, Rows
 
 
 @dataclass(frozen=True)
+class Variant:
+    """Which member of the hierarchy: exact (sec. 3.1), bottleneck (3.2), guess j (3.3)."""
+
+    kind: str = "exact"
+    j: int = 0  # the guessed bottleneck block, 1..k (guess only)
+
+    def blocks(self, k: int) -> int:
+        return k if self.kind == "exact" else 3
+
+    def weights(self, k: int) -> list[float | None]:
+        """Per model block: how many of t it may cost (None: unconstrained)."""
+        if self.kind == "exact":
+            return [1.0] * k
+        if self.kind == "bottleneck":
+            return [None, 1.0, None]
+        return [float(self.j - 1), 1.0, float(k - self.j)]
+
+
+EXACT = Variant()
+
+
+@dataclass(frozen=True)
 class VarMap:
     """Where each variable lives in the column vector (CVXPY's inverse data)."""
 
     n: int
-    k: int
+    k: int  # blocks in the model (K)
     producers: np.ndarray
+    overflow: bool = False
 
     def y(self, v: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:  # b in 1..k
         return np.asarray(v) * self.k + (np.asarray(b) - 1)
@@ -37,9 +67,12 @@ class VarMap:
     def c(self, p: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:  # p: producer position
         return self.n * self.k + np.asarray(p) * self.k + (np.asarray(b) - 1)
 
+    def ov(self, b: int) -> int:
+        return self.n * self.k + len(self.producers) * self.k + b - 1
+
     @property
     def t(self) -> int:
-        return self.n * self.k + len(self.producers) * self.k
+        return self.n * self.k + len(self.producers) * self.k + (self.k if self.overflow else 0)
 
     @property
     def ncols(self) -> int:
@@ -56,28 +89,42 @@ def check(spec: Spec) -> None:
         why = "it minimizes the plain bottleneck (no training form, no overlap)"
     elif not c.acyclic:
         why = "its blocks are numbered in DAG order: add `acyclic` to the constraints"
-    elif c.memory == "overflow":
-        why = "the overflow term (Archer eq. 2) is not linearized yet: use `memory hard` or `ignore`"
     elif c.max_stages is not None or any(t.name in p.devices for _, ts in c.pins + c.forbids for t in ts):
         why = "stage limits and device-level pins or forbids are not modelled"
     if why:
-        raise PartError(f"method exact (Archer's MTPP MIP) does not fit this spec: {why}", None,
+        raise PartError(f"Archer's MTPP MIP does not fit this spec: {why}", None,
                         "use --method dp (exact for acyclic splits on any platform) or topo")
 
 
-def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
+def simple_bound(spec: Spec) -> float:
+    """Lemma 3.3: some block holds L = max(max_v work(v), sum_v work(v) / k) units of work
+    (a colocated group counts as one node)."""
+    d = spec.dense
+    w = d.work[:, 0]
+    _, comp = np.unique(d.colo, return_inverse=True)
+    k = spec.platform.classes[0].count
+    return float(max(np.bincount(comp, weights=w).max(initial=0.0), w.sum() / k)) if d.n else 0.0
+
+
+def build(spec: Spec, variant: Variant = EXACT) -> tuple[MatrixMIP, VarMap]:
     check(spec)
     d = spec.dense
-    n, k = d.n, spec.platform.classes[0].count
-    src, dst = d.src, d.dst
+    k = spec.platform.classes[0].count
+    K = variant.blocks(k)
+    n, src, dst = d.n, d.src, d.dst
     producers = np.unique(src)
     ppos = np.searchsorted(producers, src)  # producer position of each edge's source
-    vm = VarMap(n, k, producers)
+    cap = d.memory[0]
+    mode, bw = spec.constraints.memory, d.link[0]
+    over = mode == "overflow" and np.isfinite(cap) and 0 < bw < np.inf
+    hard = np.isfinite(cap) and (mode == "hard" or (mode == "overflow" and bw <= 0))  # no link: no streaming
+    vm = VarMap(n, K, producers, bool(over))
     rows = Rows()
-    B = np.arange(1, k + 1)
-    # (11) monotone y and the boundary y[v,k] = 1 (as a column bound)
-    if k > 1:
-        vv, bb = np.meshgrid(np.arange(n), B[1:], indexing="ij")
+    B = np.arange(1, K + 1)
+    V = np.arange(n)
+    # (11) monotone y and the boundary y[v,K] = 1 (as a column bound)
+    if K > 1:
+        vv, bb = np.meshgrid(V, B[1:], indexing="ij")
         rows.add([vm.y(vv, bb - 1).ravel(), vm.y(vv, bb).ravel()], [1.0, -1.0], -np.inf, 0.0)
     # (8) DAG: y[v,b] - y[u,b] <= 0
     ee, bb = np.meshgrid(np.arange(len(src)), B, indexing="ij")
@@ -93,41 +140,53 @@ def build(spec: Spec) -> tuple[MatrixMIP, VarMap]:
              [1.0, -1.0, -1.0, -1.0], -np.inf, 0.0)
     m1 = bb == 1
     rows.add([vm.y(u[m1], 1), vm.y(v[m1], 1), vm.c(pu[m1], 1)], [1.0, -1.0, -1.0], -np.inf, 0.0)
-    # (6, 7) block b: sum_v w(v) (y[v,b] - y[v,b-1]) + sum_u io(u) c[u,b] - t <= 0; memory alike
+    # (6, 7) block b: work + io (+ ov) - weight * t <= 0; memory (or overflow) alike
     w, io, prm = d.work[:, 0], d.comm[producers, 0], d.params
-    cap = d.memory[0] if spec.constraints.memory == "hard" else np.inf
-    for b in B:
-        cols = [vm.y(np.arange(n), b), vm.c(np.arange(len(producers)), b), np.array([vm.t])]
-        vals = [w, io, np.array([-1.0])]
-        mcols, mvals = [vm.y(np.arange(n), b)], [prm]
+    P = np.arange(len(producers))
+    for b, weight in zip(B, variant.weights(k)):
+        xcols, xw = [vm.y(V, b)], [1.0]
         if b > 1:
-            cols.append(vm.y(np.arange(n), b - 1))
-            vals.append(-w)
-            mcols.append(vm.y(np.arange(n), b - 1))
-            mvals.append(-prm)
-        rows.add_one(np.concatenate(cols), _spread(cols, vals), -np.inf, 0.0)
-        if np.isfinite(cap):
-            rows.add_one(np.concatenate(mcols), _spread(mcols, mvals), -np.inf, cap)
+            xcols.append(vm.y(V, b - 1))
+            xw.append(-1.0)
+        xc = np.concatenate(xcols)
+        sign = np.concatenate([np.full(n, s) for s in xw])
+        work_vals, mem_vals = sign * np.tile(w, len(xcols)), sign * np.tile(prm, len(xcols))
+        if variant.kind != "exact" and b == 2:  # (14) the bottleneck block holds >= L work
+            rows.add_one(xc, work_vals, simple_bound(spec), np.inf)
+        if weight is None:
+            continue
+        if weight == 0.0:  # an empty superblock (j = 1 or j = k)
+            continue
+        mem = weight * cap
+        ov_col = [vm.ov(b)] if over else []
+        rows.add_one(np.r_[xc, vm.c(P, b), ov_col, vm.t], np.r_[work_vals, io, [1.0] * len(ov_col), -weight],
+                     -np.inf, 0.0)
+        if over:  # ov[b] >= (params(b) - M_b) * 1e3 / B   (eq. 2 in ms)
+            scale = 1e3 / bw
+            rows.add_one(np.r_[xc, vm.ov(b)], np.r_[mem_vals * scale, -1.0], -np.inf, mem * scale)
+        elif hard:
+            rows.add_one(xc, mem_vals, -np.inf, mem)
     # colocation: y[u,.] = y[v,.]
     for r in np.unique(d.colo):
         members = np.flatnonzero(d.colo == r)
         for a in members[1:]:
-            rows.add([vm.y(np.full(k, members[0]), B), vm.y(np.full(k, a), B)], [1.0, -1.0], 0.0, 0.0)
+            rows.add([vm.y(np.full(K, members[0]), B), vm.y(np.full(K, a), B)], [1.0, -1.0], 0.0, 0.0)
     A, lo, hi = rows.matrix(vm.ncols)
     col_lo = np.zeros(vm.ncols)
     col_hi = np.ones(vm.ncols)
-    col_lo[vm.y(np.arange(n), k)] = 1.0  # y[v,k] = 1
+    col_lo[vm.y(V, K)] = 1.0  # y[v,K] = 1
+    if variant.kind == "guess" and variant.j == 1:
+        col_hi[vm.y(V, 1)] = 0.0  # nothing before the guessed first block
+    if variant.kind == "guess" and variant.j == k:
+        col_lo[vm.y(V, 2)] = 1.0  # nothing after the guessed last block
+    if over:
+        col_hi[[vm.ov(b) for b in B]] = np.inf
     col_hi[vm.t] = np.inf
     c = np.zeros(vm.ncols)
     c[vm.t] = 1.0
     integer = np.zeros(vm.ncols, dtype=bool)
-    integer[: n * k] = True
+    integer[: n * K] = True
     return MatrixMIP(c, A, lo, hi, col_lo, col_hi, integer), vm
-
-
-def _spread(cols: list[np.ndarray], vals: list[np.ndarray]) -> np.ndarray:
-    """Values for concatenated column blocks (a scalar value repeats over its block)."""
-    return np.concatenate([np.broadcast_to(np.asarray(v, dtype=float), (len(c),)) for c, v in zip(cols, vals)])
 
 
 def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> np.ndarray:
@@ -136,9 +195,9 @@ def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> np.ndarray:
     return Y.argmax(axis=1).astype(np.int64)
 
 
-def encode(spec: Spec, vm: VarMap, dev: np.ndarray) -> np.ndarray | None:
-    """A MIP start from an assignment whose devices can be ordered along the DAG, or None."""
-    from ..core.evaluate import evaluate, quotient_cycle
+def dag_blocks(spec: Spec, dev: np.ndarray) -> np.ndarray | None:
+    """Blocks 1..k numbered in DAG order of the quotient graph, or None if it is cyclic."""
+    from ..core.evaluate import quotient_cycle
     from ..kernels.orders import kahn
 
     d = spec.dense
@@ -149,7 +208,17 @@ def encode(spec: Spec, vm: VarMap, dev: np.ndarray) -> np.ndarray | None:
         return None
     rank = np.empty(d.D, dtype=np.int64)
     rank[kahn(d.D, pairs[:, 0], pairs[:, 1])] = np.arange(d.D)
-    block = rank[dev] + 1
+    return rank[dev] + 1
+
+
+def encode(spec: Spec, vm: VarMap, dev: np.ndarray) -> np.ndarray | None:
+    """A MIP start from an assignment whose devices can be ordered along the DAG, or None."""
+    from ..core.evaluate import evaluate, overflow
+
+    d = spec.dense
+    block = dag_blocks(spec, dev)
+    if block is None:
+        return None
     x = np.zeros(vm.ncols)
     B = np.arange(1, vm.k + 1)
     x[: vm.n * vm.k] = (block[:, None] <= B[None, :]).astype(float).ravel()
@@ -162,6 +231,8 @@ def encode(spec: Spec, vm: VarMap, dev: np.ndarray) -> np.ndarray | None:
             ins = relabelled[u] != b and (relabelled[succ] == b).any()
             outs = relabelled[u] == b and (relabelled[succ] != b).any()
             inn_out[j, b] = float(ins or outs)
-    x[vm.n * vm.k: vm.t] = inn_out.ravel()
+    x[vm.n * vm.k: vm.n * vm.k + inn_out.size] = inn_out.ravel()
+    if vm.overflow:
+        x[vm.ov(1): vm.ov(1) + vm.k] = overflow(spec, d, relabelled)
     x[vm.t] = ev.objective
     return x

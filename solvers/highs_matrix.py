@@ -2,10 +2,18 @@
 
 Why it stopped (HiGHS's model status) is kept apart from what it has (a primal solution,
 the dual bound), as in Pyomo's results. The caller re-scores any solution with the
-evaluator; a time limit with no solution is "no_solution", never an optimum."""
+evaluator; a time limit with no solution is "no_solution", never an optimum.
+
+HiGHS has been seen to overrun its own time limit by 5-9 s (presolve, the root LP), so
+the caller's wall-clock deadline is also enforced through HiGHS's interrupt callbacks,
+which fire inside simplex, IPM and branch-and-bound. New incumbents are reported live
+through `progress`. A model with no integer column is solved as an LP; its optimum is
+its bound."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -28,13 +36,17 @@ def solver_gap(gap: float | None) -> float:
 
 
 def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
-                threads: int | None = None, start: np.ndarray | None = None) -> MipOutcome:
+                threads: int | None = None, start: np.ndarray | None = None,
+                progress: Callable[[str], None] | None = None) -> MipOutcome:
     import highspy
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
+        _enforce(h, time.monotonic() + max(time_limit, 0.01), progress)
+    elif progress is not None:
+        _enforce(h, float("inf"), progress)
     # HiGHS stops at its own relative gap (default 1e-4) or absolute gap (1e-6)
     h.setOptionValue("mip_rel_gap", solver_gap(gap))
     h.setOptionValue("mip_abs_gap", 0.0)
@@ -65,9 +77,27 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
     has = info.primal_solution_status == 2  # kSolutionStatusFeasible
     x = np.array(h.getSolution().col_value) if has else None
     obj = info.objective_function_value if has else np.inf
-    bound = info.mip_dual_bound
+    bound = info.mip_dual_bound if mip.integer.any() else (obj if ms == highspy.HighsModelStatus.kOptimal
+                                                             else -np.inf)
     if ms == highspy.HighsModelStatus.kOptimal:
         return MipOutcome("optimal", why, x, obj, bound)
     if ms == highspy.HighsModelStatus.kInfeasible:
         return MipOutcome("infeasible", why, None, np.inf, np.inf)
     return MipOutcome("feasible" if has else "no_solution", why, x, obj, bound)
+
+
+def _enforce(h, deadline: float, progress: Callable[[str], None] | None) -> None:  # type: ignore[no-untyped-def]
+    """Interrupt HiGHS at the wall-clock deadline; report improving solutions."""
+    def interrupt(e) -> None:  # type: ignore[no-untyped-def]
+        if time.monotonic() > deadline:
+            e.interrupt()
+
+    h.cbSimplexInterrupt += interrupt
+    h.cbIpmInterrupt += interrupt
+    h.cbMipInterrupt += interrupt
+    if progress is not None:
+        def improved(e) -> None:  # type: ignore[no-untyped-def]
+            out = e.data_out
+            progress(f"HiGHS incumbent {out.objective_function_value:.6g}, bound {out.mip_dual_bound:.6g}")
+
+        h.cbMipImprovingSolution += improved
