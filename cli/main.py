@@ -1,4 +1,4 @@
-"""`part`: check | eval | solve | convert. Exit codes are a stable contract:
+"""`part`: check | eval | solve | bound | convert. Exit codes are a stable contract:
 
 0 success; 1 internal error (a bug: please report); 2 user error in the spec, a file or
 the arguments; 3 infeasible (proven); 4 no solution within the limits; 5 solver not
@@ -7,7 +7,9 @@ installed.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import os
 import sys
 import traceback
@@ -77,28 +79,89 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_INFEASIBLE if (args.strict and not ev.feasible) else EXIT_OK
 
 
-def cmd_solve(args: argparse.Namespace) -> int:
+def _solve_one(spec, args: argparse.Namespace) -> tuple[dict, str, int, list[str]]:  # type: ignore[no-untyped-def]
+    """One solve: (json, text, exit code, sweep-table row)."""
     from ..solvers.api import solve
     from ..solvers.result import Status
-    from .report import result_report
+    from .report import fmt, result_report
 
-    spec = _load(args)
     show = args.progress or (not args.json and sys.stderr.isatty())
     progress = (lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)) if show else None
     method_opts = _numbers(_defines(args.option)) if args.option else None
     r = solve(spec, method=args.method, solver=args.solver, time_limit=args.time_limit, gap=args.gap,
               seed=args.seed, threads=args.threads, progress=progress, options=method_opts)
-    if args.output and r.assignment is not None:
-        Path(args.output).write_text(json.dumps({"assignment": r.assignment}, indent=1) + "\n")
-    _emit(args, r.to_json(), result_report(spec, r))
+    code = EXIT_OK
     if r.status == Status.INFEASIBLE:
         print("error: the spec is infeasible: no assignment satisfies its constraints", file=sys.stderr)
-        return EXIT_INFEASIBLE
-    if r.status == Status.NO_SOLUTION:
+        code = EXIT_INFEASIBLE
+    elif r.status == Status.NO_SOLUTION:
         print(f"error: no feasible solution found ({r.stopped}); this does not prove the spec "
               "infeasible: try a longer --time-limit or another --method", file=sys.stderr)
-        return EXIT_NO_SOLUTION
-    return EXIT_OK
+        code = EXIT_NO_SOLUTION
+    gap = f"{100 * r.gap:.3g}%" if math.isfinite(r.gap) else "inf"
+    row = [r.status.value, fmt(r.objective), fmt(r.bound), gap, f"{r.wall_time_s:.2f} s"]
+    return r.to_json(), result_report(spec, r), code, row
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    def one(spec):  # type: ignore[no-untyped-def]
+        obj, text, code, row = _solve_one(spec, args)
+        if args.output and obj.get("assignment") is not None and not args.sweeping:
+            Path(args.output).write_text(json.dumps({"assignment": obj["assignment"]}, indent=1) + "\n")
+        return obj, text, code, row
+
+    return _run(args, one, ["status", "objective", "bound", "gap", "time"])
+
+
+def _bound_one(spec, args: argparse.Namespace) -> tuple[dict, str, int, list[str]]:  # type: ignore[no-untyped-def]
+    from ..solvers.hierarchy import NAMES, hierarchy
+    from .report import fmt, hierarchy_report
+
+    show = args.progress or (not args.json and sys.stderr.isatty())
+    progress = (lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)) if show else None
+    only = tuple(args.only.split(",")) if args.only else NAMES
+    h = hierarchy(spec, time_limit=args.time_limit, solver=args.solver, threads=args.threads,
+                  workers=args.workers, seed=args.seed or 0, progress=progress, only=only)
+    fr = [h.fraction(n) for n in NAMES]
+    row = [fmt(h.best)] + [f"{f:.4f}" if f is not None else "-" for f in fr]
+    return h.to_json(), hierarchy_report(spec, h), EXIT_OK if math.isfinite(h.best) else EXIT_NO_SOLUTION, row
+
+
+def cmd_bound(args: argparse.Namespace) -> int:
+    from ..core.errors import PartError
+    from ..solvers.hierarchy import NAMES
+
+    if args.only:
+        bad = [x for x in args.only.split(",") if x not in NAMES]
+        if bad:
+            raise PartError(f"--only {bad[0]}: no such bound", None, "choose from " + ",".join(NAMES))
+    return _run(args, lambda spec: _bound_one(spec, args), ["best"] + [n.replace("_", "-") for n in NAMES])
+
+
+def _run(args: argparse.Namespace, one, header: list[str]) -> int:  # type: ignore[no-untyped-def]
+    """One spec, or a sweep when a -D value lists several (`-D k=2,4,8`): one row each."""
+    from ..dsl.parser import parse_file
+    from .report import table
+
+    defines = _defines(args.define)
+    swept = {k: v.split(",") for k, v in defines.items() if "," in v}
+    args.sweeping = bool(swept)
+    if not swept:
+        obj, text, code, _ = one(parse_file(args.spec, defines))
+        _emit(args, obj, text)
+        return code
+    keys = list(swept)
+    rows, objs, worst = [], [], EXIT_OK
+    for combo in itertools.product(*swept.values()):
+        point = dict(zip(keys, combo))
+        if not args.json:
+            print(f"  ... {', '.join(f'{k}={v}' for k, v in point.items())}", file=sys.stderr, flush=True)
+        obj, _text, code, row = one(parse_file(args.spec, {**defines, **point}))
+        rows.append(list(combo) + row)
+        objs.append({"params": point, **obj})
+        worst = max(worst, code)
+    _emit(args, {"sweep": objs}, table(rows, keys + header))
+    return worst
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -144,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         if spec:
             p.add_argument("spec", help="a .part file")
         p.add_argument("-D", dest="define", action="append", metavar="NAME=VALUE",
-                       help="override a param, e.g. -D k=8 or -D mem=32GiB (repeatable)")
+                       help="override a param, e.g. -D k=8 or -D mem=32GiB (repeatable); -D k=2,4,8 sweeps")
         p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
     p = sub.add_parser("check", help="parse and validate a spec, print a summary")
@@ -169,6 +232,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", metavar="FILE", help="also write the assignment as JSON")
     p.add_argument("--progress", action="store_true", help="progress on stderr even when not a terminal")
     p.set_defaults(func=cmd_solve)
+    p = sub.add_parser("bound", help="the lower-bound hierarchy (simple, LP, bottleneck, bottleneck-guess, exact)")
+    common(p)
+    p.add_argument("--time-limit", type=float, metavar="SECONDS", help="budget of each MIP (bottleneck-guess: of all k)")
+    p.add_argument("--solver", help="MIP backend: highs (default) or scip")
+    p.add_argument("--threads", type=int, metavar="N")
+    p.add_argument("--workers", type=int, metavar="N", help="processes for the bottleneck-guess MIPs (default: cores)")
+    p.add_argument("--only", metavar="LIST", help="a comma-separated subset of simple,lp,bottleneck,bottleneck_guess,exact")
+    p.add_argument("--seed", type=int, metavar="N")
+    p.add_argument("--progress", action="store_true", help="progress on stderr even when not a terminal")
+    p.set_defaults(func=cmd_bound)
     p = sub.add_parser("convert", help="dnn-partitioning JSON -> .part spec; .part -> normalized .part or graph JSON")
     p.add_argument("file")
     p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "part"])

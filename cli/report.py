@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -9,6 +10,9 @@ from ..core.evaluate import Evaluation
 from ..core.ir import Spec
 from ..core.units import human_rate, human_size
 from ..solvers.result import Result
+
+if TYPE_CHECKING:
+    from ..solvers.hierarchy import Hierarchy
 
 
 def table(rows: list[list[str]], header: list[str]) -> str:
@@ -122,3 +126,18 @@ def result_report(spec: Spec, r: Result) -> str:
         arr = np.array([spec.platform.devices.index(r.assignment[nm]) for nm in spec.dense.names])
         lines += ["", evaluation_report(spec, r.evaluation, arr)]
     return "\n".join(lines)
+
+
+def hierarchy_report(spec: Spec, h: Hierarchy) -> str:
+    """Archer Table 1 for one instance: each bound, and as a fraction of the best solution."""
+    rows = []
+    for name, e in h.bounds.items():
+        frac = h.fraction(name)
+        rows.append([name.replace("_", "-"), fmt(e.value) if e.value is not None else "-",
+                     f"{frac:.4f}" if frac is not None else "-", f"{e.seconds:.2f} s",
+                     ("" if e.solved or e.value is None else "at limit; ") + e.note])
+    unit = "ms"
+    proof = ", proven optimal" if h.proven else ""
+    head = [f"best solution  {fmt(h.best)} {unit} ({h.best_method}{proof})", ""]
+    return "\n".join(head) + table(rows, ["bound", f"value ({unit})", "/ best", "time", "note"])
+

@@ -17,7 +17,16 @@ import numpy as np
 from ..core.errors import PartError
 from ..core.evaluate import Evaluation, evaluate
 from ..core.ir import Spec
-from ..kernels import Progress, Proven, baselines, brute_force, ideal_dp, order_search, single_device, topo_split
+from ..kernels import (
+    Progress,
+    Proven,
+    baselines,
+    brute_force,
+    ideal_dp,
+    order_search,
+    single_device,
+    topo_split,
+)
 from . import backends, exact
 from .bounds import bound as trivial_bound
 from .result import Result, Status, relative_gap
@@ -48,7 +57,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("mla_weighted", order_search.mla_weighted, False,
            "SliceGraph on a tensor-weighted minimum linear arrangement order", ("population", "generations")),
     Method("dp", ideal_dp.run, False, "DP over ideals: optimal contiguous splits (Tarnawski sec. 5.1.1)"),
-    Method("exact", exact.run, False, "Archer's MTPP MIP (Fig. 3) on HiGHS, with a MIP start", mip=True),
+    Method("exact", exact.run, False, "Archer's MTPP MIP (Fig. 3) or Tarnawski's max-load IP (Fig. 6), with a "
+           "MIP start", ("pyomo", "symmetry"), mip=True),
     Method("dpl", baselines.dpl, False, "the DP on one DFS linearization (Tarnawski's DPL)"),
     Method("pipedream", baselines.pipedream, False, "PipeDream's linear DP on a chain, accelerators only (baseline)"),
     Method("greedy", baselines.greedy, False, "fill devices in topological order up to an even share (baseline)"),

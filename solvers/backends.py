@@ -14,7 +14,7 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "scip": ("module:pyscipopt", "pip install pyscipopt"),
     "gurobi": ("module:gurobipy", "pip install gurobipy (and a Gurobi license)"),
     "cplex": ("module:cplex", "pip install cplex (and a CPLEX license)"),
-    "cbc": ("exe:cbc", "install the cbc executable (e.g. apt-get install coinor-cbc)"),
+    "cbc": ("exe:cbc", "install the cbc executable (e.g. apt-get install coinor-cbc) or pip install pulp"),
 }
 
 
@@ -30,6 +30,10 @@ def is_installed(name: str) -> bool:
     kind, what = how.split(":", 1)
     if kind == "module":
         return importlib.util.find_spec(what) is not None
+    if what == "cbc":
+        from .pyomo_adapter import cbc_executable
+
+        return cbc_executable() is not None
     return shutil.which(what) is not None
 
 

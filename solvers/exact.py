@@ -1,8 +1,11 @@
 """Method `exact`: Archer's MTPP MIP (models/mtpp.py) for identical stages under
-`acyclic`, Tarnawski's max-load IP (models/maxload.py) otherwise, solved by HiGHS through
-the direct matrix path, seeded with the best `topo` split as a MIP start. Yields the incumbent(s)
-for the evaluator and the solver's dual bound as a proven bound (a bound, never passed
-off as an optimum: solve() compares it with the re-scored incumbent)."""
+`acyclic`, Tarnawski's max-load IP (models/maxload.py) otherwise, seeded with the best
+`topo` split as a MIP start. HiGHS and SCIP take the direct matrix path (scipy.sparse ->
+highspy / PySCIPOpt); `pyomo 1` (or a solver only Pyomo drives: gurobi, cplex, cbc)
+builds the Pyomo reference model instead (models/pyomo_*.py, solvers/pyomo_adapter.py).
+Yields the incumbent(s) for the evaluator and the solver's dual bound as a proven bound
+(a bound, never passed off as an optimum: solve() compares it with the re-scored
+incumbent)."""
 from __future__ import annotations
 
 import math
@@ -11,40 +14,72 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ..core.errors import PartError
 from ..core.ir import Spec
 from ..kernels import Proven
 from ..kernels.topo_split import best_split
 from ..models import maxload, mtpp
-from .highs_matrix import solve_highs
+from .highs_matrix import MipOutcome, solve_highs
 from .scip_matrix import solve_scip
+
+MATRIX_SOLVERS = ("highs", "scip")
+NAMES = {"highs": "HiGHS", "scip": "SCIP", "gurobi": "Gurobi", "cplex": "CPLEX", "cbc": "CBC"}
 
 
 def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callable[[str], None] | None = None,
         solver: str | None = None, gap: float | None = None, threads: int | None = None,
-        **_: object) -> Iterator:
-    if solver not in (None, "highs", "scip"):
-        raise PartError(f"method exact runs on HiGHS or SCIP so far, not '{solver}'", None,
-                        "use --solver highs (the default) or --solver scip")
+        pyomo: float = 0, symmetry: float = 1, **_: object) -> Iterator:
+    solver = solver or "highs"
+    via_pyomo = bool(pyomo) or solver not in MATRIX_SOLVERS
     model = _formulation(spec)
-    mip, vm = model.build(spec)
+    model.check(spec)
     _, start_dev = best_split(spec, seed, deadline)
     if start_dev is not None:
         yield "exact: MIP start (topo)", start_dev
-    start = model.encode(spec, vm, start_dev) if start_dev is not None else None
-    left = deadline - time.monotonic()
-    if left <= 0:
-        return
-    name, backend = ("SCIP", solve_scip) if solver == "scip" else ("HiGHS", solve_highs)
+    name = NAMES.get(solver, solver) + (" via Pyomo" if via_pyomo else "")
+    t0 = time.monotonic()
+    if via_pyomo:
+        out, decode = _pyomo(spec, model, solver, deadline, gap, threads, start_dev)
+    else:
+        out, decode = _matrix(spec, model, solver, deadline, gap, threads, start_dev, progress, bool(symmetry))
     if progress:
-        progress(f"{name} on {mip.A.shape[0]:,} rows x {mip.A.shape[1]:,} columns")
-    out = backend(mip, None if math.isinf(left) else left, gap, threads, start)
-    if out.x is not None:
-        yield f"exact MIP ({name}: {out.why})", model.decode(spec, vm, out.x)
+        progress(f"{name}: {out.why} after {time.monotonic() - t0:.1f} s")
+    if out.status in ("optimal", "feasible"):
+        yield f"exact MIP ({name}: {out.why})", decode()
     if out.status == "infeasible":
         yield Proven(math.inf, f"{name} proved the MIP infeasible")
     elif np.isfinite(out.bound):
         yield Proven(float(out.bound), f"{name} dual bound ({out.why})")
+
+
+def _left(deadline: float) -> float | None:
+    left = deadline - time.monotonic()
+    return None if math.isinf(left) else max(left, 0.01)
+
+
+def _matrix(spec: Spec, model, solver: str, deadline: float, gap: float | None,  # type: ignore[no-untyped-def]
+            threads: int | None, start_dev: np.ndarray | None, progress: Callable[[str], None] | None,
+            symmetry: bool) -> tuple[MipOutcome, Callable[[], np.ndarray]]:
+    mip, vm = model.build(spec, symmetry=symmetry) if model is maxload else model.build(spec)
+    start = model.encode(spec, vm, start_dev) if start_dev is not None else None
+    if progress:
+        progress(f"{NAMES[solver]} on {mip.A.shape[0]:,} rows x {mip.A.shape[1]:,} columns")
+    if solver == "scip":
+        out = solve_scip(mip, _left(deadline), gap, threads, start)
+    else:
+        out = solve_highs(mip, _left(deadline), gap, threads, start, progress)
+    return out, lambda: model.decode(spec, vm, out.x)
+
+
+def _pyomo(spec: Spec, model, solver: str, deadline: float, gap: float | None,  # type: ignore[no-untyped-def]
+           threads: int | None, start_dev: np.ndarray | None) -> tuple[MipOutcome, Callable[[], np.ndarray]]:
+    from ..models import pyomo_maxload, pyomo_mtpp
+    from .pyomo_adapter import solve_pyomo
+
+    ref = pyomo_mtpp if model is mtpp else pyomo_maxload
+    m = ref.build(spec)
+    warm = start_dev is not None and ref.warm_start(spec, m, start_dev)
+    out = solve_pyomo(m, solver, _left(deadline), gap, threads, warm)
+    return out, lambda: ref.decode(spec, m)
 
 
 def _formulation(spec: Spec):  # type: ignore[no-untyped-def]

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from hypothesis import assume
 from hypothesis import strategies as st
-
 from partdsl.core.errors import PartError
-from partdsl.core.ir import (Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, SolveOptions,
-                             Spec, Target, Work)
+from partdsl.core.ir import (
+    Constraints,
+    DeviceClass,
+    Graph,
+    Link,
+    Node,
+    Objective,
+    Platform,
+    SolveOptions,
+    Spec,
+    Target,
+    Work,
+)
 from partdsl.core.units import Quantity
 from partdsl.core.validate import validate
 
@@ -103,3 +113,26 @@ def specs(draw, max_nodes: int = 7, kinds: tuple[str, ...] = ("bottleneck", "lat
 def assignments(draw, spec: Spec) -> list[int]:
     D = len(spec.platform.devices)
     return [draw(st.integers(0, D - 1)) for _ in spec.graph.nodes]
+
+
+@st.composite
+def mtpp_specs(draw, max_nodes: int = 6, max_k: int = 3) -> Spec:
+    """MTPP instances (Archer sec. 2): identical stages, `acyclic`, memory hard/ignore/overflow."""
+    n = draw(st.integers(1, max_nodes))
+    nodes = tuple(Node(f"v{i}", (Work(draw(st.floats(0, 20))),), params=draw(st.sampled_from([0.0, 1e9, 3e9])),
+                       out=draw(st.sampled_from([None, 1e6, 5e7])),
+                       comm=draw(st.one_of(st.none(), st.floats(0, 5))),
+                       group=draw(st.one_of(st.none(), st.just("g"))))
+                  for i in range(n))
+    edges = tuple(sorted({(a, b) for a in range(n) for b in range(a + 1, n) if draw(st.integers(0, 2)) == 0}))
+    k = draw(st.integers(1, max_k))
+    memory = draw(st.sampled_from([None, 4e9, 6e9]))
+    spec = Spec(Graph("g", nodes, edges), Platform((DeviceClass("stage", k, memory=memory, link=1e10),)),
+                Objective("bottleneck"), Constraints(acyclic=True, contiguous=draw(st.booleans()),
+                                                     memory=draw(st.sampled_from(["hard", "ignore", "overflow"])),
+                                                     colocate=draw(st.booleans())))
+    try:
+        validate(spec)
+    except PartError:
+        assume(False)
+    return spec

@@ -7,32 +7,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
 from partdsl import PartError, evaluate, parse, solve
-from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Platform, Spec, Work
-from partdsl.core.validate import validate
+from partdsl.core.ir import Spec
 
-
-@st.composite
-def mtpp_specs(draw) -> Spec:
-    n = draw(st.integers(1, 6))
-    nodes = tuple(Node(f"v{i}", (Work(draw(st.floats(0, 20))),), params=draw(st.sampled_from([0.0, 1e9, 3e9])),
-                       out=draw(st.sampled_from([None, 1e6, 5e7])),
-                       comm=draw(st.one_of(st.none(), st.floats(0, 5))),
-                       group=draw(st.one_of(st.none(), st.just("g"))))
-                  for i in range(n))
-    edges = tuple(sorted({(a, b) for a in range(n) for b in range(a + 1, n) if draw(st.integers(0, 2)) == 0}))
-    k = draw(st.integers(1, 3))
-    memory = draw(st.sampled_from([None, 4e9, 6e9]))
-    spec = Spec(Graph("g", nodes, edges), Platform((DeviceClass("stage", k, memory=memory, link=1e10),)),
-                Objective("bottleneck"), Constraints(acyclic=True, contiguous=draw(st.booleans()),
-                                                     memory=draw(st.sampled_from(["hard", "ignore"])),
-                                                     colocate=draw(st.booleans())))
-    try:
-        validate(spec)
-    except PartError:
-        assume(False)
-    return spec
+from tests.strategies import mtpp_specs
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
@@ -64,13 +42,10 @@ def test_exact_refuses_specs_outside_mtpp_with_a_reason() -> None:
     assert solve(parse(base % ("", "contiguous")), method="exact").status.value == "optimal"
     with pytest.raises(PartError, match="acyclic stage order is not part of this IP"):
         solve(parse(base % ("device cpu[1] { host }", "acyclic")), method="exact")
-    with pytest.raises(PartError, match="GPipe"):
-        solve(parse(base.replace("a -> b }", "node c { work 1 ms; backward } a -> b -> c }") % ("", "contiguous")
-                    + "\nminimize bottleneck training gpipe"), method="exact")
-    from partdsl.solvers import exact
-
-    with pytest.raises(PartError, match="HiGHS or SCIP"):  # a solver Pyomo knows but exact does not
-        next(exact.run(parse(base % ("", "acyclic")), solver="cbc"))
+    with pytest.raises(PartError, match="latency"):
+        solve(parse(base % ("", "contiguous") + "\nminimize latency"), method="exact")
+    with pytest.raises(PartError, match="stage limits"):
+        solve(parse(base % ("", "contiguous; stages <= 1")), method="exact")
 
 
 def test_exact_time_limit_keeps_the_start_and_a_valid_bound() -> None:
@@ -85,14 +60,14 @@ def test_exact_time_limit_keeps_the_start_and_a_valid_bound() -> None:
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(st.data())
 def test_maxload_ip_equals_brute_force(data) -> None:
-    """Tarnawski's IP (accelerators + CPUs, contiguity by z-variables, training parts,
-    colocation, pins, memory, overlap) is exact: HiGHS's optimum equals enumeration."""
+    """Tarnawski's IP (accelerators + CPUs, contiguity by z-variables, training parts in
+    PipeDream and GPipe form, colocation, pins, memory hard or overflow, overlap, symmetry
+    breaking) is exact: HiGHS's optimum equals enumeration."""
     from tests.strategies import specs
 
     spec: Spec = data.draw(specs(max_nodes=6, kinds=("bottleneck",), max_devices=3))
     c = spec.constraints
-    assume(spec.objective.training != "gpipe" and not c.acyclic and c.memory != "overflow"
-           and c.max_stages is None)
+    assume(not c.acyclic and c.max_stages is None)
     brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
     ex = solve(spec, method="exact", gap=0.0, time_limit=1e6)
     if brute.status.value == "optimal":

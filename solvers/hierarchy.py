@@ -1,0 +1,229 @@
+"""The lower-bound hierarchy of Archer et al. sec. 3 (`part bound`), as in their Table 1:
+simple (Lemma 3.3), the LP relaxation of the exact MIP, the three-superblock
+"bottleneck" MIP (sec. 3.2), "bottleneck-guess" (sec. 3.3: k independent MIPs, min over
+the guesses, run concurrently in local processes) and the exact MIP's dual bound, each
+with its wall time, next to the best solution found (topo, dp where it is exact, the
+exact MIP's incumbent).
+
+Every number is a proven lower bound: a MIP stopped by its time limit contributes its
+dual bound, never its incumbent; a relaxation that could not be solved is reported as
+such, with no value. Specs outside MTPP (several device classes, no `acyclic`) get
+simple, LP (of Tarnawski's IP) and exact; the superblock bounds say why they do not apply.
+"""
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import numpy as np
+
+from ..core.errors import PartError
+from ..core.ir import Spec
+from ..models import maxload, mtpp
+from .bounds import bound as trivial_bound
+from .highs_matrix import MipOutcome, solve_highs
+from .scip_matrix import solve_scip
+
+NAMES = ("simple", "lp", "bottleneck", "bottleneck_guess", "exact")
+
+
+@dataclass(frozen=True)
+class BoundEntry:
+    name: str
+    value: float | None  # a proven lower bound on the optimum; None if not applicable / not solved
+    seconds: float
+    solved: bool  # the relaxation was solved to optimality (else: a dual bound at a limit)
+    note: str = ""
+
+    def to_json(self) -> dict:
+        v = self.value
+        return {"value": None if v is None else (v if math.isfinite(v) else "inf"),
+                "seconds": round(self.seconds, 3), "solved": self.solved, "note": self.note}
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    best: float  # the best solution value found (inf if none)
+    best_method: str
+    bounds: dict[str, BoundEntry] = field(default_factory=dict)
+    proven: bool = False  # the best solution is a proven optimum (dp under `acyclic`, or a solved MIP)
+    assignment: dict[str, str] | None = None
+
+    def fraction(self, name: str) -> float | None:
+        e = self.bounds.get(name)
+        if e is None or e.value is None or not math.isfinite(self.best) or self.best <= 0:
+            return None
+        return e.value / self.best
+
+    def to_json(self) -> dict:
+        return {"best": self.best if math.isfinite(self.best) else None, "best_method": self.best_method,
+                "best_proven_optimal": self.proven,
+                "bounds": {k: {**e.to_json(), "fraction": self.fraction(k)} for k, e in self.bounds.items()},
+                "assignment": self.assignment}
+
+
+def _why(e: PartError) -> str:
+    return e.message.split("does not fit this spec: ")[-1]
+
+
+def is_mtpp(spec: Spec) -> str | None:
+    """None if the spec is an MTPP instance, else why not."""
+    try:
+        mtpp.check(spec)
+    except PartError as e:
+        return _why(e)
+    return None
+
+
+def mip_bound(outcome: MipOutcome, floor: float = -math.inf) -> float:
+    if outcome.status == "infeasible":
+        return math.inf
+    b = outcome.bound if outcome.status != "optimal" else min(outcome.bound, outcome.objective)
+    return max(float(b), floor) if np.isfinite(b) else floor
+
+
+def _backend(solver: str | None) -> Callable[..., MipOutcome]:
+    return solve_scip if solver == "scip" else solve_highs
+
+
+def _guess(spec: Spec, j: int, deadline: float, solver: str | None, threads: int | None) -> tuple[int, float, bool]:
+    """LB_j of sec. 3.3, its dual bound if the wall-clock deadline (time.time()) stops it."""
+    mip, _ = mtpp.build(spec, mtpp.Variant("guess", j))
+    left = deadline - time.time()
+    L = mtpp.simple_bound(spec)
+    if left <= 0:
+        return j, L, False
+    out = _backend(solver)(mip, None if math.isinf(left) else left, 0.0, threads)
+    return j, mip_bound(out, L), out.status in ("optimal", "infeasible")
+
+
+def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | None = None,
+                     threads: int | None = None, workers: int | None = None,
+                     progress: Callable[[str], None] | None = None) -> tuple[float, bool]:
+    """min_j LB_j over the k guesses, the k MIPs run by `workers` local processes (1: in
+    this process). `time_limit` is the wall-clock budget of the whole set."""
+    k = spec.platform.classes[0].count
+    deadline = time.time() + time_limit if time_limit is not None else math.inf
+    workers = min(workers or os.cpu_count() or 1, k)
+    per_threads = threads if threads is not None else (1 if workers > 1 else None)
+    results: dict[int, tuple[float, bool]] = {}
+    if workers <= 1:
+        for j in range(1, k + 1):
+            _, b, ok = _guess(spec, j, deadline, solver, per_threads)
+            results[j] = (b, ok)
+            if progress:
+                progress(f"bottleneck-guess j={j}/{k}: {b:.6g}")
+    else:
+        ctx = multiprocessing.get_context("spawn")  # no fork after solver threads have started
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            futures = [pool.submit(_guess, spec, j, deadline, solver, per_threads) for j in range(1, k + 1)]
+            for f in as_completed(futures):
+                j, b, ok = f.result()
+                results[j] = (b, ok)
+                if progress:
+                    progress(f"bottleneck-guess j={j} done ({len(results)}/{k}): {b:.6g}")
+    return min(b for b, _ in results.values()), all(ok for _, ok in results.values())
+
+
+def lp_bound(spec: Spec, time_limit: float | None = None) -> tuple[float | None, bool]:
+    """The LP relaxation of the exact formulation (HiGHS simplex); None if not solved."""
+    model = mtpp if is_mtpp(spec) is None else maxload
+    mip, _ = model.build(spec)
+    out = solve_highs(replace(mip, integer=np.zeros_like(mip.integer)), time_limit)
+    if out.status == "infeasible":
+        return math.inf, True
+    if out.status != "optimal":
+        return None, False
+    return float(out.objective), True
+
+
+def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = None,
+              threads: int | None = None, workers: int | None = None, seed: int = 0,
+              progress: Callable[[str], None] | None = None, only: tuple[str, ...] = NAMES) -> Hierarchy:
+    """Every bound of the hierarchy that applies to `spec` (each MIP gets `time_limit`),
+    and the best solution found by topo, dp (exact under `acyclic`) and the exact MIP."""
+    from .api import solve
+
+    if spec.objective.kind != "bottleneck":
+        raise PartError("`part bound` computes the lower-bound hierarchy for the bottleneck objective", None,
+                        "use `part solve` for latency and batched throughput (it prints a bound too)")
+    say = progress or (lambda _m: None)
+    not_mtpp = is_mtpp(spec)
+    bounds: dict[str, BoundEntry] = {}
+    t = time.monotonic()
+    simple = mtpp.simple_bound(spec) if not_mtpp is None else trivial_bound(spec)
+    bounds["simple"] = BoundEntry("simple", max(simple, 0.0), time.monotonic() - t, True,
+                                  "Lemma 3.3" if not_mtpp is None else "cheapest compute per device")
+    say(f"simple: {simple:.6g}")
+    best, best_method, assignment, proven = math.inf, "none", None, False
+
+    dp_bound: tuple[float, float] | None = None  # dp's proven optimum (acyclic) and its time
+
+    def consider(r, label: str) -> None:  # type: ignore[no-untyped-def]
+        nonlocal best, best_method, assignment, proven, dp_bound
+        if r.status.has_solution() and r.objective < best:
+            best, best_method, assignment = r.objective, label, r.assignment
+        proven = proven or r.status.value == "optimal"
+        if label == "dp" and r.status.value == "optimal":
+            dp_bound = (r.bound, r.wall_time_s)
+
+    consider(solve(spec, method="topo", seed=seed, time_limit=time_limit), "topo")
+    if spec.constraints.acyclic:
+        try:
+            consider(solve(spec, method="dp", seed=seed, time_limit=time_limit), "dp")
+        except PartError as e:  # too many ideals: dp refuses up front
+            say(f"dp skipped: {e.message}")
+    say(f"best heuristic: {best:.6g} ({best_method})")
+    if "lp" in only:
+        t = time.monotonic()
+        try:
+            v, ok = lp_bound(spec, time_limit)
+        except PartError as e:
+            bounds["lp"] = BoundEntry("lp", None, 0.0, False, f"not applicable: {_why(e)}")
+        else:
+            bounds["lp"] = BoundEntry("lp", v, time.monotonic() - t, ok,
+                                      "LP relaxation of " + ("Fig. 3" if not_mtpp is None else "Tarnawski's IP")
+                                      + ("" if ok else ": not solved within the limit"))
+            say(f"lp: {v}")
+    for name in ("bottleneck", "bottleneck_guess"):
+        if name not in only:
+            continue
+        if not_mtpp is not None:
+            bounds[name] = BoundEntry(name, None, 0.0, False, f"not applicable: {not_mtpp}")
+            continue
+        t = time.monotonic()
+        if name == "bottleneck":
+            mip, _ = mtpp.build(spec, mtpp.Variant("bottleneck"))
+            out = _backend(solver)(mip, time_limit, 0.0, threads)
+            v, ok = mip_bound(out, simple), out.status in ("optimal", "infeasible")
+            note = "sec. 3.2, three superblocks"
+        else:
+            v, ok = bottleneck_guess(spec, time_limit, solver, threads, workers, progress)
+            note = f"sec. 3.3, min over {spec.platform.classes[0].count} guesses"
+        bounds[name] = BoundEntry(name, v, time.monotonic() - t, ok, note + ("" if ok else ": dual bound at the limit"))
+        say(f"{name}: {v:.6g}")
+    if "exact" in only:
+        try:
+            r = solve(spec, method="exact", solver=solver, time_limit=time_limit, threads=threads, seed=seed)
+        except PartError as e:
+            if dp_bound is not None:  # under `acyclic` the DP over ideals is the exact method
+                bounds["exact"] = BoundEntry("exact", dp_bound[0], dp_bound[1], True,
+                                             f"DP over ideals (Tarnawski sec. 5.1.1); no MIP: {_why(e)}")
+            else:
+                bounds["exact"] = BoundEntry("exact", None, 0.0, False, f"not applicable: {_why(e)}")
+        else:
+            consider(r, "exact")
+            solved = r.status.value in ("optimal", "infeasible")
+            bounds["exact"] = BoundEntry("exact", r.bound, r.wall_time_s, solved,
+                                         "Fig. 3" if not_mtpp is None else "Tarnawski's IP (Fig. 6)")
+            say(f"exact: {r.bound:.6g}")
+    if math.isfinite(best):  # the best solution is an upper bound on the optimum: no bound passes it
+        for e in bounds.values():
+            if e.value is not None and math.isfinite(e.value) and e.value > best * (1 + 1e-6) + 1e-6:
+                raise AssertionError(f"bound {e.name} = {e.value} exceeds a solution of value {best}")
+    return Hierarchy(best, best_method, bounds, proven, assignment)

@@ -1,0 +1,137 @@
+"""Solve a Pyomo model with any solver Pyomo knows: time limit, relative gap, threads and
+a MIP start (the model's current variable values), mapped to one MipOutcome.
+
+HiGHS goes through `appsi_highs` (the new `highs` interface takes no MIP start), SCIP and
+Gurobi through Pyomo's new `scip_direct` / `gurobi_direct`, CPLEX and CBC through the
+classic SolverFactory. CBC is also found where PuLP bundles it. The solution stays loaded
+in the model (decode it from there); `x` of the outcome is None.
+"""
+from __future__ import annotations
+
+import math
+import shutil
+from typing import Any
+
+import pyomo.environ as pyo
+
+from .highs_matrix import MipOutcome, solver_gap
+
+# our name -> (Pyomo interface, Pyomo solver name)
+INTERFACES = {"highs": ("appsi", "appsi_highs"), "scip": ("contrib", "scip_direct"),
+              "gurobi": ("contrib", "gurobi_direct"), "cplex": ("classic", "cplex_direct"),
+              "cbc": ("classic", "cbc")}
+# classic interfaces: option names for (relative gap, threads)
+CLASSIC_OPTIONS = {"cbc": ("ratioGap", "threads"), "cplex": ("mip_tolerances_mipgap", "threads")}
+
+
+def cbc_executable() -> str | None:
+    """cbc on PATH, else the binary PuLP ships."""
+    found = shutil.which("cbc")
+    if found:
+        return found
+    import warnings
+
+    try:
+        from pulp.apis import PULP_CBC_CMD
+    except ImportError:
+        return None
+    with warnings.catch_warnings():  # PuLP 3 warns that version 4 moves the binary to pulp[cbc]
+        warnings.simplefilter("ignore", DeprecationWarning)
+        cmd = PULP_CBC_CMD()
+    return cmd.path if cmd.available() else None
+
+
+def solve_pyomo(model: pyo.ConcreteModel, solver: str = "highs", time_limit: float | None = None,
+                gap: float | None = None, threads: int | None = None, warm: bool = False) -> MipOutcome:
+    kind, name = INTERFACES[solver]
+    rel = solver_gap(gap)
+    limit = None if time_limit is None else float(max(time_limit, 0.01))
+    if kind == "appsi":
+        return _appsi(model, limit, rel, threads, warm)
+    if kind == "contrib":
+        return _contrib(model, name, limit, rel, threads, warm)
+    return _classic(model, solver, name, limit, rel, threads, warm)
+
+
+def _appsi(model: pyo.ConcreteModel, limit: float | None, rel: float, threads: int | None,
+           warm: bool) -> MipOutcome:
+    from pyomo.contrib.appsi.base import TerminationCondition as TC
+    from pyomo.contrib.appsi.solvers import Highs
+
+    opt = Highs()
+    opt.config.load_solution = False
+    opt.config.mip_gap = rel
+    opt.config.warmstart = warm
+    if limit is not None:
+        opt.config.time_limit = limit
+    opt.highs_options = {"mip_abs_gap": 0.0, **({"threads": int(threads)} if threads else {})}
+    res = opt.solve(model)
+    tc = res.termination_condition
+    has = res.best_feasible_objective is not None
+    if has:
+        res.solution_loader.load_vars()
+    bound = res.best_objective_bound if res.best_objective_bound is not None else -math.inf
+    return _outcome(str(tc.name), tc == TC.optimal, tc == TC.infeasible, has,
+                    res.best_feasible_objective, bound)
+
+
+def _contrib(model: pyo.ConcreteModel, name: str, limit: float | None, rel: float, threads: int | None,
+             warm: bool) -> MipOutcome:
+    from pyomo.contrib.solver.common.factory import SolverFactory
+    from pyomo.contrib.solver.common.results import SolutionStatus
+    from pyomo.contrib.solver.common.results import TerminationCondition as TC
+
+    opt = SolverFactory(name)
+    kw: dict[str, Any] = {"load_solutions": False, "raise_exception_on_nonoptimal_result": False,
+                          "rel_gap": rel, "abs_gap": 0.0}
+    if limit is not None:
+        kw["time_limit"] = limit
+    if threads:
+        kw["threads"] = int(threads)
+    if warm and "warmstart_discrete_vars" in opt.config:
+        kw["warmstart_discrete_vars"] = True
+    res = opt.solve(model, **kw)
+    tc = res.termination_condition
+    has = res.solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)
+    if has:
+        res.solution_loader.load_vars()
+    bound = res.objective_bound if res.objective_bound is not None else -math.inf
+    return _outcome(str(tc.name), tc == TC.convergenceCriteriaSatisfied, tc == TC.provenInfeasible, has,
+                    res.incumbent_objective, bound)
+
+
+def _classic(model: pyo.ConcreteModel, solver: str, name: str, limit: float | None, rel: float,
+             threads: int | None, warm: bool) -> MipOutcome:
+    from pyomo.opt import SolutionStatus
+    from pyomo.opt import TerminationCondition as TC
+
+    opt = pyo.SolverFactory(name, executable=cbc_executable()) if solver == "cbc" else pyo.SolverFactory(name)
+    gap_name, threads_name = CLASSIC_OPTIONS.get(solver, ("mipgap", "threads"))
+    options: dict[str, Any] = {gap_name: rel}
+    if threads:
+        options[threads_name] = int(threads)
+    kw: dict[str, Any] = {"load_solutions": False, "options": options}
+    if limit is not None:
+        kw["timelimit"] = limit
+    if warm and opt.warm_start_capable():
+        kw["warmstart"] = True
+    res = opt.solve(model, **kw)
+    tc = res.solver.termination_condition
+    has = len(res.solution) > 0 and res.solution(0).status in (SolutionStatus.optimal, SolutionStatus.feasible,
+                                                                 SolutionStatus.stoppedByLimit)
+    if has:
+        model.solutions.load_from(res)
+    lb = res.problem.lower_bound
+    bound = float(lb) if lb is not None and math.isfinite(float(lb)) else -math.inf
+    obj = pyo.value(model.objective) if has else None
+    return _outcome(str(tc), tc == TC.optimal, tc == TC.infeasible, has, obj, bound)
+
+
+def _outcome(why: str, optimal: bool, infeasible: bool, has: bool, objective: float | None,
+             bound: float) -> MipOutcome:
+    if infeasible:
+        return MipOutcome("infeasible", why, None, math.inf, math.inf)
+    obj = float(objective) if has and objective is not None else math.inf
+    if optimal and has:
+        return MipOutcome("optimal", why, None, obj, bound)
+    return MipOutcome("feasible" if has else "no_solution", why, None, obj, bound)

@@ -1,0 +1,104 @@
+"""Archer's lower-bound hierarchy (sec. 3) on brute-forceable instances: every bound is
+at most the exact optimum, bottleneck-guess >= bottleneck >= simple (Lemma 3.3 / eq. 14),
+bottleneck-guess equals exact for k = 2, and `part bound` reports them."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from partdsl import parse, solve
+from partdsl.core.ir import Spec
+from partdsl.dsl.generate import regal_spec
+from partdsl.models import mtpp
+from partdsl.solvers.hierarchy import bottleneck_guess, hierarchy, lp_bound, mip_bound
+from partdsl.solvers.highs_matrix import solve_highs
+
+from tests.conftest import run_part
+from tests.strategies import mtpp_specs
+
+TOL = 1e-6
+
+
+def relaxation(spec: Spec, variant: mtpp.Variant) -> float:
+    out = solve_highs(mtpp.build(spec, variant)[0], gap=0.0)
+    assert out.status in ("optimal", "infeasible")
+    return mip_bound(out, mtpp.simple_bound(spec))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(mtpp_specs(max_nodes=6, max_k=4))
+def test_every_relaxation_is_below_the_optimum_and_they_are_ordered(spec: Spec) -> None:
+    brute = solve(spec, method="brute", gap=0.0)
+    assume(brute.status.value == "optimal")
+    opt = brute.objective
+    simple = mtpp.simple_bound(spec)
+    lp, solved = lp_bound(spec)
+    bottleneck = relaxation(spec, mtpp.Variant("bottleneck"))
+    guess, all_solved = bottleneck_guess(spec, workers=1)
+    assert solved and all_solved
+    exact = relaxation(spec, mtpp.EXACT)
+    assert simple <= opt + TOL and lp <= opt + TOL and bottleneck <= opt + TOL and guess <= opt + TOL
+    assert math.isclose(exact, opt, rel_tol=1e-6, abs_tol=1e-6)
+    assert simple <= bottleneck + TOL <= guess + 2 * TOL  # the paper's order
+    if spec.platform.classes[0].count == 2:  # "bottleneck-guess and exact are equivalent for k = 2"
+        assert math.isclose(guess, opt, rel_tol=1e-6, abs_tol=1e-6)
+
+
+def test_guesses_run_in_processes_and_agree_with_one_process() -> None:
+    spec = regal_spec(14, 4, seed=7)
+    one, ok1 = bottleneck_guess(spec, workers=1)
+    two, ok2 = bottleneck_guess(spec, workers=2)
+    assert ok1 and ok2 and math.isclose(one, two, rel_tol=1e-9)
+
+
+def test_hierarchy_on_a_regal_graph_reports_every_bound_below_the_best() -> None:
+    spec = regal_spec(12, 3, seed=2)
+    h = hierarchy(spec, time_limit=60, workers=2)
+    assert set(h.bounds) == {"simple", "lp", "bottleneck", "bottleneck_guess", "exact"}
+    assert all(e.value is not None and e.value <= h.best + TOL for e in h.bounds.values())
+    assert h.bounds["exact"].solved and math.isclose(h.bounds["exact"].value, h.best, rel_tol=1e-6)
+    assert h.fraction("exact") == pytest.approx(1.0)
+    assert h.bounds["simple"].value <= h.bounds["bottleneck"].value + TOL <= h.bounds["bottleneck_guess"].value + 2 * TOL
+
+
+def test_superblock_bounds_say_why_they_do_not_apply() -> None:
+    spec = parse("""graph g { node a { work 2 ms; out 1 MB } node b { work 3 ms } a -> b }
+    platform { device gpu[2] { link 1 GB/s } device cpu[1] { host } }
+    subject to { contiguous }""")
+    h = hierarchy(spec, time_limit=30)
+    assert h.bounds["bottleneck"].value is None and "identical" in h.bounds["bottleneck"].note
+    assert h.bounds["exact"].solved and h.bounds["lp"].value <= h.bounds["exact"].value + TOL
+
+
+BOUND_SPEC = """param k = 3
+graph g {
+  node a { work 4 ms; out 2 GB }  node b { work 3 ms; out 1 GB }  node c { work 5 ms; out 1 GB }
+  node d { work 2 ms; out 3 GB }  node e { work 6 ms; out 1 GB }  node f { work 1 ms }
+  a -> {b, c}  b -> d  c -> d  d -> e -> f
+}
+platform { device stage[k] { link 10 GB/s } }
+subject to { acyclic }
+"""
+
+
+def test_part_bound_json_and_a_sweep(tmp_path) -> None:
+    f = tmp_path / "b.part"
+    f.write_text(BOUND_SPEC)
+    p = run_part("bound", str(f), "--json", "--time-limit", "60")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert set(out["bounds"]) == {"simple", "lp", "bottleneck", "bottleneck_guess", "exact"}
+    assert all(b["value"] <= out["best"] + TOL and b["seconds"] >= 0 for b in out["bounds"].values())
+    assert out["bounds"]["exact"]["fraction"] == pytest.approx(1.0)
+    p = run_part("bound", str(f), "-D", "k=2,3", "--only", "simple,bottleneck_guess")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert lines[0].split()[:3] == ["k", "best", "simple"] and [ln.split()[0] for ln in lines[2:]] == ["2", "3"]
+    p = run_part("solve", str(f), "-D", "k=1,2,3", "--json")
+    rows = json.loads(p.stdout)["sweep"]
+    assert [r["params"]["k"] for r in rows] == ["1", "2", "3"]
+    assert rows[0]["objective"] >= rows[1]["objective"] >= rows[2]["objective"]
+    p = run_part("bound", str(f), "--only", "simplex")
+    assert p.returncode == 2 and "no such bound" in p.stderr
