@@ -132,11 +132,14 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
         if progress:
             progress(message)
 
+    start = assignment_array(spec, warm_start) if warm_start else None
+
     def candidates() -> Candidates:
-        if warm_start:
-            yield "warm start", assignment_array(spec, warm_start)
+        if start is not None:
+            yield "warm start", start
+        extra = {"start": start} if m.mip else {}  # a MIP method may use it as its MIP start
         yield from m.run(spec, seed=opts.seed or 0, deadline=deadline, progress=report, solver=opts.solver,
-                         gap=opts.gap, threads=opts.threads, **method_opts)
+                         gap=opts.gap, threads=opts.threads, **extra, **method_opts)
 
     last_report = -math.inf  # report after the first candidate, then twice a second
     for item in candidates():

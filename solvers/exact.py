@@ -1,6 +1,6 @@
 """Method `exact`: Archer's MTPP MIP (models/mtpp.py) for identical stages under
 `acyclic`, Tarnawski's max-load IP (models/maxload.py) otherwise, seeded with the best
-`topo` split as a MIP start. HiGHS and SCIP take the direct matrix path (scipy.sparse ->
+`topo` split (or the caller's warm start, if better) as a MIP start. HiGHS and SCIP take the direct matrix path (scipy.sparse ->
 highspy / PySCIPOpt); `pyomo 1` (or a solver only Pyomo drives: gurobi, cplex, cbc)
 builds the Pyomo reference model instead (models/pyomo_*.py, solvers/pyomo_adapter.py).
 Yields the incumbent(s) for the evaluator and the solver's dual bound as a proven bound
@@ -27,7 +27,10 @@ NAMES = {"highs": "HiGHS", "scip": "SCIP", "gurobi": "Gurobi", "cplex": "CPLEX",
 
 def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callable[[str], None] | None = None,
         solver: str | None = None, gap: float | None = None, threads: int | None = None,
-        pyomo: float = 0, symmetry: float = 1, **_: object) -> Iterator:
+        pyomo: float = 0, symmetry: float = 1, start: np.ndarray | None = None, **_: object) -> Iterator:
+    """`start`: the caller's warm start, the MIP start when it beats the best topo split."""
+    from ..core.evaluate import evaluate
+
     solver = solver or "highs"
     via_pyomo = bool(pyomo) or solver not in MATRIX_SOLVERS
     model = _formulation(spec)
@@ -35,6 +38,10 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     _, start_dev = best_split(spec, seed, deadline)
     if start_dev is not None:
         yield "exact: MIP start (topo)", start_dev
+    if start is not None:
+        given = evaluate(spec, start)
+        if given.feasible and (start_dev is None or given.objective < evaluate(spec, start_dev).objective):
+            start_dev = start
     name = NAMES.get(solver, solver) + (" via Pyomo" if via_pyomo else "")
     t0 = time.monotonic()
     if via_pyomo:

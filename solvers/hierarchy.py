@@ -91,11 +91,13 @@ def _backend(solver: str | None) -> Callable[..., MipOutcome]:
     return solve_scip if solver == "scip" else solve_highs
 
 
-def _guess(spec: Spec, j: int, deadline: float, solver: str | None, threads: int | None) -> tuple[int, float, bool]:
-    """LB_j of sec. 3.3, its dual bound if the wall-clock deadline (time.time()) stops it."""
+def _guess(spec: Spec, j: int, deadline: float, solver: str | None, threads: int | None,
+           floor: float) -> tuple[int, float, bool]:
+    """LB_j of sec. 3.3, its dual bound if the wall-clock deadline (time.time()) stops it;
+    never below `floor`, a bound every LB_j is known to meet."""
     mip, _ = mtpp.build(spec, mtpp.Variant("guess", j))
     left = deadline - time.time()
-    L = mtpp.simple_bound(spec)
+    L = max(mtpp.simple_bound(spec), floor)
     if left <= 0:
         return j, L, False
     out = _backend(solver)(mip, None if math.isinf(left) else left, 0.0, threads)
@@ -104,9 +106,12 @@ def _guess(spec: Spec, j: int, deadline: float, solver: str | None, threads: int
 
 def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | None = None,
                      threads: int | None = None, workers: int | None = None,
-                     progress: Callable[[str], None] | None = None) -> tuple[float, bool]:
+                     progress: Callable[[str], None] | None = None, floor: float = -math.inf) -> tuple[float, bool]:
     """min_j LB_j over the k guesses, the k MIPs run by `workers` local processes (1: in
-    this process). `time_limit` is the wall-clock budget of the whole set."""
+    this process). `time_limit` is the wall-clock budget of the whole set. `floor`: a
+    proven bound of the three-superblock MIP, which every LB_j meets (each LB_j MIP is
+    that MIP with more constraints and a larger objective), so a guess stopped by the
+    limit never reports less."""
     k = spec.platform.classes[0].count
     deadline = time.time() + time_limit if time_limit is not None else math.inf
     workers = min(workers or os.cpu_count() or 1, k)
@@ -114,14 +119,14 @@ def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | 
     results: dict[int, tuple[float, bool]] = {}
     if workers <= 1:
         for j in range(1, k + 1):
-            _, b, ok = _guess(spec, j, deadline, solver, per_threads)
+            _, b, ok = _guess(spec, j, deadline, solver, per_threads, floor)
             results[j] = (b, ok)
             if progress:
                 progress(f"bottleneck-guess j={j}/{k}: {b:.6g}")
     else:
         ctx = multiprocessing.get_context("spawn")  # no fork after solver threads have started
         with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            futures = [pool.submit(_guess, spec, j, deadline, solver, per_threads) for j in range(1, k + 1)]
+            futures = [pool.submit(_guess, spec, j, deadline, solver, per_threads, floor) for j in range(1, k + 1)]
             for f in as_completed(futures):
                 j, b, ok = f.result()
                 results[j] = (b, ok)
@@ -203,13 +208,18 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
             v, ok = mip_bound(out, simple), out.status in ("optimal", "infeasible")
             note = "sec. 3.2, three superblocks"
         else:
-            v, ok = bottleneck_guess(spec, time_limit, solver, threads, workers, progress)
+            below = bounds.get("bottleneck")
+            floor = below.value if below is not None and below.value is not None else -math.inf
+            v, ok = bottleneck_guess(spec, time_limit, solver, threads, workers, progress, floor)
             note = f"sec. 3.3, min over {spec.platform.classes[0].count} guesses"
+            if not ok and math.isfinite(floor):
+                note += ", each at least the bottleneck bound"
         bounds[name] = BoundEntry(name, v, time.monotonic() - t, ok, note + ("" if ok else ": dual bound at the limit"))
         say(f"{name}: {v:.6g}")
     if "exact" in only:
         try:
-            r = solve(spec, method="exact", solver=solver, time_limit=time_limit, threads=threads, seed=seed)
+            r = solve(spec, method="exact", solver=solver, time_limit=time_limit, threads=threads, seed=seed,
+                      warm_start=assignment)  # the best solution so far is the MIP start
         except PartError as e:
             if dp_bound is not None:  # under `acyclic` the DP over ideals is the exact method
                 bounds["exact"] = BoundEntry("exact", dp_bound[0], dp_bound[1], True,
