@@ -38,10 +38,13 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     _, start_dev = best_split(spec, seed, deadline)
     if start_dev is not None:
         yield "exact: MIP start (topo)", start_dev
+    which = "topo"
     if start is not None:
         given = evaluate(spec, start)
         if given.feasible and (start_dev is None or given.objective < evaluate(spec, start_dev).objective):
-            start_dev = start
+            start_dev, which = start, "the warm start"
+    if progress and start_dev is not None:
+        progress(f"MIP start: {which}, {evaluate(spec, start_dev).objective:.6g}")
     name = NAMES.get(solver, solver) + (" via Pyomo" if via_pyomo else "")
     t0 = time.monotonic()
     if via_pyomo:

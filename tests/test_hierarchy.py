@@ -102,3 +102,23 @@ def test_part_bound_json_and_a_sweep(tmp_path) -> None:
     assert rows[0]["objective"] >= rows[1]["objective"] >= rows[2]["objective"]
     p = run_part("bound", str(f), "--only", "simplex")
     assert p.returncode == 2 and "no such bound" in p.stderr
+
+
+def test_a_guess_without_time_reports_its_floor() -> None:
+    """No time left: each LB_j falls back to max(L, the three-superblock bound), both proven."""
+    spec = regal_spec(10, 3, seed=1)
+    L = mtpp.simple_bound(spec)
+    value, solved = bottleneck_guess(spec, time_limit=0.0, workers=1, floor=L * 1.01)
+    assert not solved and value == pytest.approx(L * 1.01)
+    value, solved = bottleneck_guess(spec, time_limit=0.0, workers=1)
+    assert not solved and value == pytest.approx(L)
+
+
+def test_exact_uses_a_better_warm_start_as_its_mip_start() -> None:
+    spec = regal_spec(9, 3, seed=4)
+    best = solve(spec, method="brute")
+    r = solve(spec, method="exact", warm_start=best.assignment, gap=0.0)
+    assert r.status.value == "optimal" and r.objective == pytest.approx(best.objective)
+    assert solve(spec, method="topo").objective > best.objective + 1  # topo's split is worse here
+    started = [ln for ln in r.log if "MIP start:" in ln]
+    assert started and "the warm start" in started[0]
