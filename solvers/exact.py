@@ -27,7 +27,7 @@ NAMES = {"highs": "HiGHS", "scip": "SCIP", "gurobi": "Gurobi", "cplex": "CPLEX",
 
 def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callable[[str], None] | None = None,
         solver: str | None = None, gap: float | None = None, threads: int | None = None,
-        pyomo: float = 0, symmetry: float = 1, start: np.ndarray | None = None, **_: object) -> Iterator:
+        pyomo: float = 0, symmetry: float = 0, start: np.ndarray | None = None, **_: object) -> Iterator:
     """`start`: the caller's warm start, the MIP start when it beats the best topo split."""
     from ..core.evaluate import evaluate
 
