@@ -79,14 +79,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_INFEASIBLE if (args.strict and not ev.feasible) else EXIT_OK
 
 
+def _progress(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """Progress lines on stderr when it is a terminal, or always with --progress."""
+    if args.progress or (not args.json and sys.stderr.isatty()):
+        return lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)
+    return None
+
+
 def _solve_one(spec, args: argparse.Namespace) -> tuple[dict, str, int, list[str]]:  # type: ignore[no-untyped-def]
     """One solve: (json, text, exit code, sweep-table row)."""
     from ..solvers.api import solve
     from ..solvers.result import Status
     from .report import fmt, result_report
 
-    show = args.progress or (not args.json and sys.stderr.isatty())
-    progress = (lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)) if show else None
+    progress = _progress(args)
     method_opts = _numbers(_defines(args.option)) if args.option else None
     r = solve(spec, method=args.method, solver=args.solver, time_limit=args.time_limit, gap=args.gap,
               seed=args.seed, threads=args.threads, progress=progress, options=method_opts)
@@ -117,8 +123,7 @@ def _bound_one(spec, args: argparse.Namespace) -> tuple[dict, str, int, list[str
     from ..solvers.hierarchy import NAMES, hierarchy
     from .report import fmt, hierarchy_report
 
-    show = args.progress or (not args.json and sys.stderr.isatty())
-    progress = (lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)) if show else None
+    progress = _progress(args)
     only = tuple(args.only.split(",")) if args.only else NAMES
     h = hierarchy(spec, time_limit=args.time_limit, solver=args.solver, threads=args.threads,
                   workers=args.workers, seed=args.seed or 0, progress=progress, only=only)

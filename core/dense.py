@@ -115,6 +115,12 @@ class Dense:
         """Predecessor lists, built once and shared by every evaluation."""
         return adjacency(self.n, self.dst, self.src)
 
+    @cached_property
+    def colocated_pairs(self) -> list[tuple[int, int]]:
+        """(representative, member) for every node colocated with a smaller-index node."""
+        members = np.flatnonzero(self.colo != np.arange(self.n))
+        return [(int(self.colo[v]), int(v)) for v in members]
+
     @property
     def D(self) -> int:
         return len(self.devices)

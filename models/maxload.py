@@ -28,6 +28,7 @@ import numpy as np
 from ..core.errors import PartError
 from ..core.ir import Spec
 from .matrix import MatrixMIP, Rows
+from .memory import treatment
 
 
 @dataclass(frozen=True)
@@ -119,19 +120,17 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
                     rows.add_one([a, col] + ([b] if b >= 0 else []),
                                  [1.0, -1.0] + ([-1.0] if b >= 0 else []), -np.inf, 0.0)
     # memory: hard knapsacks, or the overflow term (eq. 2) as a column
-    mode = spec.constraints.memory
     for i in range(D):
         c = cls[i]
         nodes = np.flatnonzero(xcol[:, i] >= 0)
         cap, bw = d.memory[c], d.link[c]
-        if not np.isfinite(cap) or mode == "ignore":
-            continue
-        if mode == "overflow" and 0 < bw < np.inf:
+        rule = treatment(spec.constraints.memory, cap, bw)
+        if rule == "overflow":
             ov[i] = nc
             nc += 1
             scale = 1e3 / bw
             rows.add_one(np.r_[xcol[nodes, i], ov[i]], np.r_[d.params[nodes] * scale, -1.0], -np.inf, cap * scale)
-        elif mode == "hard" or (mode == "overflow" and bw <= 0):
+        elif rule == "hard":
             rows.add_one(xcol[nodes, i], d.params[nodes], -np.inf, cap)
     # loads, per phase (one phase unless GPipe)
     for i in range(D):
@@ -156,15 +155,13 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
                 rows.add_one(np.r_[inc, ovc, Lp], np.r_[inv, one, -1.0], -np.inf, 0.0)
                 rows.add_one(np.r_[outc, Lp], np.r_[outv, -1.0], -np.inf, 0.0)
     # colocation
-    for r in np.unique(d.colo):
-        members = np.flatnonzero(d.colo == r)
-        for a in members[1:]:
-            for i in range(D):
-                ca, cb = xcol[members[0], i], xcol[a, i]
-                cols = [x for x in (ca, cb) if x >= 0]
-                vals = [1.0 if x == ca else -1.0 for x in cols]
-                if cols:
-                    rows.add_one(np.array(cols), np.array(vals), 0.0, 0.0)
+    for rep, a in d.colocated_pairs:
+        for i in range(D):
+            ca, cb = xcol[rep, i], xcol[a, i]
+            cols = [x for x in (ca, cb) if x >= 0]
+            vals = [1.0 if x == ca else -1.0 for x in cols]
+            if cols:
+                rows.add_one(np.array(cols), np.array(vals), 0.0, 0.0)
     # contiguity (Lemma 4.1), per device and per forward/backward part
     if spec.constraints.contiguous:
         parts = [0, 1] if spec.graph.is_training else [None]

@@ -28,6 +28,7 @@ import numpy as np
 from ..core.errors import PartError
 from ..core.ir import Spec
 from .matrix import MatrixMIP, Rows
+from .memory import treatment
 
 
 @dataclass(frozen=True)
@@ -115,9 +116,9 @@ def build(spec: Spec, variant: Variant = EXACT) -> tuple[MatrixMIP, VarMap]:
     producers = np.unique(src)
     ppos = np.searchsorted(producers, src)  # producer position of each edge's source
     cap = d.memory[0]
-    mode, bw = spec.constraints.memory, d.link[0]
-    over = mode == "overflow" and np.isfinite(cap) and 0 < bw < np.inf
-    hard = np.isfinite(cap) and (mode == "hard" or (mode == "overflow" and bw <= 0))  # no link: no streaming
+    bw = d.link[0]
+    rule = treatment(spec.constraints.memory, cap, bw)
+    over, hard = rule == "overflow", rule == "hard"
     vm = VarMap(n, K, producers, bool(over))
     rows = Rows()
     B = np.arange(1, K + 1)
@@ -167,10 +168,8 @@ def build(spec: Spec, variant: Variant = EXACT) -> tuple[MatrixMIP, VarMap]:
         elif hard:
             rows.add_one(xc, mem_vals, -np.inf, mem)
     # colocation: y[u,.] = y[v,.]
-    for r in np.unique(d.colo):
-        members = np.flatnonzero(d.colo == r)
-        for a in members[1:]:
-            rows.add([vm.y(np.full(K, members[0]), B), vm.y(np.full(K, a), B)], [1.0, -1.0], 0.0, 0.0)
+    for rep, a in d.colocated_pairs:
+        rows.add([vm.y(np.full(K, rep), B), vm.y(np.full(K, a), B)], [1.0, -1.0], 0.0, 0.0)
     A, lo, hi = rows.matrix(vm.ncols)
     col_lo = np.zeros(vm.ncols)
     col_hi = np.ones(vm.ncols)

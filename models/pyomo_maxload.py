@@ -10,6 +10,7 @@ import pyomo.environ as pyo
 
 from ..core.ir import Spec
 from .maxload import check
+from .memory import treatment
 from .pyomo_rules import constraint
 
 
@@ -44,11 +45,10 @@ def build(spec: Spec) -> pyo.ConcreteModel:
     m.cross_in = constraint(m.EI, rule=lambda m, u, v, i: m.comm_in[u, i, int(phase[v])] >= x(v, i) - x(u, i))
     m.cross_out = constraint(m.EI, rule=lambda m, u, v, i: m.comm_out[u, i] >= x(u, i) - x(v, i))
     # memory: knapsack, or the overflow term of Archer eq. 2
-    mode = cons.memory
     cap, bw = d.memory[cls], d.link[cls]
-    streams = [i for i in range(d.D) if mode == "overflow" and np.isfinite(cap[i]) and 0 < bw[i] < np.inf]
-    knaps = [i for i in range(d.D) if np.isfinite(cap[i]) and i not in streams
-             and (mode == "hard" or (mode == "overflow" and bw[i] <= 0))]
+    rule = [treatment(cons.memory, cap[i], bw[i]) for i in range(d.D)]
+    streams = [i for i in range(d.D) if rule[i] == "overflow"]
+    knaps = [i for i in range(d.D) if rule[i] == "hard"]
     m.ov = pyo.Var(m.I, within=pyo.NonNegativeReals)
     for i in m.I:
         if i not in streams:
@@ -79,8 +79,7 @@ def build(spec: Spec) -> pyo.ConcreteModel:
                 m.loads.add(c <= m.L[p])
                 m.loads.add(tin + m.ov[i] <= m.L[p])
                 m.loads.add(tout <= m.L[p])
-    pairs = [(int(ms[0]), int(a)) for r in np.unique(d.colo) for ms in [np.flatnonzero(d.colo == r)] for a in ms[1:]]
-    m.colocate = constraint(pairs, m.I, rule=lambda m, a, b, i: x(a, i) == x(b, i))
+    m.colocate = constraint(d.colocated_pairs, m.I, rule=lambda m, a, b, i: x(a, i) == x(b, i))
     if cons.contiguous:  # Lemma 4.1, per device and per forward/backward part (sec. 5.3)
         parts = [0, 1] if spec.graph.is_training else [-1]
         m.Z = pyo.Set(initialize=[(v, i, q) for v in range(d.n) for i in range(d.D) for q in parts], dimen=3)

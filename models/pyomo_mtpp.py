@@ -11,6 +11,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..core.ir import Spec
+from .memory import treatment
 from .mtpp import EXACT, Variant, check, simple_bound
 from .pyomo_rules import constraint
 
@@ -23,9 +24,9 @@ def build(spec: Spec, variant: Variant = EXACT) -> pyo.ConcreteModel:
     weights = dict(zip(range(1, K + 1), variant.weights(k)))
     work, prm = d.work[:, 0], d.params
     io = d.comm[:, 0]
-    cap, bw, mode = d.memory[0], d.link[0], spec.constraints.memory
-    over = mode == "overflow" and np.isfinite(cap) and 0 < bw < np.inf
-    hard = np.isfinite(cap) and (mode == "hard" or (mode == "overflow" and bw <= 0))
+    cap, bw = d.memory[0], d.link[0]
+    rule = treatment(spec.constraints.memory, cap, bw)
+    over, hard = rule == "overflow", rule == "hard"
 
     m = pyo.ConcreteModel(name=f"mtpp-{variant.kind}{variant.j or ''}")
     m.V = pyo.RangeSet(0, d.n - 1)
@@ -77,14 +78,9 @@ def build(spec: Spec, variant: Variant = EXACT) -> pyo.ConcreteModel:
     if variant.kind == "guess" and variant.j == k:
         for v in m.V:
             m.y[v, 2].fix(1)
-    pairs = [(int(a), int(b)) for r in np.unique(d.colo) for a, b in _chain(np.flatnonzero(d.colo == r))]
-    m.colocate = constraint(pairs, m.B, rule=lambda m, a, c, b: m.y[a, b] == m.y[c, b])
+    m.colocate = constraint(d.colocated_pairs, m.B, rule=lambda m, a, c, b: m.y[a, b] == m.y[c, b])
     m.objective = pyo.Objective(expr=m.t, sense=pyo.minimize)
     return m
-
-
-def _chain(members: np.ndarray) -> list[tuple[int, int]]:
-    return [(members[0], a) for a in members[1:]]
 
 
 def decode(spec: Spec, m: pyo.ConcreteModel) -> np.ndarray:

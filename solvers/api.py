@@ -70,7 +70,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
 ALIASES = {"mla-weighted": "mla_weighted"}
 DEFAULT_METHOD = "topo"
 ABS_TOL = 1e-5  # ms: 10 ns, above HiGHS's default feasibility tolerances
-KERNEL_SOLVER = "numpy"  # the methods so far are NumPy kernels, no MIP backend
+KERNEL_SOLVER = "numpy"  # the solver reported by methods that run no MIP (NumPy kernels)
 
 
 def assignment_array(spec: Spec, assignment: Mapping[str, str]) -> np.ndarray:
@@ -117,6 +117,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
         backends.require(opts.solver)
         if not m.mip:
             log.append(f"method {name} uses no MIP solver; solver {opts.solver} not needed")
+    solver_name = (opts.solver or "highs") if m.mip else KERNEL_SOLVER
     t0 = time.monotonic()
     deadline = t0 + opts.time_limit if opts.time_limit is not None else math.inf
     lb = trivial_bound(spec)
@@ -181,7 +182,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
         proven_empty = math.isinf(lb) and spec.objective.sense == "min"  # nothing can be feasible
         status = Status.INFEASIBLE if stopped == "exhausted" or proven_empty else Status.NO_SOLUTION
         worst = 0.0 if sense == "max" else math.inf
-        return Result(status, name, (opts.solver or "highs") if m.mip else KERNEL_SOLVER, worst, lb, math.inf, sense, unit,
+        return Result(status, name, solver_name, worst, lb, math.inf, sense, unit,
                       wall, None, best, tuple(log), stopped)
     value = best.objective
     if stopped == "exhausted":
@@ -191,6 +192,6 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     status = Status.OPTIMAL if g <= rel or abs(value - lb) <= ABS_TOL else Status.FEASIBLE
     assignment = {spec.dense.names[i]: spec.dense.devices[j] for i, j in enumerate(best_dev.tolist())}
     log.append(f"best: {best_label}")
-    return Result(status, name, (opts.solver or "highs") if m.mip else KERNEL_SOLVER, value, lb, g, sense, unit, wall,
+    return Result(status, name, solver_name, value, lb, g, sense, unit, wall,
                   assignment, best, tuple(log), stopped)
 

@@ -18,6 +18,7 @@ from ..core.ir import Spec
 from ..kernels import Proven
 from ..kernels.topo_split import best_split
 from ..models import maxload, mtpp
+from ..models.matrix import MatrixMIP
 from .highs_matrix import MipOutcome, solve_highs
 from .scip_matrix import solve_scip
 
@@ -33,18 +34,18 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
 
     solver = solver or "highs"
     via_pyomo = bool(pyomo) or solver not in MATRIX_SOLVERS
-    model = _formulation(spec)
+    model = formulation(spec)
     model.check(spec)
     _, start_dev = best_split(spec, seed, deadline)
     if start_dev is not None:
         yield "exact: MIP start (topo)", start_dev
-    which = "topo"
+    which, value = "topo", evaluate(spec, start_dev).objective if start_dev is not None else math.inf
     if start is not None:
         given = evaluate(spec, start)
-        if given.feasible and (start_dev is None or given.objective < evaluate(spec, start_dev).objective):
-            start_dev, which = start, "the warm start"
+        if given.feasible and given.objective < value:
+            start_dev, which, value = start, "the warm start", given.objective
     if progress and start_dev is not None:
-        progress(f"MIP start: {which}, {evaluate(spec, start_dev).objective:.6g}")
+        progress(f"MIP start: {which}, {value:.6g}")
     name = NAMES.get(solver, solver) + (" via Pyomo" if via_pyomo else "")
     t0 = time.monotonic()
     if via_pyomo:
@@ -73,11 +74,17 @@ def _matrix(spec: Spec, model, solver: str, deadline: float, gap: float | None, 
     start = model.encode(spec, vm, start_dev) if start_dev is not None else None
     if progress:
         progress(f"{NAMES[solver]} on {mip.A.shape[0]:,} rows x {mip.A.shape[1]:,} columns")
-    if solver == "scip":
-        out = solve_scip(mip, _left(deadline), gap, threads, start)
-    else:
-        out = solve_highs(mip, _left(deadline), gap, threads, start, progress)
+    out = solve_matrix(mip, solver, _left(deadline), gap, threads, start, progress)
     return out, lambda: model.decode(spec, vm, out.x)
+
+
+def solve_matrix(mip: MatrixMIP, solver: str | None, time_limit: float | None, gap: float | None,
+                 threads: int | None, start: np.ndarray | None = None,
+                 progress: Callable[[str], None] | None = None) -> MipOutcome:
+    """A MatrixMIP on SCIP (PySCIPOpt) or HiGHS (highspy, the default)."""
+    if solver == "scip":
+        return solve_scip(mip, time_limit, gap, threads, start)
+    return solve_highs(mip, time_limit, gap, threads, start, progress)
 
 
 def _pyomo(spec: Spec, model, solver: str, deadline: float, gap: float | None,  # type: ignore[no-untyped-def]
@@ -92,7 +99,7 @@ def _pyomo(spec: Spec, model, solver: str, deadline: float, gap: float | None,  
     return out, lambda: ref.decode(spec, m)
 
 
-def _formulation(spec: Spec):  # type: ignore[no-untyped-def]
+def formulation(spec: Spec):  # type: ignore[no-untyped-def]
     """Archer's MTPP MIP for identical stages under `acyclic`, else Tarnawski's max-load IP."""
     p = spec.platform
     if len(p.classes) == 1 and not p.classes[0].host and spec.constraints.acyclic:

@@ -24,10 +24,10 @@ import numpy as np
 
 from ..core.errors import PartError
 from ..core.ir import Spec
-from ..models import maxload, mtpp
+from ..models import mtpp
 from .bounds import bound as trivial_bound
+from .exact import formulation, solve_matrix
 from .highs_matrix import MipOutcome, solve_highs
-from .scip_matrix import solve_scip
 
 NAMES = ("simple", "lp", "bottleneck", "bottleneck_guess", "exact")
 
@@ -87,10 +87,6 @@ def mip_bound(outcome: MipOutcome, floor: float = -math.inf) -> float:
     return max(float(b), floor) if np.isfinite(b) else floor
 
 
-def _backend(solver: str | None) -> Callable[..., MipOutcome]:
-    return solve_scip if solver == "scip" else solve_highs
-
-
 def _guess(spec: Spec, j: int, deadline: float, solver: str | None, threads: int | None,
            floor: float) -> tuple[int, float, bool]:
     """LB_j of sec. 3.3, its dual bound if the wall-clock deadline (time.time()) stops it;
@@ -100,7 +96,7 @@ def _guess(spec: Spec, j: int, deadline: float, solver: str | None, threads: int
     L = max(mtpp.simple_bound(spec), floor)
     if left <= 0:
         return j, L, False
-    out = _backend(solver)(mip, None if math.isinf(left) else left, 0.0, threads)
+    out = solve_matrix(mip, solver, None if math.isinf(left) else left, 0.0, threads)
     return j, mip_bound(out, L), out.status in ("optimal", "infeasible")
 
 
@@ -137,8 +133,7 @@ def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | 
 
 def lp_bound(spec: Spec, time_limit: float | None = None) -> tuple[float | None, bool]:
     """The LP relaxation of the exact formulation (HiGHS simplex); None if not solved."""
-    model = mtpp if is_mtpp(spec) is None else maxload
-    mip, _ = model.build(spec)
+    mip, _ = formulation(spec).build(spec)
     out = solve_highs(replace(mip, integer=np.zeros_like(mip.integer)), time_limit)
     if out.status == "infeasible":
         return math.inf, True
@@ -204,7 +199,7 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
         t = time.monotonic()
         if name == "bottleneck":
             mip, _ = mtpp.build(spec, mtpp.Variant("bottleneck"))
-            out = _backend(solver)(mip, time_limit, 0.0, threads)
+            out = solve_matrix(mip, solver, time_limit, 0.0, threads)
             v, ok = mip_bound(out, simple), out.status in ("optimal", "infeasible")
             note = "sec. 3.2, three superblocks"
         else:
