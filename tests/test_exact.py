@@ -89,3 +89,20 @@ def test_brute_force_stays_exact_near_the_tolerance() -> None:
     brute, ex = solve(spec, method="brute"), solve(spec, method="exact")
     assert brute.objective == 0.5 and ex.objective == 0.5
     assert brute.status.value == ex.status.value == "optimal"
+
+
+def test_scip_dual_bound_does_not_lag_its_optimum() -> None:
+    """Found by hypothesis: with overflow rows (coefficients ~300), SCIP at its default
+    feasibility tolerance called a solution optimal with a dual bound 3.7e-5 ms below it,
+    which our certificate rightly refused; SCIP now runs with feastol 1e-9."""
+    spec = parse("""graph g { node v0 { work 1.6079479695709433 ms; params 3 GB; comm 1 ms }
+      node v1 { work 10 ms; params 3 GB; out 1 MB }  node v2 { work 0.001 ms; params 3 GB; out 1 MB }
+      node v3 { work 13 ms }  node v4 { work 0 ms; params 1 GB }  node v5 { work 0 ms }
+      v0 -> v5  v1 -> v4  v2 -> v5  v3 -> v4 }
+    platform { device stage[2] { memory 4 GB; link 10 GB/s } }
+    subject to { acyclic; memory overflow }""")
+    highs = solve(spec, method="exact")
+    for pyomo in (0, 1):
+        scip = solve(spec, method="exact", solver="scip", options={"pyomo": pyomo})
+        assert scip.status.value == highs.status.value == "optimal", scip.log
+        assert math.isclose(scip.objective, highs.objective, rel_tol=1e-9)
