@@ -37,7 +37,7 @@ def main() -> None:
 
     methods = [("exact", {}), ("topo", {}), ("dp", {}), ("dpl", {}), ("slicegraph", {}), ("random", {"samples": 100}),
                ("brkga", {"population": 20, "generations": 20}), ("mla_weighted", {}), ("pipedream", {}),
-               ("greedy", {}), ("local_search", {"restarts": 2, "passes": 5})]
+               ("greedy", {}), ("local_search", {"restarts": 2, "passes": 5}), ("load_search", {})]
     tmp = Path(tempfile.mkdtemp())
     print(f"{'workload':22} {'published':>9} " + " ".join(f"{m:>17}" for m, _ in methods))
     for name, pub in PUBLISHED.items():

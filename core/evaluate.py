@@ -261,6 +261,23 @@ def _short(names: tuple[str, ...], k: int = 5) -> str:
 
 # ------------------------------------------------------------------------ objectives
 
+def bottleneck_loads(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, np.ndarray]:
+    """The bottleneck objective and its load table: [D] loads, or [D, 2] forward and
+    backward loads under GPipe (objective = max FW + max BW). Search kernels score moves
+    with it, so they and the evaluator share one cost model."""
+    obj = spec.objective
+    ov = overflow(spec, dense, dev)
+    if obj.training == "gpipe":
+        ph = dense.backward.astype(np.int64)
+        comp2 = _compute(dense, dev, ph).reshape(-1, 2)
+        in2, out2 = (x.reshape(-1, 2) for x in transfer_charges(dense, dev, ph))
+        fw = combine(comp2[:, 0], in2[:, 0], out2[:, 0], ov, obj.overlap)
+        bw = combine(comp2[:, 1], in2[:, 1], out2[:, 1], ov, obj.overlap)
+        return float(fw.max() + bw.max()) if dense.D else 0.0, np.stack([fw, bw], axis=1)
+    load = combine(_compute(dense, dev), *transfer_charges(dense, dev), ov, obj.overlap)
+    return float(load.max()) if dense.D else 0.0, load
+
+
 def _bottleneck(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict, dict]:
     obj = spec.objective
     ov = overflow(spec, dense, dev)
@@ -269,16 +286,10 @@ def _bottleneck(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict,
     load = combine(comp, inn, out, ov, obj.overlap)
     parts = {d: {"compute": comp[j], "in": inn[j], "out": out[j], "overflow": ov[j]}
              for j, d in enumerate(dense.devices)}
-    value = float(load.max()) if dense.D else 0.0
+    value, table = bottleneck_loads(spec, dense, dev)
     if obj.training == "gpipe":
-        ph = dense.backward.astype(np.int64)
-        comp2 = _compute(dense, dev, ph).reshape(-1, 2)
-        in2, out2 = (x.reshape(-1, 2) for x in transfer_charges(dense, dev, ph))
-        fw = combine(comp2[:, 0], in2[:, 0], out2[:, 0], ov, obj.overlap)
-        bw = combine(comp2[:, 1], in2[:, 1], out2[:, 1], ov, obj.overlap)
         for j, d in enumerate(dense.devices):
-            parts[d].update(fw=fw[j], bw=bw[j])
-        value = float(fw.max() + bw.max())
+            parts[d].update(fw=table[j, 0], bw=table[j, 1])
     return value, {d: float(x) for d, x in zip(dense.devices, load)}, parts
 
 

@@ -23,6 +23,7 @@ from ..kernels import (
     baselines,
     brute_force,
     ideal_dp,
+    load_search,
     order_search,
     single_device,
     topo_split,
@@ -58,12 +59,14 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "SliceGraph on a tensor-weighted minimum linear arrangement order", ("population", "generations")),
     Method("dp", ideal_dp.run, False, "DP over ideals: optimal contiguous splits (Tarnawski sec. 5.1.1)"),
     Method("exact", exact.run, False, "Archer's MTPP MIP (Fig. 3) or Tarnawski's max-load IP (Fig. 6), with a "
-           "MIP start", ("pyomo", "symmetry"), mip=True),
+           "MIP start", ("pyomo", "symmetry", "heuristics"), mip=True),
     Method("dpl", baselines.dpl, False, "the DP on one DFS linearization (Tarnawski's DPL)"),
     Method("pipedream", baselines.pipedream, False, "PipeDream's linear DP on a chain, accelerators only (baseline)"),
     Method("greedy", baselines.greedy, False, "fill devices in topological order up to an even share (baseline)"),
     Method("local_search", baselines.local_search, False, "single-node moves with restarts (baseline)",
            ("restarts", "passes")),
+    Method("load_search", load_search.run, False, "iterated local search on max load from the best topo split: "
+           "unit moves scored by (max load, sum of squared loads), any split", ("stall",)),
     Method("single", single_device.run, False, "everything on one device (baseline)"),
     Method("brute", brute_force.run, True, "exhaustive enumeration, exact, tiny graphs only"),
 )}

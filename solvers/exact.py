@@ -1,6 +1,7 @@
 """Method `exact`: Archer's MTPP MIP (models/mtpp.py) for identical stages under
-`acyclic`, Tarnawski's max-load IP (models/maxload.py) otherwise, seeded with the best
-`topo` split (or the caller's warm start, if better) as a MIP start. HiGHS and SCIP take the direct matrix path (scipy.sparse ->
+`acyclic`, Tarnawski's max-load IP (models/maxload.py) otherwise, seeded with a MIP
+start: the best of topo, the caller's warm start and (under contiguity) dp, polished by
+the load search (solvers/mip_start.py), in a share of the time limit. HiGHS and SCIP take the direct matrix path (scipy.sparse ->
 highspy / PySCIPOpt); `pyomo 1` (or a solver only Pyomo drives: gurobi, cplex, cbc)
 builds the Pyomo reference model instead (models/pyomo_*.py, solvers/pyomo_adapter.py).
 Yields the incumbent(s) for the evaluator and the solver's dual bound as a proven bound
@@ -16,10 +17,10 @@ import numpy as np
 
 from ..core.ir import Spec
 from ..kernels import Proven
-from ..kernels.topo_split import best_split
 from ..models import maxload, mtpp
 from ..models.matrix import MatrixMIP
 from .highs_matrix import MipOutcome, solve_highs
+from .mip_start import budget, mip_start
 from .scip_matrix import solve_scip
 
 MATRIX_SOLVERS = ("highs", "scip")
@@ -28,24 +29,16 @@ NAMES = {"highs": "HiGHS", "scip": "SCIP", "gurobi": "Gurobi", "cplex": "CPLEX",
 
 def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callable[[str], None] | None = None,
         solver: str | None = None, gap: float | None = None, threads: int | None = None,
-        pyomo: float = 0, symmetry: float = 0, start: np.ndarray | None = None, **_: object) -> Iterator:
-    """`start`: the caller's warm start, the MIP start when it beats the best topo split."""
-    from ..core.evaluate import evaluate
+        pyomo: float = 0, symmetry: float = 0, heuristics: float = 0.2, start: np.ndarray | None = None,
+        **_: object) -> Iterator:
+    """`start`: the caller's warm start, the MIP start when it beats the kernels' best.
+    `heuristics`: the share of the time limit spent finding the MIP start."""
 
     solver = solver or "highs"
     via_pyomo = bool(pyomo) or solver not in MATRIX_SOLVERS
     model = formulation(spec)
     model.check(spec)
-    _, start_dev = best_split(spec, seed, deadline)
-    if start_dev is not None:
-        yield "exact: MIP start (topo)", start_dev
-    which, value = "topo", evaluate(spec, start_dev).objective if start_dev is not None else math.inf
-    if start is not None:
-        given = evaluate(spec, start)
-        if given.feasible and given.objective < value:
-            start_dev, which, value = start, "the warm start", given.objective
-    if progress and start_dev is not None:
-        progress(f"MIP start: {which}, {value:.6g}")
+    start_dev, _ = yield from mip_start(spec, seed, budget(deadline, heuristics), start, progress)
     name = NAMES.get(solver, solver) + (" via Pyomo" if via_pyomo else "")
     t0 = time.monotonic()
     if via_pyomo:

@@ -15,14 +15,15 @@ from partdsl.core.assignment import to_array
 from partdsl.core.ir import Spec
 from partdsl.solvers.backends import BACKENDS, is_installed
 from partdsl.solvers.result import Status
+
 from tests.conftest import EXAMPLES, run_part
 from tests.strategies import specs
-
 
 HEURISTICS = [("topo", {}), ("single", {}), ("slicegraph", {}), ("random", {"samples": 8}),
               ("brkga", {"population": 8, "generations": 3}), ("mla", {"population": 8, "generations": 3}),
               ("mla_weighted", {"population": 8, "generations": 3}), ("dp", {}), ("dpl", {}),
-              ("pipedream", {}), ("greedy", {}), ("local_search", {"restarts": 2, "passes": 3})]
+              ("pipedream", {}), ("greedy", {}), ("local_search", {"restarts": 2, "passes": 3}),
+              ("load_search", {"stall": 4})]
 
 
 def better_or_equal(spec: Spec, a: float, b: float) -> bool:
@@ -48,7 +49,7 @@ def test_brute_is_exact_and_bounds_hold(spec: Spec) -> None:
             assert better_or_equal(spec, exact.objective, r.objective)
             assert r.gap >= 0
         assert r.status != Status.INFEASIBLE  # heuristics never claim a proof
-        if method in ("random", "brkga", "local_search"):  # seeded: the same answer twice
+        if method in ("random", "brkga", "local_search", "load_search"):  # seeded: the same answer twice
             again = solve(spec, method=method, gap=0.0, time_limit=1e6, options=opts)
             assert again.assignment == r.assignment
     if exact.status == Status.OPTIMAL:
