@@ -102,7 +102,7 @@ def test_load_search_beats_published_local_search(data_dir: Path, tmp_path: Path
     published IP value, never below the proven bound."""
     spec = parse_file(converted(data_dir / "throughput" / f"{name}.json", tmp_path, split="any"))
     topo = solve(spec)
-    r = solve(spec, method="load_search", time_limit=60)
+    r = solve(spec, method="load_search", time_limit=60, options={"stall": 30})
     assert r.evaluation.feasible and not spec.constraints.contiguous
     assert r.objective == evaluate(spec, read_assignment_from(spec, r.assignment)).objective
     assert r.objective < topo.objective  # the contiguous start is not a local optimum here

@@ -237,3 +237,19 @@ def test_ideal_dp_value_is_the_evaluator_score_of_its_split(spec: Spec) -> None:
         return
     loads = evaluate(spec, arr).loads
     assert math.isclose(value, max(loads.values()), rel_tol=1e-9, abs_tol=1e-9)
+
+
+@SETTINGS
+@given(st.data())
+def test_compiled_load_table_equals_the_evaluator(data) -> None:
+    from partdsl.core.evaluate import bottleneck_loads
+    from partdsl.kernels.load_table import LoadTable
+    from tests.strategies import assignments
+
+    spec: Spec = data.draw(specs(kinds=("bottleneck",)))
+    dev = np.array(data.draw(assignments(spec)), dtype=np.int64)
+    value, table = LoadTable(spec)(dev)
+    ref_value, ref = bottleneck_loads(spec, spec.dense, dev)
+    assert np.allclose(table, ref, rtol=1e-12, atol=1e-12)
+    assert math.isclose(value, ref_value, rel_tol=1e-12, abs_tol=1e-12)
+    assert LoadTable(spec, use_numba=False)(dev)[0] == ref_value
