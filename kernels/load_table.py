@@ -70,14 +70,13 @@ def _scan(dev: np.ndarray, unit: np.ndarray, to: np.ndarray, mptr: np.ndarray, m
     work_dev = dev.copy()
     for i in range(unit.shape[0]):
         k = unit[i]
-        here = work_dev[midx[mptr[k]]]
         for e in range(mptr[k], mptr[k + 1]):
             work_dev[midx[e]] = to[i]
         t = _table(work_dev, work, cls, comm, succ_ptr, succ_idx, phase, P, params, cap, link, overflow, overlap)
         value[i] = t[:, 0].max() + (t[:, 1].max() if gpipe else 0.0)
         spread[i] = (t * t).sum()
         for e in range(mptr[k], mptr[k + 1]):
-            work_dev[midx[e]] = here
+            work_dev[midx[e]] = dev[midx[e]]
     return value, spread
 
 
@@ -107,11 +106,10 @@ class LoadTable:
         trial = dev.copy()
         for i, (k, j) in enumerate(zip(unit, to)):
             m = midx[mptr[k]:mptr[k + 1]]
-            here = trial[m[0]]
             trial[m] = j
             v, table = self(trial)
             value[i], spread[i] = v, float(np.square(table).sum())
-            trial[m] = here
+            trial[m] = dev[m]
         return value, spread
 
     def __call__(self, dev: np.ndarray) -> tuple[float, np.ndarray]:

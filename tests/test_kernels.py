@@ -10,13 +10,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from partdsl import evaluate
+from partdsl.core.evaluate import bottleneck_loads
 from partdsl.core.ir import Spec
 from partdsl.kernels.orders import dfs_order, kahn
 from partdsl.kernels.jit import HAVE_NUMBA
+from partdsl.kernels.load_table import LoadTable
 from partdsl.kernels.segment_dp import split_dp
 from partdsl.kernels.segments import segment_costs
 from partdsl.kernels.units import contract
-from tests.strategies import specs
+from tests.strategies import assignments, specs
 
 SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
@@ -242,10 +244,6 @@ def test_ideal_dp_value_is_the_evaluator_score_of_its_split(spec: Spec) -> None:
 @SETTINGS
 @given(st.data())
 def test_compiled_load_table_equals_the_evaluator(data) -> None:
-    from partdsl.core.evaluate import bottleneck_loads
-    from partdsl.kernels.load_table import LoadTable
-    from tests.strategies import assignments
-
     spec: Spec = data.draw(specs(kinds=("bottleneck",)))
     dev = np.array(data.draw(assignments(spec)), dtype=np.int64)
     value, table = LoadTable(spec)(dev)
@@ -253,3 +251,24 @@ def test_compiled_load_table_equals_the_evaluator(data) -> None:
     assert np.allclose(table, ref, rtol=1e-12, atol=1e-12)
     assert math.isclose(value, ref_value, rel_tol=1e-12, abs_tol=1e-12)
     assert LoadTable(spec, use_numba=False)(dev)[0] == ref_value
+
+
+@SETTINGS
+@given(st.data())
+def test_batched_move_scores_equal_one_evaluation_per_move(data) -> None:
+    from partdsl.kernels.load_search import Search
+
+    spec: Spec = data.draw(specs(kinds=("bottleneck",)))
+    dev = np.array(data.draw(assignments(spec)), dtype=np.int64)
+    s = Search(spec, dev)
+    ks = np.repeat(np.arange(s.count), spec.dense.D)
+    js = np.tile(np.arange(spec.dense.D), s.count)
+    for compiled in (True, False):
+        s.loads.compiled = compiled and s.loads.compiled
+        value, spread = s.loads.scan(dev, ks, js, s.mptr, s.midx)
+        for i, (k, j) in enumerate(zip(ks, js)):
+            trial = dev.copy()
+            trial[s.members[k]] = j
+            ref_value, ref = bottleneck_loads(spec, spec.dense, trial)
+            assert math.isclose(value[i], ref_value, rel_tol=1e-12, abs_tol=1e-12)
+            assert math.isclose(spread[i], float(np.square(ref).sum()), rel_tol=1e-9, abs_tol=1e-9)
