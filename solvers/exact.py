@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Iterator
+from dataclasses import replace
+from typing import Callable, Generator, Iterator
 
 import numpy as np
 
+from ..core.evaluate import evaluate
 from ..core.ir import Spec
 from ..kernels import Proven
 from ..models import maxload, mtpp
 from ..models.matrix import MatrixMIP
 from .highs_matrix import MipOutcome, solve_highs
 from .mip_start import budget, mip_start
+from .result import relative_gap
 from .scip_matrix import solve_scip
 
 MATRIX_SOLVERS = ("highs", "scip")
@@ -29,10 +32,11 @@ NAMES = {"highs": "HiGHS", "scip": "SCIP", "gurobi": "Gurobi", "cplex": "CPLEX",
 
 def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callable[[str], None] | None = None,
         solver: str | None = None, gap: float | None = None, threads: int | None = None,
-        pyomo: float = 0, symmetry: float = 0, heuristics: float = 0.2, start: np.ndarray | None = None,
-        **_: object) -> Iterator:
+        pyomo: float = 0, symmetry: float = 0, heuristics: float = 0.2, relax: float = 0.3,
+        start: np.ndarray | None = None, **_: object) -> Iterator:
     """`start`: the caller's warm start, the MIP start when it beats the kernels' best.
-    `heuristics`: the share of the time limit spent finding the MIP start."""
+    `heuristics`: the share of the time limit spent finding the MIP start. `relax`: under
+    contiguity, the share of the time left spent on the non-contiguous relaxation first."""
 
     solver = solver or "highs"
     via_pyomo = bool(pyomo) or solver not in MATRIX_SOLVERS
@@ -40,11 +44,18 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     model.check(spec)
     start_dev, _ = yield from mip_start(spec, seed, budget(deadline, heuristics), start, progress)
     name = NAMES.get(solver, solver) + (" via Pyomo" if via_pyomo else "")
+    floor = -math.inf
+    if model is maxload and spec.constraints.contiguous and relax > 0 and not math.isinf(deadline):
+        floor = yield from _relaxation(spec, solver, via_pyomo, budget(deadline, relax), gap, threads,
+                                       start_dev, progress, name)
+        if start_dev is not None and relative_gap(evaluate(spec, start_dev).objective, floor) <= (gap or 0.0):
+            return  # the relaxation's bound certifies the start: nothing left for the MIP
     t0 = time.monotonic()
     if via_pyomo:
         out, decode = _pyomo(spec, model, solver, deadline, gap, threads, start_dev)
     else:
-        out, decode = _matrix(spec, model, solver, deadline, gap, threads, start_dev, progress, bool(symmetry))
+        out, decode = _matrix(spec, model, solver, deadline, gap, threads, start_dev, progress, bool(symmetry),
+                              floor)
     if progress:
         progress(f"{name}: {out.why} after {time.monotonic() - t0:.1f} s")
     if out.status in ("optimal", "feasible"):
@@ -55,6 +66,30 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
         yield Proven(float(out.bound), f"{name} dual bound ({out.why})")
 
 
+def _relaxation(spec: Spec, solver: str, via_pyomo: bool, deadline: float, gap: float | None,
+                threads: int | None, start_dev: np.ndarray | None, progress: Callable[[str], None] | None,
+                name: str) -> Generator[Proven, None, float]:
+    """Tarnawski's IP without contiguity, whose dual bound is a lower bound for the
+    contiguous problem (every contiguous split is a split). Its incumbent is not a
+    contiguous split and is dropped."""
+    relaxed = replace(spec, constraints=replace(spec.constraints, contiguous=False))
+    if progress:
+        progress(f"the non-contiguous relaxation first, for a lower bound ({deadline - time.monotonic():.0f} s)")
+    if via_pyomo:
+        out, _ = _pyomo(relaxed, maxload, solver, deadline, gap, threads, start_dev)
+    else:
+        out, _ = _matrix(relaxed, maxload, solver, deadline, gap, threads, start_dev, progress, False)
+    if out.status == "infeasible":
+        yield Proven(math.inf, f"{name} proved the non-contiguous relaxation infeasible")
+        return math.inf
+    if not np.isfinite(out.bound):
+        return -math.inf
+    if progress:
+        progress(f"non-contiguous relaxation: bound {out.bound:.6g} ({out.why})")
+    yield Proven(float(out.bound), f"{name} dual bound of the non-contiguous relaxation ({out.why})")
+    return float(out.bound)
+
+
 def _left(deadline: float) -> float | None:
     left = deadline - time.monotonic()
     return None if math.isinf(left) else max(left, 0.01)
@@ -62,8 +97,12 @@ def _left(deadline: float) -> float | None:
 
 def _matrix(spec: Spec, model, solver: str, deadline: float, gap: float | None,  # type: ignore[no-untyped-def]
             threads: int | None, start_dev: np.ndarray | None, progress: Callable[[str], None] | None,
-            symmetry: bool) -> tuple[MipOutcome, Callable[[], np.ndarray]]:
+            symmetry: bool, floor: float = -math.inf) -> tuple[MipOutcome, Callable[[], np.ndarray]]:
+    """`floor`: a proven lower bound on the objective, given to the solver as the bound
+    of the MaxLoad column (one column: not under GPipe, whose objective is a sum)."""
     mip, vm = model.build(spec, symmetry=symmetry) if model is maxload else model.build(spec)
+    if model is maxload and len(vm.L) == 1 and np.isfinite(floor):
+        mip.col_lo[vm.L[0]] = max(mip.col_lo[vm.L[0]], floor)
     start = model.encode(spec, vm, start_dev) if start_dev is not None else None
     if progress:
         progress(f"{NAMES[solver]} on {mip.A.shape[0]:,} rows x {mip.A.shape[1]:,} columns")

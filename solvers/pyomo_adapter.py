@@ -89,7 +89,7 @@ def _contrib(model: pyo.ConcreteModel, name: str, limit: float | None, rel: floa
     if threads:
         kw["threads"] = int(threads)
     if name == "scip_direct":  # as in scip_matrix: a dual bound that does not lag the incumbent
-        kw["solver_options"] = {"numerics/feastol": 1e-9}
+        kw["solver_options"] = {"numerics/feastol": 1e-7}
     if warm and "warmstart_discrete_vars" in opt.config:
         kw["warmstart_discrete_vars"] = True
     res = opt.solve(model, **kw)

@@ -22,7 +22,7 @@ def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | Non
         m.setParam("limits/time", float(max(time_limit, 0.01)))
     m.setParam("limits/gap", solver_gap(gap))
     m.setParam("limits/absgap", 0.0)
-    m.setParam("numerics/feastol", 1e-9)  # the dual bound must not lag the evaluator-scored incumbent
+    m.setParam("numerics/feastol", 1e-7)  # the dual bound must not lag the evaluator-scored incumbent
     if threads is not None:
         m.setParam("parallel/maxnthreads", int(threads))
     xs = [m.addVar(lb=None if np.isinf(lo) else float(lo), ub=None if np.isinf(hi) else float(hi),
