@@ -115,15 +115,36 @@ subject to { acyclic; memory %s }
 """
 
 
+MAXLOAD_SMALL = """graph g {
+  node a { work 9 ms on acc, 6 ms on cpu; params 1 GB; out 10 MB }
+  node b { work 1 ms on acc, 9 ms on cpu; params 1 GB; out 20 MB }
+  node c { work 7 ms on acc; params 1 GB; out 10 MB }
+  node d { work 11 ms on acc, 4 ms on cpu; out 30 MB }
+  node e { work 4 ms on acc, 8 ms on cpu }
+  a -> {b, c}  b -> d  c -> d  d -> e
+}
+platform { device acc[2] { memory 2.5 GB; link 10 GB/s }  device cpu[1] { host } }
+minimize bottleneck
+subject to { contiguous; memory %s }
+"""
+# the contiguous optimum (12 ms, hard memory) is above the non-contiguous one (11 ms)
+SOLVERS = ["highs", "scip", "cbc", "gurobi", "cplex"]  # Gurobi and CPLEX: their size-limited pip editions
+
+
 @pytest.mark.parametrize("memory", ["hard", "overflow"])
-@pytest.mark.parametrize("solver", ["highs", "scip", "cbc"])
-def test_every_pyomo_solver_finds_the_optimum(solver: str, memory: str) -> None:
-    """HiGHS (appsi), SCIP (scip_direct) and CBC (classic SolverFactory) through Pyomo, and
-    the direct matrix path, agree with brute force; the result names its solver."""
-    spec = parse(SMALL % memory)
+@pytest.mark.parametrize("text", [SMALL, MAXLOAD_SMALL], ids=["mtpp", "maxload"])
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_every_pyomo_solver_finds_the_optimum(solver: str, text: str, memory: str) -> None:
+    """HiGHS (appsi), SCIP and Gurobi (contrib direct interfaces), CBC and CPLEX (classic
+    SolverFactory) through Pyomo, and the direct matrix path, agree with brute force on
+    Archer's MIP and on Tarnawski's contiguous IP (with its non-contiguous relaxation run
+    first, as a time limit is set); the result names its solver."""
+    spec = parse(text % memory)
     brute = solve(spec, method="brute")
-    r = solve(spec, method="exact", solver=solver, options={"pyomo": 1}, gap=0.0)
+    r = solve(spec, method="exact", solver=solver, options={"pyomo": 1}, gap=0.0, time_limit=300)
     direct = solve(spec, method="exact", solver="highs", gap=0.0)
     assert r.solver == solver and r.status.value == "optimal"
     assert same(r.objective, brute.objective) and same(direct.objective, brute.objective)
     assert any("via Pyomo" in line for line in r.log) or r.stopped == "bound reached"
+    if text is MAXLOAD_SMALL:  # the relaxation's bound (11) is proven, below the optimum (12)
+        assert any(line.startswith("proven bound 11:") and "non-contiguous relaxation" in line for line in r.log)
