@@ -133,19 +133,25 @@ class Search:
             if not self.chain(deadline):
                 return
 
-    def chain(self, deadline: float) -> bool:
+    def chain(self, deadline: float, width: int = 16) -> bool:
         """An ejection chain of two moves: a unit leaves a critical device for device j,
         which becomes the bottleneck, then a unit of j moves on; the best pair that
-        improves the score is taken."""
+        improves the score is taken. Only the `width` least bad first moves are followed."""
         best: tuple[Score, list[tuple[int, int]]] | None = None
         ks, js = self.moves(self.units_on(self.bottlenecks(self.dev)), self.dev, self.mem)
-        for k, j in zip(ks.tolist(), js.tolist()):
-            if time.monotonic() > deadline:
+        if not len(ks):
+            return False
+        value, spread = self.loads.scan(self.dev, ks, js, self.mptr, self.midx)
+        tried = 0
+        for i in np.lexsort((spread, value)):  # the least bad first moves first
+            k, j = int(ks[i]), int(js[i])
+            if tried >= width or time.monotonic() > deadline:
                 break
             trial = self.dev.copy()
             trial[self.members[k]] = j
             if j not in self.bottlenecks(trial):
                 continue  # j is not the new bottleneck: single moves said all
+            tried += 1
             mem = self.mem.copy()
             mem[self.dev[self.members[k][0]]] -= self.params[k]
             mem[j] += self.params[k]

@@ -5,7 +5,8 @@ where a topological split gives 493).
 Candidates, each re-scored by the evaluator: the best `topo` split; the caller's warm
 start; under contiguity, the DP over ideals (Tarnawski sec. 5.1.1, exact for acyclic
 contiguous splits, pruned by the incumbent); then, for the bottleneck objective, the
-load search (kernels/load_search.py) from the best of them.
+load search (kernels/load_search.py) from the best of them, restarted with new seeds
+until two rounds in a row bring nothing or the share of time is spent.
 """
 from __future__ import annotations
 
@@ -53,10 +54,14 @@ def mip_start(spec: Spec, seed: int, deadline: float, given: np.ndarray | None,
         value, dev, ideals = ideal_dp.ideal_split(spec, best[2], deadline)
         if np.isfinite(value) and consider(dev, f"dp over {ideals:,} ideals"):
             yield "exact: MIP start (dp)", dev
-    if spec.objective.kind == "bottleneck" and best[0] is not None:
-        for label, dev in load_search.improve(spec, best[0], deadline, seed, progress=progress):
+    idle, round_seed = 0, seed
+    while spec.objective.kind == "bottleneck" and best[0] is not None and idle < 2 and time.monotonic() < deadline:
+        improved = False  # another round from the best, with a new seed, until two bring nothing
+        for label, dev in load_search.improve(spec, best[0], deadline, round_seed, progress=progress):
             if consider(dev, "load search"):
+                improved = True
                 yield f"exact: MIP start ({label})", dev
+        idle, round_seed = (0 if improved else idle + 1), round_seed + 1
     if progress and best[0] is not None:
         progress(f"MIP start: {best[1]}, {best[2]:.6g}")
     return best[0], best[1]
