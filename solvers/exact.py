@@ -57,12 +57,13 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
         out, decode = _matrix(spec, model, solver, deadline, gap, threads, start_dev, progress, bool(symmetry))
     if progress:
         progress(f"{name}: {out.why} after {time.monotonic() - t0:.1f} s")
-    if out.status in ("optimal", "feasible"):
-        yield f"exact MIP ({name}: {out.why})", decode()
+    # the bound first: a caller past its deadline stops reading after the next assignment
     if out.status == "infeasible":
         yield Proven(math.inf, f"{name} proved the MIP infeasible")
     elif np.isfinite(out.bound):
         yield Proven(float(out.bound), f"{name} dual bound ({out.why})")
+    if out.status in ("optimal", "feasible"):
+        yield f"exact MIP ({name}: {out.why})", decode()
 
 
 def _relaxation(spec: Spec, seed: int, solver: str, via_pyomo: bool, deadline: float, heuristics: float,

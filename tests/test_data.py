@@ -138,6 +138,20 @@ def test_contiguous_exact_is_certified_by_the_non_contiguous_relaxation(data_dir
     assert r.gap <= 0.05
 
 
+def test_a_mip_stopped_by_the_time_limit_keeps_its_dual_bound(data_dir: Path, tmp_path: Path) -> None:
+    """Regression: the MIP's last incumbent and dual bound arrive just after the deadline,
+    and solve() used to drop both, reporting the cheap bound (13.20 here) instead of
+    HiGHS's root bound (about 15.26 within a second on this machine)."""
+    from partdsl.solvers.bounds import bound
+
+    spec = parse_file(converted(data_dir / "throughput" / "bert24_inference.json", tmp_path, split="any"))
+    r = solve(spec, method="exact", time_limit=3, gap=0.0, options={"heuristics": 0})
+    assert r.stopped == "time limit" and r.status.value == "feasible"
+    assert any("HiGHS dual bound (Interrupted" in ln for ln in r.log)
+    assert r.bound > bound(spec) + 1.0
+    assert r.bound <= NON_CONTIGUOUS_IP["bert24_inference"] + 0.005
+
+
 def read_assignment_from(spec, mapping):  # type: ignore[no-untyped-def]
     from partdsl.core.assignment import to_array
 
