@@ -6,13 +6,14 @@ the max is flat for most moves, so that search stalls early. Here a move is scor
 (objective, sum of squared loads): unloading any device counts, and the search walks
 the plateaus of the max. Moves carry whole colocation units. Each step takes the best
 move of a unit on a critical device (the most loaded one, per phase under GPipe); when
-none improves, every unit is tried. Loads come from the evaluator's own cost model
-(`core.evaluate.bottleneck_loads`, compiled in kernels/load_table.py); memory is checked per move, and under contiguity,
-acyclicity or a stage limit the evaluator's `violations` vets a move before it is taken.
-At a local optimum the best assignment is perturbed (a few units of a critical device
-sent to random allowed devices) and the descent restarts, until `stall` perturbations
-in a row bring nothing or the deadline passes. When no single move improves, a chain of two
-(a unit leaves the bottleneck for j, then a unit of j moves on) is tried first.
+none improves, every unit is tried, then chains of two moves (a unit leaves the
+bottleneck for j, then a unit of j moves on). Loads come from the evaluator's own cost
+model (`core.evaluate.bottleneck_loads`, compiled in kernels/load_table.py); memory is
+checked per move, and under contiguity, acyclicity or a stage limit the evaluator's
+`violations` vets a move before it is taken. At a local optimum the best assignment is
+perturbed (a few units of a critical device sent to random allowed devices) and the
+descent restarts, until `stall` perturbations in a row bring nothing or the deadline
+passes.
 """
 from __future__ import annotations
 
@@ -216,8 +217,8 @@ def improve(spec: Spec, start: np.ndarray, deadline: float = math.inf, seed: int
 
 def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callable[[str], None] | None = None,
         stall: float = STALL, **_: object) -> Iterator[Candidate]:
-    """Method `load_search`: the best topo split (dp's under contiguity when it beats it),
-    then improve() from it."""
+    """Method `load_search`: the best topo split, then improve() from it. (`exact`'s MIP
+    start, solvers/mip_start.py, also tries dp and restarts with new seeds.)"""
     from ..core.evaluate import evaluate
     from .topo_split import best_split
 

@@ -1,8 +1,9 @@
 """Method `exact`: Archer's MTPP MIP (models/mtpp.py) for identical stages under
 `acyclic`, Tarnawski's max-load IP (models/maxload.py) otherwise, seeded with a MIP
 start: the best of topo, the caller's warm start and (under contiguity) dp, polished by
-the load search (solvers/mip_start.py), in a share of the time limit. HiGHS and SCIP take the direct matrix path (scipy.sparse ->
-highspy / PySCIPOpt); `pyomo 1` (or a solver only Pyomo drives: gurobi, cplex, cbc)
+the load search (solvers/mip_start.py), in a share of the time limit. Under contiguity
+the non-contiguous relaxation runs first, for a proven bound. HiGHS and SCIP take the
+direct matrix path (scipy.sparse -> highspy / PySCIPOpt); `pyomo 1` (or a solver only Pyomo drives: gurobi, cplex, cbc)
 builds the Pyomo reference model instead (models/pyomo_*.py, solvers/pyomo_adapter.py).
 Yields the incumbent(s) for the evaluator and the solver's dual bound as a proven bound
 (a bound, never passed off as an optimum: solve() compares it with the re-scored
@@ -48,6 +49,8 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     if model is maxload and spec.constraints.contiguous and relax > 0 and not math.isinf(deadline):
         floor = yield from _relaxation(spec, seed, solver, via_pyomo, budget(deadline, relax), heuristics, gap,
                                        threads, start_dev, progress, name)
+        if floor == math.inf:
+            return  # no split at all, so no contiguous one
         if start_dev is not None and relative_gap(evaluate(spec, start_dev).objective, floor) <= (gap or 0.0):
             return  # the relaxation's bound certifies the start: nothing left for the MIP
     t0 = time.monotonic()
