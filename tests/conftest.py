@@ -26,3 +26,8 @@ def run_part(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
     exe = shutil.which("part", path=str(Path(sys.executable).parent))
     cmd = [exe] if exe else [sys.executable, "-m", "partdsl.cli.main"]
     return subprocess.run(cmd + list(args), capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+def logged_bounds(log: tuple[str, ...], about: str) -> list[float]:
+    """The proven bounds a Result's log records (to 6 digits) whose reason mentions `about`."""
+    return [float(ln.split()[2].rstrip(":")) for ln in log if ln.startswith("proven bound") and about in ln]

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from partdsl import PartError, evaluate, parse, solve
 from partdsl.core.ir import Spec
 
+from tests.conftest import logged_bounds
 from tests.strategies import mtpp_specs
 
 
@@ -75,8 +76,7 @@ def test_maxload_ip_equals_brute_force(data) -> None:
         assert math.isclose(ex.objective, brute.objective, rel_tol=1e-6, abs_tol=1e-6)
         assert ex.bound <= brute.objective + 1e-6
         # under contiguity the non-contiguous relaxation runs first: its bound is below the optimum
-        relaxed = [float(ln.split()[2].rstrip(":")) for ln in ex.log
-                   if ln.startswith("proven bound") and "non-contiguous relaxation" in ln]
+        relaxed = logged_bounds(ex.log, "non-contiguous relaxation")
         assert not relaxed or c.contiguous  # (absent when the start was already proven optimal)
         assert all(b <= brute.objective * (1 + 1e-5) + 1e-6 for b in relaxed)  # the log prints 6 digits
     else:
