@@ -265,17 +265,27 @@ def bottleneck_loads(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, 
     """The bottleneck objective and its load table: [D] loads, or [D, 2] forward and
     backward loads under GPipe (objective = max FW + max BW). Search kernels score moves
     with it, so they and the evaluator share one cost model."""
-    obj = spec.objective
     ov = overflow(spec, dense, dev)
-    if obj.training == "gpipe":
-        ph = dense.backward.astype(np.int64)
-        comp2 = _compute(dense, dev, ph).reshape(-1, 2)
-        in2, out2 = (x.reshape(-1, 2) for x in transfer_charges(dense, dev, ph))
-        fw = combine(comp2[:, 0], in2[:, 0], out2[:, 0], ov, obj.overlap)
-        bw = combine(comp2[:, 1], in2[:, 1], out2[:, 1], ov, obj.overlap)
-        return float(fw.max() + bw.max()) if dense.D else 0.0, np.stack([fw, bw], axis=1)
-    load = combine(_compute(dense, dev), *transfer_charges(dense, dev), ov, obj.overlap)
-    return float(load.max()) if dense.D else 0.0, load
+    if spec.objective.training == "gpipe":
+        table = _phase_loads(spec, dense, dev, ov)
+    else:
+        table = combine(_compute(dense, dev), *transfer_charges(dense, dev), ov, spec.objective.overlap)
+    return _max_load(table), table
+
+
+def _phase_loads(spec: Spec, dense: Dense, dev: np.ndarray, ov: np.ndarray) -> np.ndarray:
+    """GPipe: [D, 2] forward and backward loads; transfers go to the phase of the sender
+    (out) or consumer (in), overflow to both."""
+    ph = dense.backward.astype(np.int64)
+    comp2 = _compute(dense, dev, ph).reshape(-1, 2)
+    in2, out2 = (x.reshape(-1, 2) for x in transfer_charges(dense, dev, ph))
+    return np.stack([combine(comp2[:, p], in2[:, p], out2[:, p], ov, spec.objective.overlap) for p in (0, 1)],
+                    axis=1)
+
+
+def _max_load(table: np.ndarray) -> float:
+    """Max load, or max FW + max BW for a [D, 2] table."""
+    return float(table.max(axis=0).sum()) if table.shape[0] else 0.0
 
 
 def _bottleneck(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict, dict]:
@@ -286,11 +296,12 @@ def _bottleneck(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict,
     load = combine(comp, inn, out, ov, obj.overlap)
     parts = {d: {"compute": comp[j], "in": inn[j], "out": out[j], "overflow": ov[j]}
              for j, d in enumerate(dense.devices)}
-    value, table = bottleneck_loads(spec, dense, dev)
+    table = load
     if obj.training == "gpipe":
+        table = _phase_loads(spec, dense, dev, ov)
         for j, d in enumerate(dense.devices):
             parts[d].update(fw=table[j, 0], bw=table[j, 1])
-    return value, {d: float(x) for d, x in zip(dense.devices, load)}, parts
+    return _max_load(table), {d: float(x) for d, x in zip(dense.devices, load)}, parts
 
 
 def _latency(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict, dict, list[Violation]]:
