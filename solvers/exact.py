@@ -17,7 +17,6 @@ from typing import Callable, Generator, Iterator
 
 import numpy as np
 
-from ..core.evaluate import evaluate
 from ..core.ir import Spec
 from ..kernels import Proven
 from ..models import maxload, mtpp
@@ -38,20 +37,18 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     """`start`: the caller's warm start, the MIP start when it beats the kernels' best.
     `heuristics`: the share of the time limit spent finding the MIP start. `relax`: under
     contiguity, the share of the time left spent on the non-contiguous relaxation first."""
-
     solver = solver or "highs"
     via_pyomo = bool(pyomo) or solver not in MATRIX_SOLVERS
     model = formulation(spec)
     model.check(spec)
-    start_dev, _ = yield from mip_start(spec, seed, budget(deadline, heuristics), start, progress)
+    start_dev, start_value = yield from mip_start(spec, seed, budget(deadline, heuristics), start, progress)
     name = NAMES.get(solver, solver) + (" via Pyomo" if via_pyomo else "")
-    floor = -math.inf
     if model is maxload and spec.constraints.contiguous and relax > 0 and not math.isinf(deadline):
         floor = yield from _relaxation(spec, seed, solver, via_pyomo, budget(deadline, relax), heuristics, gap,
                                        threads, start_dev, progress, name)
         if floor == math.inf:
             return  # no split at all, so no contiguous one
-        if start_dev is not None and relative_gap(evaluate(spec, start_dev).objective, floor) <= (gap or 0.0):
+        if relative_gap(start_value, floor) <= (gap or 0.0):
             return  # the relaxation's bound certifies the start: nothing left for the MIP
     t0 = time.monotonic()
     if via_pyomo:

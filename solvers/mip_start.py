@@ -32,8 +32,8 @@ def budget(deadline: float, share: float) -> float:
 
 def mip_start(spec: Spec, seed: int, deadline: float, given: np.ndarray | None,
               progress: Callable[[str], None] | None
-              ) -> Generator[tuple[str, np.ndarray], None, tuple[np.ndarray | None, str]]:
-    """Yield the candidates; return the best feasible one and where it came from."""
+              ) -> Generator[tuple[str, np.ndarray], None, tuple[np.ndarray | None, float]]:
+    """Yield the candidates; return the best feasible one and its value (None, inf if none)."""
     best: tuple[np.ndarray | None, str, float] = (None, "", math.inf)
 
     def consider(dev: np.ndarray | None, label: str) -> bool:
@@ -64,4 +64,4 @@ def mip_start(spec: Spec, seed: int, deadline: float, given: np.ndarray | None,
         idle, round_seed = (0 if improved else idle + 1), round_seed + 1
     if progress and best[0] is not None:
         progress(f"MIP start: {best[1]}, {best[2]:.6g}")
-    return best[0], best[1]
+    return best[0], best[2]
