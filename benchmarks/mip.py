@@ -66,7 +66,8 @@ def main() -> None:
                                "within the gap" if abs(r.objective - pub) <= args.gap * pub else
                                "worse" if r.objective > pub else "BETTER than the published optimum?")
                 else:
-                    verdict = "at least as good" if r.objective <= pub + 0.005 else "worse"
+                    verdict = ("at least as good" if r.objective <= pub + 0.005 else
+                               "published value below our proven bound" if r.bound > pub + 0.005 else "worse")
                 if r.status.value != "optimal":
                     verdict += f" (stopped: {r.stopped}, {mip.A.shape[0]:,} rows)"
                 print(f"{name:22} {split:10} {solver:6} {pub:9.2f} {r.objective:9.2f} {r.bound:9.2f} "
