@@ -5,7 +5,7 @@ best non-contiguous values. Model build time is printed apart from solve time.
 
     python benchmarks/mip.py                          # 20-minute cap per run (hours in total)
     python benchmarks/mip.py --cap 60 --solvers highs # a quick look
-    python benchmarks/mip.py --files bert24_inference,gnmt_inference
+    python benchmarks/mip.py --files bert24_inference,gnmt_inference --progress
 
 Targets (issue 3): the contiguous value matches the published optimum on every file; the
 non-contiguous value is at least as good as the published one. A run that stops at the cap
@@ -37,6 +37,7 @@ def main() -> None:
     ap.add_argument("--solvers", default="highs,scip")
     ap.add_argument("--splits", default="contiguous,any")
     ap.add_argument("--files", default=",".join(PUBLISHED))
+    ap.add_argument("--progress", action="store_true", help="each run's progress on stderr (incumbents, bounds)")
     args = ap.parse_args()
     from partdsl import parse_file, solve
     from partdsl.cli.convert import dnn_partitioning_to_part
@@ -59,7 +60,8 @@ def main() -> None:
             pub = PUBLISHED[name][0 if split == "contiguous" else 1]
             for solver in args.solvers.split(","):
                 t = time.perf_counter()
-                r = solve(spec, method="exact", solver=solver, time_limit=args.cap, gap=args.gap)
+                r = solve(spec, method="exact", solver=solver, time_limit=args.cap, gap=args.gap,
+                          progress=_stamped(f"{name} {split} {solver}") if args.progress else None)
                 total = time.perf_counter() - t
                 if split == "contiguous":
                     verdict = ("matches" if abs(r.objective - pub) <= 0.005 else
@@ -72,6 +74,11 @@ def main() -> None:
                     verdict += f" (stopped: {r.stopped}, {mip.A.shape[0]:,} rows)"
                 print(f"{name:22} {split:10} {solver:6} {pub:9.2f} {r.objective:9.2f} {r.bound:9.2f} "
                       f"{100 * r.gap:6.2f}% {build:6.1f}s {total:7.1f}s  {verdict}", flush=True)
+
+
+def _stamped(run: str):  # type: ignore[no-untyped-def]
+    t0 = time.perf_counter()
+    return lambda msg: print(f"  [{run} {time.perf_counter() - t0:7.1f}s] {msg}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
