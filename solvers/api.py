@@ -120,7 +120,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
         backends.require(opts.solver)
         if not m.mip:
             log.append(f"method {name} uses no MIP solver; solver {opts.solver} not needed")
-    solver_name = (opts.solver or "highs") if m.mip else KERNEL_SOLVER
+    solver_name = (opts.solver or exact.DEFAULT_SOLVER) if m.mip else KERNEL_SOLVER
     t0 = time.monotonic()
     deadline = t0 + opts.time_limit if opts.time_limit is not None else math.inf
     lb = trivial_bound(spec)

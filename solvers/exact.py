@@ -26,6 +26,7 @@ from .mip_start import budget, mip_start
 from .result import relative_gap
 from .scip_matrix import solve_scip
 
+DEFAULT_SOLVER = "highs"
 MATRIX_SOLVERS = ("highs", "scip")
 NAMES = {"highs": "HiGHS", "scip": "SCIP", "gurobi": "Gurobi", "cplex": "CPLEX", "cbc": "CBC"}
 
@@ -37,7 +38,7 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     """`start`: the caller's warm start, the MIP start when it beats the kernels' best.
     `heuristics`: the share of the time limit spent finding the MIP start. `relax`: under
     contiguity, the share of the time left spent on the non-contiguous relaxation first."""
-    solver = solver or "highs"
+    solver = solver or DEFAULT_SOLVER
     via_pyomo = bool(pyomo) or solver not in MATRIX_SOLVERS
     model = formulation(spec)
     model.check(spec)
