@@ -22,7 +22,7 @@ from ..kernels import Proven
 from ..models import maxload, mtpp
 from ..models.matrix import MatrixMIP
 from .highs_matrix import MipOutcome, solve_highs
-from .mip_start import budget, mip_start
+from .mip_start import best_start, budget, mip_start
 from .result import relative_gap
 from .scip_matrix import solve_scip
 
@@ -78,7 +78,7 @@ def _relaxation(spec: Spec, seed: int, solver: str, via_pyomo: bool, deadline: f
     if progress:
         progress(f"the non-contiguous relaxation first, for a lower bound ({deadline - time.monotonic():.0f} s)")
     if start_dev is not None:
-        start_dev = _drain(mip_start(relaxed, seed, budget(deadline, heuristics), start_dev, progress))[0]
+        start_dev = best_start(relaxed, seed, budget(deadline, heuristics), start_dev, progress)[0]
     if via_pyomo:
         out, _ = _pyomo(relaxed, maxload, solver, deadline, gap, threads, start_dev)
     else:
@@ -92,15 +92,6 @@ def _relaxation(spec: Spec, seed: int, solver: str, via_pyomo: bool, deadline: f
         progress(f"non-contiguous relaxation: bound {out.bound:.6g} ({out.why})")
     yield Proven(float(out.bound), f"{name} dual bound of the non-contiguous relaxation ({out.why})")
     return float(out.bound)
-
-
-def _drain(gen: Generator):  # type: ignore[no-untyped-def,type-arg]
-    """Run a generator to its end and return its return value."""
-    while True:
-        try:
-            next(gen)
-        except StopIteration as stop:
-            return stop.value
 
 
 def _left(deadline: float) -> float | None:

@@ -70,3 +70,14 @@ def mip_start(spec: Spec, seed: int, deadline: float, given: np.ndarray | None,
     if progress and best[0] is not None:
         progress(f"MIP start: {best[1]}, {best[2]:.6g}")
     return best[0], best[2]
+
+
+def best_start(spec: Spec, seed: int, deadline: float, given: np.ndarray | None,
+               progress: Callable[[str], None] | None) -> tuple[np.ndarray | None, float]:
+    """mip_start() run to its end, without its candidates: the best split and its value."""
+    gen = mip_start(spec, seed, deadline, given, progress)
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value
