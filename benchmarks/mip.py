@@ -14,6 +14,7 @@ prints its incumbent and proven bound: nothing is passed off as optimal.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -37,7 +38,10 @@ def main() -> None:
     ap.add_argument("--solvers", default="highs,scip")
     ap.add_argument("--splits", default="contiguous,any")
     ap.add_argument("--files", default=",".join(PUBLISHED))
+    ap.add_argument("--threads", type=int, default=None, help="solver threads (default: the solver's own)")
     ap.add_argument("--progress", action="store_true", help="each run's progress on stderr (incumbents, bounds)")
+    ap.add_argument("--record", metavar="FILE.jsonl",
+                    help="append one JSON line per finished run (so a long table survives an interruption)")
     args = ap.parse_args()
     from partdsl import parse_file, solve
     from partdsl.cli.convert import dnn_partitioning_to_part
@@ -60,7 +64,7 @@ def main() -> None:
             pub = PUBLISHED[name][0 if split == "contiguous" else 1]
             for solver in args.solvers.split(","):
                 t = time.perf_counter()
-                r = solve(spec, method="exact", solver=solver, time_limit=args.cap, gap=args.gap,
+                r = solve(spec, method="exact", solver=solver, time_limit=args.cap, gap=args.gap, threads=args.threads,
                           progress=_stamped(f"{name} {split} {solver}") if args.progress else None)
                 total = time.perf_counter() - t
                 if split == "contiguous":
@@ -74,6 +78,13 @@ def main() -> None:
                     verdict += f" (stopped: {r.stopped}, {mip.A.shape[0]:,} rows)"
                 print(f"{name:22} {split:10} {solver:6} {pub:9.2f} {r.objective:9.2f} {r.bound:9.2f} "
                       f"{100 * r.gap:6.2f}% {build:6.1f}s {total:7.1f}s  {verdict}", flush=True)
+                if args.record:
+                    with open(args.record, "a") as out:
+                        out.write(json.dumps({"workload": name, "split": split, "solver": solver, "cap": args.cap,
+                                              "gap_target": args.gap, "published": pub, "value": r.objective,
+                                              "bound": r.bound, "gap": r.gap, "status": r.status.value,
+                                              "stopped": r.stopped, "rows": mip.A.shape[0], "build_s": build,
+                                              "total_s": total, "verdict": verdict}) + "\n")
 
 
 def _stamped(run: str):  # type: ignore[no-untyped-def]
