@@ -2,7 +2,7 @@
 
 0 success; 1 internal error (a bug: please report); 2 user error in the spec, a file or
 the arguments; 3 infeasible (proven); 4 no solution within the limits; 5 solver not
-installed.
+installed; 6 the solver failed (a license or size limit, a crash of its own).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
-EXIT_OK, EXIT_INTERNAL, EXIT_USER, EXIT_INFEASIBLE, EXIT_NO_SOLUTION, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4, 5
+EXIT_OK, EXIT_INTERNAL, EXIT_USER, EXIT_INFEASIBLE, EXIT_NO_SOLUTION, EXIT_UNAVAILABLE, EXIT_SOLVER = range(7)
 
 
 def _defines(items: list[str]) -> dict[str, str]:
@@ -207,7 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="part", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Partition DNN computation graphs across devices, with certified answers.",
         epilog="exit codes:\n  0 success\n  1 internal error (a bug)\n  2 user error in the spec, a file "
-               "or the arguments\n  3 infeasible\n  4 no solution within the limits\n  5 solver not installed")
+               "or the arguments\n  3 infeasible\n  4 no solution within the limits\n  5 solver not installed\n"
+               "  6 the solver failed (license or size limit, or its own crash)")
     sub = ap.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser, spec: bool = True) -> None:
@@ -241,7 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bound", help="the lower-bound hierarchy (simple, LP, bottleneck, bottleneck-guess, exact)")
     common(p)
     p.add_argument("--time-limit", type=float, metavar="SECONDS", help="budget of each MIP (bottleneck-guess: of all k)")
-    p.add_argument("--solver", help="MIP backend: highs (default) or scip")
+    p.add_argument("--solver", help="MIP backend of the MIP bounds: " + ", ".join(
+        f"{s} (default)" if s == DEFAULT_SOLVER else s for s in NAMES) + " (the LP bound is HiGHS's simplex)")
     p.add_argument("--threads", type=int, metavar="N")
     p.add_argument("--workers", type=int, metavar="N", help="processes for the bottleneck-guess MIPs (default: cores)")
     p.add_argument("--only", metavar="LIST", help="a comma-separated subset of simple,lp,bottleneck,bottleneck_guess,exact")
@@ -263,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from ..core.errors import PartError
-    from ..solvers.backends import SolverUnavailable
+    from ..solvers.backends import SolverFailed, SolverUnavailable
 
     args = build_parser().parse_args(argv)
     try:
@@ -273,11 +275,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "json", False):
             print(json.dumps(e.to_json()))
         return EXIT_USER
-    except SolverUnavailable as e:
+    except (SolverUnavailable, SolverFailed) as e:
+        unavailable = isinstance(e, SolverUnavailable)
         print(f"error: {e}\nhint: {e.hint}", file=sys.stderr)
         if getattr(args, "json", False):
-            print(json.dumps({"error": str(e), "kind": "solver_unavailable", "hint": e.hint}))
-        return EXIT_UNAVAILABLE
+            kind = "solver_unavailable" if unavailable else "solver_failed"
+            print(json.dumps({"error": str(e), "kind": kind, "hint": e.hint}))
+        return EXIT_UNAVAILABLE if unavailable else EXIT_SOLVER
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+from contextlib import contextmanager
+from typing import Iterator
 
 from ..core.errors import PartError
 
@@ -23,6 +25,40 @@ class SolverUnavailable(Exception):
         super().__init__(f"solver '{name}' is not installed")
         self.name = name
         self.hint = BACKENDS[name][1]
+
+
+class SolverFailed(Exception):
+    """A solver stopped with an error of its own (a license or size limit, a crash), not a
+    bug of partdsl's and not a mistake in the spec: its message is passed on as it is."""
+
+    def __init__(self, name: str, error: BaseException, rows: int, columns: int) -> None:
+        super().__init__(f"solver '{name}' failed on a model of {rows:,} rows x {columns:,} columns: "
+                         f"{type(error).__name__}: {error}")
+        self.name = name
+        limited = any(w in str(error).lower() for w in ("license", "size limit", "size-limit"))
+        self.hint = (f"{name}'s license limits the model size (the pip editions of Gurobi and CPLEX take "
+                     "2,000 and 1,000 variables or rows): use --solver highs or --solver scip, or a full "
+                     "license" if limited else "the solver's own message is above; --solver highs or "
+                     "--solver scip may get further")
+
+
+# the Python packages of the solvers: an exception raised from one of them is the solver's;
+# PySCIPOpt raises built-in exceptions whose message starts with "SCIP:"
+SOLVER_LIBRARIES = ("gurobipy", "cplex", "pyscipopt", "highspy")
+
+
+@contextmanager
+def failures(name: str, rows: int, columns: int) -> Iterator[None]:
+    """Turn a solver library's own exception into SolverFailed; anything else stays a bug."""
+    from pyomo.common.errors import ApplicationError  # Pyomo's "the solver run failed"
+
+    try:
+        yield
+    except Exception as e:
+        if (type(e).__module__.split(".")[0] in SOLVER_LIBRARIES or isinstance(e, ApplicationError)
+                or str(e).startswith("SCIP:")):
+            raise SolverFailed(name, e, rows, columns) from e
+        raise
 
 
 def is_installed(name: str) -> bool:

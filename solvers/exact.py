@@ -21,6 +21,7 @@ from ..core.ir import Spec
 from ..kernels import Proven
 from ..models import maxload, mtpp
 from ..models.matrix import MatrixMIP
+from .backends import failures
 from .highs_matrix import MipOutcome, solve_highs
 from .mip_start import best_start, budget, mip_start
 from .result import relative_gap
@@ -114,21 +115,42 @@ def solve_matrix(mip: MatrixMIP, solver: str | None, time_limit: float | None, g
                  threads: int | None, start: np.ndarray | None = None,
                  progress: Callable[[str], None] | None = None) -> MipOutcome:
     """A MatrixMIP on SCIP (PySCIPOpt) or HiGHS (highspy, the default)."""
-    if solver == "scip":
-        return solve_scip(mip, time_limit, gap, threads, start)
-    return solve_highs(mip, time_limit, gap, threads, start, progress)
+    with failures(solver or DEFAULT_SOLVER, *mip.A.shape):
+        if solver == "scip":
+            return solve_scip(mip, time_limit, gap, threads, start)
+        return solve_highs(mip, time_limit, gap, threads, start, progress)
 
 
 def _pyomo(spec: Spec, model, solver: str, deadline: float, gap: float | None,  # type: ignore[no-untyped-def]
            threads: int | None, start_dev: np.ndarray | None) -> tuple[MipOutcome, Callable[[], np.ndarray]]:
     from ..models import pyomo_maxload, pyomo_mtpp
-    from .pyomo_adapter import solve_pyomo
 
     ref = pyomo_mtpp if model is mtpp else pyomo_maxload
     m = ref.build(spec)
     warm = start_dev is not None and ref.warm_start(spec, m, start_dev)
-    out = solve_pyomo(m, solver, _left(deadline), gap, threads, warm)
+    out = solve_pyomo_model(m, solver, _left(deadline), gap, threads, warm)
     return out, lambda: ref.decode(spec, m)
+
+
+def solve_pyomo_model(m, solver: str, time_limit: float | None, gap: float | None,  # type: ignore[no-untyped-def]
+                      threads: int | None, warm: bool = False) -> MipOutcome:
+    """A Pyomo model on any solver Pyomo knows (solvers/pyomo_adapter.py)."""
+    from .pyomo_adapter import solve_pyomo
+
+    with failures(solver, m.nconstraints(), m.nvariables()):
+        return solve_pyomo(m, solver, time_limit, gap, threads, warm)
+
+
+def solve_mtpp_variant(spec: Spec, variant: mtpp.Variant, solver: str | None, time_limit: float | None,
+                       gap: float | None, threads: int | None) -> MipOutcome:
+    """Archer's MIP or one of its relaxations (sec. 3.2-3.3) on any solver: the matrix
+    model on HiGHS and SCIP, the Pyomo reference model on the others."""
+    solver = solver or DEFAULT_SOLVER
+    if solver in MATRIX_SOLVERS:
+        return solve_matrix(mtpp.build(spec, variant)[0], solver, time_limit, gap, threads)
+    from ..models import pyomo_mtpp
+
+    return solve_pyomo_model(pyomo_mtpp.build(spec, variant), solver, time_limit, gap, threads)
 
 
 def formulation(spec: Spec):  # type: ignore[no-untyped-def]

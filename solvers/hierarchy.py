@@ -26,7 +26,8 @@ from ..core.errors import PartError
 from ..core.ir import Spec
 from ..models import mtpp
 from .bounds import bound as trivial_bound
-from .exact import formulation, solve_matrix
+from .backends import require
+from .exact import formulation, solve_mtpp_variant
 from .highs_matrix import MipOutcome, solve_highs
 
 NAMES = ("simple", "lp", "bottleneck", "bottleneck_guess", "exact")
@@ -91,12 +92,11 @@ def _guess(spec: Spec, j: int, deadline: float, solver: str | None, threads: int
            floor: float) -> tuple[int, float, bool]:
     """LB_j of sec. 3.3, its dual bound if the wall-clock deadline (time.time()) stops it;
     never below `floor`, a bound every LB_j is known to meet."""
-    mip, _ = mtpp.build(spec, mtpp.Variant("guess", j))
     left = deadline - time.time()
     L = max(mtpp.simple_bound(spec), floor)
     if left <= 0:
         return j, L, False
-    out = solve_matrix(mip, solver, None if math.isinf(left) else left, 0.0, threads)
+    out = solve_mtpp_variant(spec, mtpp.Variant("guess", j), solver, None if math.isinf(left) else left, 0.0, threads)
     return j, mip_bound(out, L), out.status in ("optimal", "infeasible")
 
 
@@ -152,6 +152,8 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
     if spec.objective.kind != "bottleneck":
         raise PartError("`part bound` computes the lower-bound hierarchy for the bottleneck objective", None,
                         "use `part solve` for latency and batched throughput (it prints a bound too)")
+    if solver is not None:
+        require(solver)  # an unknown or missing solver is the caller's to fix, not a bound to skip
     say = progress or (lambda _m: None)
     not_mtpp = is_mtpp(spec)
     bounds: dict[str, BoundEntry] = {}
@@ -198,8 +200,7 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
             continue
         t = time.monotonic()
         if name == "bottleneck":
-            mip, _ = mtpp.build(spec, mtpp.Variant("bottleneck"))
-            out = solve_matrix(mip, solver, time_limit, 0.0, threads)
+            out = solve_mtpp_variant(spec, mtpp.Variant("bottleneck"), solver, time_limit, 0.0, threads)
             v, ok = mip_bound(out, simple), out.status in ("optimal", "infeasible")
             note = "sec. 3.2, three superblocks"
         else:

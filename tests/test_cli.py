@@ -87,5 +87,6 @@ def test_convert_part_to_json_graph_and_back(tmp_path: Path) -> None:
 def test_help_lists_commands_and_exit_codes() -> None:
     r = run_part("--help")
     assert r.returncode == 0
-    for word in ("check", "eval", "solve", "convert", "3 infeasible", "5 solver not installed"):
+    for word in ("check", "eval", "solve", "convert", "3 infeasible", "5 solver not installed",
+                 "6 the solver failed"):
         assert word in r.stdout

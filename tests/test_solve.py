@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from partdsl import PartError, evaluate, parse, solve
 from partdsl.core.assignment import to_array
 from partdsl.core.ir import Spec
-from partdsl.solvers.backends import BACKENDS, is_installed
+from partdsl.solvers.backends import BACKENDS, SolverFailed, failures, is_installed
 from partdsl.solvers.result import Status
 
 from tests.conftest import EXAMPLES, run_part
@@ -109,6 +109,46 @@ def test_missing_solver_exits_5_and_installed_ones_work() -> None:
             assert p.returncode == 5, p.stderr
             assert f"solver '{name}' is not installed" in p.stderr and "hint:" in p.stderr
             assert json.loads(p.stdout)["kind"] == "solver_unavailable"
+
+
+def test_solver_failure_exits_6_with_its_message() -> None:
+    """Gurobi's pip edition refuses models over 2,000 columns: the CLI says so plainly, with
+    the model's size and a hint, and exits 6, not 1 ("internal error: a bug")."""
+    spec = str(EXAMPLES / "bert24_training.part")
+    p = run_part("solve", spec, "--method", "exact", "--solver", "gurobi", "--time-limit", "10")
+    assert p.returncode == 6, p.stderr
+    assert "solver 'gurobi' failed on a model of" in p.stderr and "size-limited license" in p.stderr
+    assert "hint: gurobi's license limits the model size" in p.stderr and "internal error" not in p.stderr
+    out = json.loads(run_part("solve", spec, "--method", "exact", "--solver", "gurobi", "--time-limit", "10",
+                              "--json").stdout)
+    assert out["kind"] == "solver_failed" and "--solver highs" in out["hint"]
+    with pytest.raises(SolverFailed):  # the same for Python users
+        solve(parse_file_example("bert24_training.part"), method="exact", solver="gurobi", time_limit=10)
+
+
+def test_only_a_solver_library_error_counts_as_a_solver_failure() -> None:
+    import gurobipy
+    import highspy
+    from pyscipopt import Model
+
+    with pytest.raises(SolverFailed, match="solver 'gurobi' failed on a model of 3 rows x 4 columns"):
+        with failures("gurobi", 3, 4):
+            gurobipy.Model().setParam("NoSuchParam", 1)  # a GurobiError
+    with pytest.raises(SolverFailed, match="SCIP: file not found"):  # PySCIPOpt: a built-in error, "SCIP: ..."
+        with failures("scip", 3, 4):
+            m = Model()
+            m.hideOutput()
+            m.readProblem("/nonexistent/model.lp")
+    for bug in (lambda: highspy.Highs().passModel(None), lambda: 1 / 0):  # our misuse, our bug: exit 1
+        with pytest.raises((TypeError, ZeroDivisionError)):
+            with failures("highs", 3, 4):
+                bug()
+
+
+def parse_file_example(name: str) -> Spec:
+    from partdsl import parse_file
+
+    return parse_file(EXAMPLES / name)
 
 
 def test_solve_json_contract_and_overrides() -> None:
