@@ -2,7 +2,8 @@
 
 0 success; 1 internal error (a bug: please report); 2 user error in the spec, a file or
 the arguments; 3 infeasible (proven); 4 no solution within the limits; 5 solver not
-installed; 6 the solver failed (a license or size limit, a crash of its own).
+installed; 6 the solver failed (a license or size limit, a crash of its own); 130
+interrupted by Ctrl-C (the best answer found so far is printed).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USER, EXIT_INFEASIBLE, EXIT_NO_SOLUTION, EXIT_UNAVAILABLE, EXIT_SOLVER = range(7)
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report it; the best answer so far is printed
 
 
 def _defines(items: list[str]) -> dict[str, str]:
@@ -97,7 +99,10 @@ def _solve_one(spec, args: argparse.Namespace) -> tuple[dict, str, int, list[str
     r = solve(spec, method=args.method, solver=args.solver, time_limit=args.time_limit, gap=args.gap,
               seed=args.seed, threads=args.threads, progress=progress, options=method_opts)
     code = EXIT_OK
-    if r.status == Status.INFEASIBLE:
+    if r.stopped == "interrupted":
+        print("interrupted: the best answer found so far is printed", file=sys.stderr)
+        code = EXIT_INTERRUPTED
+    elif r.status == Status.INFEASIBLE:
         print("error: the spec is infeasible: no assignment satisfies its constraints", file=sys.stderr)
         code = EXIT_INFEASIBLE
     elif r.status == Status.NO_SOLUTION:
@@ -129,7 +134,11 @@ def _bound_one(spec, args: argparse.Namespace) -> tuple[dict, str, int, list[str
                   workers=args.workers, seed=args.seed or 0, progress=progress, only=only)
     fr = [h.fraction(n) for n in NAMES]
     row = [fmt(h.best)] + [f"{f:.4f}" if f is not None else "-" for f in fr]
-    return h.to_json(), hierarchy_report(spec, h), EXIT_OK if math.isfinite(h.best) else EXIT_NO_SOLUTION, row
+    code = EXIT_OK if math.isfinite(h.best) else EXIT_NO_SOLUTION
+    if h.interrupted:
+        print("interrupted: the bounds computed so far are printed", file=sys.stderr)
+        code = EXIT_INTERRUPTED
+    return h.to_json(), hierarchy_report(spec, h), code, row
 
 
 def cmd_bound(args: argparse.Namespace) -> int:
@@ -165,6 +174,8 @@ def _run(args: argparse.Namespace, one, header: list[str]) -> int:  # type: igno
         rows.append(list(combo) + row)
         objs.append({"params": point, **obj})
         worst = max(worst, code)
+        if code == EXIT_INTERRUPTED:  # Ctrl-C ends the sweep, not just this point
+            break
     _emit(args, {"sweep": objs}, table(rows, keys + header))
     return worst
 
@@ -208,7 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Partition DNN computation graphs across devices, with certified answers.",
         epilog="exit codes:\n  0 success\n  1 internal error (a bug)\n  2 user error in the spec, a file "
                "or the arguments\n  3 infeasible\n  4 no solution within the limits\n  5 solver not installed\n"
-               "  6 the solver failed (license or size limit, or its own crash)")
+               "  6 the solver failed (license or size limit, or its own crash)\n"
+               "  130 interrupted by Ctrl-C (the best answer found so far is printed)")
     sub = ap.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser, spec: bool = True) -> None:
@@ -284,10 +296,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_UNAVAILABLE if unavailable else EXIT_SOLVER
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
-    except Exception:  # a bug in partdsl, not the user's fault
+    except Exception as e:  # a bug in partdsl, not the user's fault
+        from ..solvers.interrupt import is_ctrl_c
+
+        if is_ctrl_c(e):  # Ctrl-C inside a numba call, outside a solve
+            print("interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
         if os.environ.get("PARTDSL_DEBUG"):
             traceback.print_exc()
         exc = sys.exc_info()[1]

@@ -28,7 +28,7 @@ from ..kernels import (
     single_device,
     topo_split,
 )
-from . import backends, exact
+from . import backends, exact, interrupt
 from .bounds import bound as trivial_bound
 from .result import Result, Status, relative_gap
 
@@ -146,37 +146,49 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
                          gap=opts.gap, threads=opts.threads, **extra, **method_opts)
 
     last_report = -math.inf  # report after the first candidate, then twice a second
-    for item in candidates():
-        if isinstance(item, Progress):
-            report(item.message)
-            continue
-        if isinstance(item, Proven):  # a kernel's proof that nothing beats item.bound
-            lb = max(lb, item.bound) if spec.objective.sense == "min" else min(lb, item.bound)
-            log.append(f"proven bound {item.bound:.6g}: {item.why}")
-            continue
-        label, dev = item
-        n_cand += 1  # scored even past the deadline: a MIP's last incumbent arrives just after it
-        ev = evaluate(spec, dev)
-        if _better(spec, ev, best):
-            best, best_dev, best_label = ev, dev, label
-            if ev.feasible:
-                log.append(f"{time.monotonic() - t0:8.3f}s  incumbent {ev.objective:.6g} ({label})")
-        if time.monotonic() > deadline:
-            stopped = "time limit"
-            break
-        if progress and time.monotonic() - last_report > 0.5:
-            last_report = time.monotonic()
-            inc = f"{best.objective:.6g}" if best and best.feasible else "none"
-            progress(f"{n_cand} candidates, incumbent {inc}, bound {lb:.6g}")
-        # stop early only on the relative gap: exhaustive methods stay exact references
-        if best is not None and best.feasible and relative_gap(best.objective, lb) <= rel:
-            stopped = "bound reached"
-            break
-    else:
-        if time.monotonic() > deadline:  # the method itself stopped at the deadline
-            stopped = "time limit"
-        elif m.exhaustive:
-            stopped = "exhausted"
+    interrupt.clear()
+    try:
+        for item in candidates():
+            if isinstance(item, Progress):
+                report(item.message)
+                continue
+            if isinstance(item, Proven):  # a kernel's proof that nothing beats item.bound
+                lb = max(lb, item.bound) if spec.objective.sense == "min" else min(lb, item.bound)
+                log.append(f"proven bound {item.bound:.6g}: {item.why}")
+                continue
+            label, dev = item
+            n_cand += 1  # scored even past the deadline: a MIP's last incumbent arrives just after it
+            ev = evaluate(spec, dev)
+            if _better(spec, ev, best):
+                best, best_dev, best_label = ev, dev, label
+                if ev.feasible:
+                    log.append(f"{time.monotonic() - t0:8.3f}s  incumbent {ev.objective:.6g} ({label})")
+            if time.monotonic() > deadline:
+                stopped = "time limit"
+                break
+            if interrupt.requested():  # Ctrl-C while a solver ran: it handed back what it had
+                stopped = "interrupted"
+                break
+            if progress and time.monotonic() - last_report > 0.5:
+                last_report = time.monotonic()
+                inc = f"{best.objective:.6g}" if best and best.feasible else "none"
+                progress(f"{n_cand} candidates, incumbent {inc}, bound {lb:.6g}")
+            # stop early only on the relative gap: exhaustive methods stay exact references
+            if best is not None and best.feasible and relative_gap(best.objective, lb) <= rel:
+                stopped = "bound reached"
+                break
+        else:
+            if interrupt.requested():
+                stopped = "interrupted"
+            elif time.monotonic() > deadline:  # the method itself stopped at the deadline
+                stopped = "time limit"
+            elif m.exhaustive:
+                stopped = "exhausted"
+    except (KeyboardInterrupt, SystemError) as e:  # Ctrl-C in a kernel: keep the best candidate so far
+        if not interrupt.is_ctrl_c(e):
+            raise
+        stopped = "interrupted"
+        interrupt.request()
     wall = time.monotonic() - t0
     unit = "samples/s" if spec.objective.kind == "throughput" else "ms"
     sense = spec.objective.sense

@@ -26,6 +26,7 @@ from ..core.errors import PartError
 from ..core.ir import Spec
 from ..models import mtpp
 from .bounds import bound as trivial_bound
+from . import interrupt
 from .backends import require
 from .exact import formulation, solve_mtpp_variant
 from .highs_matrix import MipOutcome, solve_highs
@@ -54,6 +55,7 @@ class Hierarchy:
     bounds: dict[str, BoundEntry] = field(default_factory=dict)
     proven: bool = False  # the best solution is a proven optimum (dp under `acyclic`, or a solved MIP)
     assignment: dict[str, str] | None = None
+    interrupted: bool = False  # Ctrl-C: the bounds after it were not computed
 
     def fraction(self, name: str) -> float | None:
         e = self.bounds.get(name)
@@ -63,7 +65,7 @@ class Hierarchy:
 
     def to_json(self) -> dict:
         return {"best": self.best if math.isfinite(self.best) else None, "best_method": self.best_method,
-                "best_proven_optimal": self.proven,
+                "best_proven_optimal": self.proven, "interrupted": self.interrupted,
                 "bounds": {k: {**e.to_json(), "fraction": self.fraction(k)} for k, e in self.bounds.items()},
                 "assignment": self.assignment}
 
@@ -123,11 +125,15 @@ def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | 
         ctx = multiprocessing.get_context("spawn")  # no fork after solver threads have started
         with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
             futures = [pool.submit(_guess, spec, j, deadline, solver, per_threads, floor) for j in range(1, k + 1)]
-            for f in as_completed(futures):
-                j, b, ok = f.result()
-                results[j] = (b, ok)
-                if progress:
-                    progress(f"bottleneck-guess j={j} done ({len(results)}/{k}): {b:.6g}")
+            try:
+                for f in as_completed(futures):
+                    j, b, ok = f.result()
+                    results[j] = (b, ok)
+                    if progress:
+                        progress(f"bottleneck-guess j={j} done ({len(results)}/{k}): {b:.6g}")
+            except KeyboardInterrupt:  # Ctrl-C: the guesses not started are dropped, not waited for
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
     return min(b for b, _ in results.values()), all(ok for _, ok in results.values())
 
 
@@ -142,13 +148,29 @@ def lp_bound(spec: Spec, time_limit: float | None = None) -> tuple[float | None,
     return float(out.objective), True
 
 
+@dataclass
+class _Found:
+    """The best solution so far, and dp's proven optimum under `acyclic` (value, seconds)."""
+    best: float = math.inf
+    method: str = "none"
+    assignment: dict[str, str] | None = None
+    proven: bool = False
+    dp: tuple[float, float] | None = None
+
+    def consider(self, r, label: str) -> None:  # type: ignore[no-untyped-def]
+        if r.status.has_solution() and r.objective < self.best:
+            self.best, self.method, self.assignment = r.objective, label, r.assignment
+        self.proven = self.proven or r.status.value == "optimal"
+        if label == "dp" and r.status.value == "optimal":
+            self.dp = (r.bound, r.wall_time_s)
+
+
 def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = None,
               threads: int | None = None, workers: int | None = None, seed: int = 0,
               progress: Callable[[str], None] | None = None, only: tuple[str, ...] = NAMES) -> Hierarchy:
     """Every bound of the hierarchy that applies to `spec` (each MIP gets `time_limit`),
-    and the best solution found by topo, dp (exact under `acyclic`) and the exact MIP."""
-    from .api import solve
-
+    and the best solution found by topo, dp (exact under `acyclic`) and the exact MIP.
+    Ctrl-C stops it: the bounds computed so far are kept, the others say so."""
     if spec.objective.kind != "bottleneck":
         raise PartError("`part bound` computes the lower-bound hierarchy for the bottleneck objective", None,
                         "use `part solve` for latency and batched throughput (it prints a bound too)")
@@ -162,26 +184,43 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
     bounds["simple"] = BoundEntry("simple", max(simple, 0.0), time.monotonic() - t, True,
                                   "Lemma 3.3" if not_mtpp is None else "cheapest compute per device")
     say(f"simple: {simple:.6g}")
-    best, best_method, assignment, proven = math.inf, "none", None, False
+    found = _Found()
+    interrupt.clear()
+    try:
+        _compute(spec, bounds, found, say, progress, only, not_mtpp, simple, time_limit, solver, threads,
+                 workers, seed)
+    except (KeyboardInterrupt, SystemError) as e:  # Ctrl-C between solver runs (inside one, it stops and returns)
+        if not interrupt.is_ctrl_c(e):
+            raise
+        interrupt.request()
+    stopped = interrupt.requested()
+    for name in NAMES:
+        if stopped and name in only and name not in bounds:
+            bounds[name] = BoundEntry(name, None, 0.0, False, "not computed: interrupted")
+    best = found.best
+    if math.isfinite(best):  # the best solution is an upper bound on the optimum: no bound passes it
+        for e in bounds.values():
+            if e.value is not None and math.isfinite(e.value) and e.value > best * (1 + 1e-6) + 1e-6:
+                raise AssertionError(f"bound {e.name} = {e.value} exceeds a solution of value {best}")
+    return Hierarchy(best, found.method, bounds, found.proven, found.assignment, stopped)
 
-    dp_bound: tuple[float, float] | None = None  # dp's proven optimum (acyclic) and its time
 
-    def consider(r, label: str) -> None:  # type: ignore[no-untyped-def]
-        nonlocal best, best_method, assignment, proven, dp_bound
-        if r.status.has_solution() and r.objective < best:
-            best, best_method, assignment = r.objective, label, r.assignment
-        proven = proven or r.status.value == "optimal"
-        if label == "dp" and r.status.value == "optimal":
-            dp_bound = (r.bound, r.wall_time_s)
+def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Callable[[str], None],
+             progress: Callable[[str], None] | None, only: tuple[str, ...], not_mtpp: str | None, simple: float,
+             time_limit: float | None, solver: str | None, threads: int | None, workers: int | None,
+             seed: int) -> None:
+    """The solutions and the bounds after `simple`, in order of cost, until done or Ctrl-C."""
+    from .api import solve
 
-    consider(solve(spec, method="topo", seed=seed, time_limit=time_limit), "topo")
-    if spec.constraints.acyclic:
+    stop = interrupt.requested
+    found.consider(solve(spec, method="topo", seed=seed, time_limit=time_limit), "topo")
+    if spec.constraints.acyclic and not stop():
         try:
-            consider(solve(spec, method="dp", seed=seed, time_limit=time_limit), "dp")
+            found.consider(solve(spec, method="dp", seed=seed, time_limit=time_limit), "dp")
         except PartError as e:  # too many ideals: dp refuses up front
             say(f"dp skipped: {e.message}")
-    say(f"best heuristic: {best:.6g} ({best_method})")
-    if "lp" in only:
+    say(f"best heuristic: {found.best:.6g} ({found.method})")
+    if "lp" in only and not stop():
         t = time.monotonic()
         try:
             v, ok = lp_bound(spec, time_limit)
@@ -193,7 +232,7 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
                                       + ("" if ok else ": not solved within the limit"))
             say(f"lp: {v}")
     for name in ("bottleneck", "bottleneck_guess"):
-        if name not in only:
+        if name not in only or stop():
             continue
         if not_mtpp is not None:
             bounds[name] = BoundEntry(name, None, 0.0, False, f"not applicable: {not_mtpp}")
@@ -212,24 +251,19 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
                 note += ", each at least the bottleneck bound"
         bounds[name] = BoundEntry(name, v, time.monotonic() - t, ok, note + ("" if ok else ": dual bound at the limit"))
         say(f"{name}: {v:.6g}")
-    if "exact" in only:
+    if "exact" in only and not stop():
         try:
             r = solve(spec, method="exact", solver=solver, time_limit=time_limit, threads=threads, seed=seed,
-                      warm_start=assignment)  # the best solution so far is the MIP start
+                      warm_start=found.assignment)  # the best solution so far is the MIP start
         except PartError as e:
-            if dp_bound is not None:  # under `acyclic` the DP over ideals is the exact method
-                bounds["exact"] = BoundEntry("exact", dp_bound[0], dp_bound[1], True,
+            if found.dp is not None:  # under `acyclic` the DP over ideals is the exact method
+                bounds["exact"] = BoundEntry("exact", found.dp[0], found.dp[1], True,
                                              f"DP over ideals (Tarnawski sec. 5.1.1); no MIP: {_why(e)}")
             else:
                 bounds["exact"] = BoundEntry("exact", None, 0.0, False, f"not applicable: {_why(e)}")
         else:
-            consider(r, "exact")
-            solved = r.status.value in ("optimal", "infeasible")
+            found.consider(r, "exact")
+            solved = r.status.value in ("optimal", "infeasible") and r.stopped != "interrupted"
             bounds["exact"] = BoundEntry("exact", r.bound, r.wall_time_s, solved,
                                          "Fig. 3" if not_mtpp is None else "Tarnawski's IP (Fig. 6)")
             say(f"exact: {r.bound:.6g}")
-    if math.isfinite(best):  # the best solution is an upper bound on the optimum: no bound passes it
-        for e in bounds.values():
-            if e.value is not None and math.isfinite(e.value) and e.value > best * (1 + 1e-6) + 1e-6:
-                raise AssertionError(f"bound {e.name} = {e.value} exceeds a solution of value {best}")
-    return Hierarchy(best, best_method, bounds, proven, assignment)

@@ -6,7 +6,8 @@ evaluator; a time limit with no solution is "no_solution", never an optimum.
 
 HiGHS has been seen to overrun its own time limit by 5-9 s (presolve, the root LP), so
 the caller's wall-clock deadline is also enforced through HiGHS's interrupt callbacks,
-which fire inside simplex, IPM and branch-and-bound. New incumbents are reported live
+which fire inside simplex, IPM and branch-and-bound; they also stop it on Ctrl-C
+(solvers/interrupt.py). New incumbents are reported live
 through `progress`. A model with no integer column is solved as an LP; its optimum is
 its bound."""
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Callable
 import numpy as np
 
 from ..models.matrix import MatrixMIP
+from . import interrupt
+from .native import solver_call
 
 
 @dataclass(frozen=True)
@@ -44,9 +47,7 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
     h.setOptionValue("output_flag", False)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
-        _enforce(h, time.monotonic() + max(time_limit, 0.01), progress)
-    elif progress is not None:
-        _enforce(h, float("inf"), progress)
+    _enforce(h, float("inf") if time_limit is None else time.monotonic() + max(time_limit, 0.01), progress)
     # HiGHS stops at its own relative gap (default 1e-4) or absolute gap (1e-6)
     h.setOptionValue("mip_rel_gap", solver_gap(gap))
     h.setOptionValue("mip_abs_gap", 0.0)
@@ -70,7 +71,8 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
         sol.col_value = list(start)
         sol.value_valid = True
         h.setSolution(sol)
-    h.run()
+    with solver_call():
+        h.run()
     ms = h.getModelStatus()
     info = h.getInfo()
     why = h.modelStatusToString(ms)
@@ -87,14 +89,14 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
 
 
 def _enforce(h, deadline: float, progress: Callable[[str], None] | None) -> None:  # type: ignore[no-untyped-def]
-    """Interrupt HiGHS at the wall-clock deadline; report improving solutions."""
-    def interrupt(e) -> None:  # type: ignore[no-untyped-def]
-        if time.monotonic() > deadline:
+    """Interrupt HiGHS at the wall-clock deadline or on Ctrl-C; report improving solutions."""
+    def stop(e) -> None:  # type: ignore[no-untyped-def]
+        if time.monotonic() > deadline or interrupt.requested():
             e.interrupt()
 
-    h.cbSimplexInterrupt += interrupt
-    h.cbIpmInterrupt += interrupt
-    h.cbMipInterrupt += interrupt
+    h.cbSimplexInterrupt += stop
+    h.cbIpmInterrupt += stop
+    h.cbMipInterrupt += stop
     if progress is not None:
         def improved(e) -> None:  # type: ignore[no-untyped-def]
             out = e.data_out

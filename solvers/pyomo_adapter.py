@@ -14,6 +14,8 @@ from typing import Any
 
 import pyomo.environ as pyo
 
+from . import interrupt
+from .native import solver_call
 from .highs_matrix import MipOutcome, solver_gap
 
 # our name -> (Pyomo interface, Pyomo solver name)
@@ -65,7 +67,8 @@ def _appsi(model: pyo.ConcreteModel, limit: float | None, rel: float, threads: i
     if limit is not None:
         opt.config.time_limit = limit
     opt.highs_options = {"mip_abs_gap": 0.0, **({"threads": int(threads)} if threads else {})}
-    res = opt.solve(model)
+    with solver_call():
+        res = opt.solve(model)
     tc = res.termination_condition
     has = res.best_feasible_objective is not None
     if has:
@@ -92,7 +95,8 @@ def _contrib(model: pyo.ConcreteModel, name: str, limit: float | None, rel: floa
         kw["solver_options"] = {"numerics/feastol": 1e-7}
     if warm and "warmstart_discrete_vars" in opt.config:
         kw["warmstart_discrete_vars"] = True
-    res = opt.solve(model, **kw)
+    with solver_call():
+        res = opt.solve(model, **kw)
     tc = res.termination_condition
     has = res.solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)
     if has:
@@ -117,7 +121,8 @@ def _classic(model: pyo.ConcreteModel, solver: str, name: str, limit: float | No
         kw["timelimit"] = limit
     if warm and opt.warm_start_capable():
         kw["warmstart"] = True
-    res = opt.solve(model, **kw)
+    with solver_call():
+        res = opt.solve(model, **kw)
     tc = res.solver.termination_condition
     has = len(res.solution) > 0 and res.solution(0).status in (SolutionStatus.optimal, SolutionStatus.feasible,
                                                                  SolutionStatus.stoppedByLimit)
@@ -131,6 +136,8 @@ def _classic(model: pyo.ConcreteModel, solver: str, name: str, limit: float | No
 
 def _outcome(why: str, optimal: bool, infeasible: bool, has: bool, objective: float | None,
              bound: float) -> MipOutcome:
+    if why in ("interrupted", "userInterrupt"):  # the solver caught Ctrl-C (Gurobi does): stop the solve too
+        interrupt.request()
     if infeasible:
         return MipOutcome("infeasible", why, None, math.inf, math.inf)
     obj = float(objective) if has and objective is not None else math.inf

@@ -19,6 +19,8 @@ import time
 import numpy as np
 
 from ..models.matrix import MatrixMIP
+from . import interrupt
+from .native import solver_call
 from .highs_matrix import MipOutcome, solver_gap
 
 
@@ -60,8 +62,11 @@ def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | Non
         m.addSol(sol, free=True)
     if deadline is not None:
         m.setParam("limits/time", max(deadline - time.monotonic(), 0.01))
-    m.optimize()
+    with solver_call():  # SCIP catches Ctrl-C itself (misc/catchctrlc) and stops with "userinterrupt"
+        m.optimize()
     status = m.getStatus()
+    if status == "userinterrupt":
+        interrupt.request()
     has = m.getNSols() > 0
     x = np.array([m.getVal(v) for v in xs]) if has else None
     obj = m.getObjVal() if has else np.inf
