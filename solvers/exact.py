@@ -117,7 +117,7 @@ def solve_matrix(mip: MatrixMIP, solver: str | None, time_limit: float | None, g
     """A MatrixMIP on SCIP (PySCIPOpt) or HiGHS (highspy, the default)."""
     with failures(solver or DEFAULT_SOLVER, *mip.A.shape):
         if solver == "scip":
-            return solve_scip(mip, time_limit, gap, threads, start)
+            return solve_scip(mip, time_limit, gap, threads, start, progress)
         return solve_highs(mip, time_limit, gap, threads, start, progress)
 
 

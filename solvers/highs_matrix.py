@@ -32,6 +32,17 @@ class MipOutcome:
     bound: float
 
 
+REPORT_EVERY = 10.0  # seconds between progress lines of a MIP that finds no new incumbent
+
+
+def mip_status_line(solver: str, primal: float, dual: float, nodes: int) -> str:
+    """One progress line of a running MIP (a solver's infinities shown as 'none')."""
+    def show(v: float) -> str:
+        return f"{v:.6g}" if abs(v) < 1e19 else "none"
+
+    return f"{solver}: incumbent {show(primal)}, bound {show(dual)}, {nodes:,} nodes"
+
+
 def solver_gap(gap: float | None) -> float:
     """The relative gap to ask a MIP solver for. Ours is |incumbent - bound| / |incumbent|
     <= max(gap, 1e-9); solvers measure theirs slightly differently, so ask for half."""
@@ -76,6 +87,8 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
     ms = h.getModelStatus()
     info = h.getInfo()
     why = h.modelStatusToString(ms)
+    if ms == highspy.HighsModelStatus.kInterrupt and not interrupt.requested():
+        why = "Time limit reached"  # our wall-clock deadline interrupted it, not the user
     has = info.primal_solution_status == 2  # kSolutionStatusFeasible
     x = np.array(h.getSolution().col_value) if has else None
     obj = info.objective_function_value if has else np.inf
@@ -89,17 +102,30 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
 
 
 def _enforce(h, deadline: float, progress: Callable[[str], None] | None) -> None:  # type: ignore[no-untyped-def]
-    """Interrupt HiGHS at the wall-clock deadline or on Ctrl-C; report improving solutions."""
+    """Interrupt HiGHS at the wall-clock deadline or on Ctrl-C; report improving solutions,
+    and the bound every REPORT_EVERY seconds in between."""
     def stop(e) -> None:  # type: ignore[no-untyped-def]
         if time.monotonic() > deadline or interrupt.requested():
             e.interrupt()
 
     h.cbSimplexInterrupt += stop
     h.cbIpmInterrupt += stop
-    h.cbMipInterrupt += stop
-    if progress is not None:
-        def improved(e) -> None:  # type: ignore[no-untyped-def]
-            out = e.data_out
-            progress(f"HiGHS incumbent {out.objective_function_value:.6g}, bound {out.mip_dual_bound:.6g}")
+    if progress is None:
+        h.cbMipInterrupt += stop
+        return
+    last = [time.monotonic()]
 
-        h.cbMipImprovingSolution += improved
+    def report(e, force: bool) -> None:  # type: ignore[no-untyped-def]
+        now = time.monotonic()
+        if force or now - last[0] >= REPORT_EVERY:
+            last[0] = now
+            out = e.data_out
+            progress(mip_status_line("HiGHS", out.mip_primal_bound if not force else out.objective_function_value,
+                                     out.mip_dual_bound, out.mip_node_count))
+
+    def mip(e) -> None:  # type: ignore[no-untyped-def]
+        stop(e)
+        report(e, False)
+
+    h.cbMipInterrupt += mip
+    h.cbMipImprovingSolution += lambda e: report(e, True)

@@ -15,20 +15,22 @@ built, to what is left of the caller's budget."""
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 
 from ..models.matrix import MatrixMIP
 from . import interrupt
 from .native import solver_call
-from .highs_matrix import MipOutcome, solver_gap
+from .highs_matrix import REPORT_EVERY, MipOutcome, mip_status_line, solver_gap
 
 
 NAUTY_MAX_LEVEL = 100
 
 
 def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
-               threads: int | None = None, start: np.ndarray | None = None) -> MipOutcome:
+               threads: int | None = None, start: np.ndarray | None = None,
+               progress: Callable[[str], None] | None = None) -> MipOutcome:
     from pyscipopt import Model, quicksum
 
     deadline = None if time_limit is None else time.monotonic() + max(time_limit, 0.01)
@@ -62,10 +64,12 @@ def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | Non
         m.addSol(sol, free=True)
     if deadline is not None:
         m.setParam("limits/time", max(deadline - time.monotonic(), 0.01))
+    watch = _watch(deadline, progress)
+    m.includeEventhdlr(watch, "partdsl", "wall-clock deadline, Ctrl-C, progress")
     with solver_call():  # SCIP catches Ctrl-C itself (misc/catchctrlc) and stops with "userinterrupt"
         m.optimize()
     status = m.getStatus()
-    if status == "userinterrupt":
+    if status == "userinterrupt" and not watch.at_deadline:  # Ctrl-C, not our deadline
         interrupt.request()
     has = m.getNSols() > 0
     x = np.array([m.getVal(v) for v in xs]) if has else None
@@ -78,3 +82,36 @@ def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | Non
     if status == "infeasible":
         return MipOutcome("infeasible", status, None, np.inf, np.inf)
     return MipOutcome("feasible" if has else "no_solution", status, x, obj, bound)
+
+
+def _watch(deadline: float | None, progress: Callable[[str], None] | None):  # type: ignore[no-untyped-def]
+    """An event handler: stop SCIP at the wall-clock deadline (its own limit is checked
+    between its steps) or when Ctrl-C was flagged; report new incumbents, and the bound
+    every REPORT_EVERY seconds."""
+    from pyscipopt import SCIP_EVENTTYPE, Eventhdlr
+
+    events = SCIP_EVENTTYPE.BESTSOLFOUND | SCIP_EVENTTYPE.NODESOLVED
+
+    class Watch(Eventhdlr):  # type: ignore[misc]
+        at_deadline = False
+        last = time.monotonic()
+
+        def eventinit(self) -> None:
+            self.model.catchEvent(events, self)
+
+        def eventexit(self) -> None:
+            self.model.dropEvent(events, self)
+
+        def eventexec(self, event) -> None:  # type: ignore[no-untyped-def]
+            now = time.monotonic()
+            if (deadline is not None and now > deadline) or interrupt.requested():
+                self.at_deadline = not interrupt.requested()
+                self.model.interruptSolve()
+            found = event.getType() == SCIP_EVENTTYPE.BESTSOLFOUND
+            if progress is not None and (found or now - self.last >= REPORT_EVERY):
+                self.last = now
+                m = self.model  # at this event getPrimalbound() still holds the previous incumbent
+                primal = m.getSolObjVal(m.getBestSol()) if found else m.getPrimalbound()
+                progress(mip_status_line("SCIP", primal, m.getDualbound(), m.getNNodes()))
+
+    return Watch()
