@@ -88,8 +88,8 @@ def _progress(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return None
 
 
-def _solve_one(spec, args: argparse.Namespace) -> tuple[dict, str, int, list[str]]:  # type: ignore[no-untyped-def]
-    """One solve: (json, text, exit code, sweep-table row)."""
+def _solve_one(spec, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """One solve: (json, text, exit code, sweep-table row, Result)."""
     from ..solvers.api import solve
     from ..solvers.result import Status
     from .report import fmt, result_report
@@ -111,14 +111,21 @@ def _solve_one(spec, args: argparse.Namespace) -> tuple[dict, str, int, list[str
         code = EXIT_NO_SOLUTION
     gap = f"{100 * r.gap:.3g}%" if math.isfinite(r.gap) else "inf"
     row = [r.status.value, fmt(r.objective), fmt(r.bound), gap, f"{r.wall_time_s:.2f} s"]
-    return r.to_json(), result_report(spec, r), code, row
+    return r.to_json(), result_report(spec, r), code, row, r
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    if args.solver_log:
+        Path(args.solver_log).write_text("")
+
     def one(spec):  # type: ignore[no-untyped-def]
-        obj, text, code, row = _solve_one(spec, args)
+        obj, text, code, row, r = _solve_one(spec, args)
         if args.output and obj.get("assignment") is not None and not args.sweeping:
             Path(args.output).write_text(json.dumps({"assignment": obj["assignment"]}, indent=1) + "\n")
+        if args.solver_log:  # a sweep appends one part per point
+            with open(args.solver_log, "a") as f:
+                f.write((f"#### {args.point}\n" if args.sweeping else "")
+                        + (r.solver_log or f"(method {r.method} ran no MIP solver)") + "\n")
         return obj, text, code, row
 
     return _run(args, one, ["status", "objective", "bound", "gap", "time"])
@@ -168,8 +175,9 @@ def _run(args: argparse.Namespace, one, header: list[str]) -> int:  # type: igno
     rows, objs, worst = [], [], EXIT_OK
     for combo in itertools.product(*swept.values()):
         point = dict(zip(keys, combo))
+        args.point = ", ".join(f"{k}={v}" for k, v in point.items())
         if not args.json:
-            print(f"  ... {', '.join(f'{k}={v}' for k, v in point.items())}", file=sys.stderr, flush=True)
+            print(f"  ... {args.point}", file=sys.stderr, flush=True)
         obj, _text, code, row = one(parse_file(args.spec, {**defines, **point}))
         rows.append(list(combo) + row)
         objs.append({"params": point, **obj})
@@ -249,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, metavar="N")
     p.add_argument("--threads", type=int, metavar="N")
     p.add_argument("--output", "-o", metavar="FILE", help="also write the assignment as JSON")
+    p.add_argument("--solver-log", metavar="FILE", help="write the MIP solvers' own logs (method exact)")
     p.add_argument("--progress", action="store_true", help="progress on stderr even when not a terminal")
     p.set_defaults(func=cmd_solve)
     p = sub.add_parser("bound", help="the lower-bound hierarchy (simple, LP, bottleneck, bottleneck-guess, exact)")

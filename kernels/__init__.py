@@ -14,3 +14,10 @@ class Progress(NamedTuple):
     """A kernel's progress message for long runs (shown by `part solve` on stderr)."""
 
     message: str
+
+
+class SolverLog(NamedTuple):
+    """A MIP solver's own log, kept in the Result (`part solve --solver-log FILE`)."""
+
+    solver: str
+    text: str

@@ -20,6 +20,7 @@ from ..core.ir import Spec
 from ..kernels import (
     Progress,
     Proven,
+    SolverLog,
     baselines,
     brute_force,
     ideal_dp,
@@ -146,11 +147,15 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
                          gap=opts.gap, threads=opts.threads, **extra, **method_opts)
 
     last_report = -math.inf  # report after the first candidate, then twice a second
+    solver_logs: list[str] = []
     interrupt.clear()
     try:
         for item in candidates():
             if isinstance(item, Progress):
                 report(item.message)
+                continue
+            if isinstance(item, SolverLog):
+                solver_logs.append(f"==== {item.solver} ====\n{item.text}")
                 continue
             if isinstance(item, Proven):  # a kernel's proof that nothing beats item.bound
                 lb = max(lb, item.bound) if spec.objective.sense == "min" else min(lb, item.bound)
@@ -198,7 +203,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
         status = Status.INFEASIBLE if stopped == "exhausted" or proven_empty else Status.NO_SOLUTION
         worst = 0.0 if sense == "max" else math.inf
         return Result(status, name, solver_name, worst, lb, math.inf, sense, unit,
-                      wall, None, best, tuple(log), stopped)
+                      wall, None, best, tuple(log), stopped, "\n".join(solver_logs))
     value = best.objective
     if stopped == "exhausted":
         lb = value  # every assignment was scored: the incumbent is optimal
@@ -208,5 +213,5 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     assignment = {spec.dense.names[i]: spec.dense.devices[j] for i, j in enumerate(best_dev.tolist())}
     log.append(f"best: {best_label}")
     return Result(status, name, solver_name, value, lb, g, sense, unit, wall,
-                  assignment, best, tuple(log), stopped)
+                  assignment, best, tuple(log), stopped, "\n".join(solver_logs))
 

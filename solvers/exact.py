@@ -18,12 +18,13 @@ from typing import Callable, Generator, Iterator
 import numpy as np
 
 from ..core.ir import Spec
-from ..kernels import Proven
+from ..kernels import Proven, SolverLog
 from ..models import maxload, mtpp
 from ..models.matrix import MatrixMIP
 from .backends import failures
-from .highs_matrix import MipOutcome, solve_highs
+from .highs_matrix import solve_highs
 from .mip_start import best_start, budget, mip_start
+from .outcome import MipOutcome
 from .result import relative_gap
 from .scip_matrix import solve_scip
 
@@ -59,6 +60,7 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
         out, decode = _matrix(spec, model, solver, deadline, gap, threads, start_dev, progress, bool(symmetry))
     if progress:
         progress(f"{name}: {out.why} after {time.monotonic() - t0:.1f} s")
+    yield SolverLog(name, out.log)
     # the bound first: a caller past its deadline stops reading after the next assignment
     if out.status == "infeasible":
         yield Proven(math.inf, f"{name} proved the MIP infeasible")
@@ -70,7 +72,7 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
 
 def _relaxation(spec: Spec, seed: int, solver: str, via_pyomo: bool, deadline: float, heuristics: float,
                 gap: float | None, threads: int | None, start_dev: np.ndarray | None,
-                progress: Callable[[str], None] | None, name: str) -> Generator[Proven, None, float]:
+                progress: Callable[[str], None] | None, name: str) -> Generator[Proven | SolverLog, None, float]:
     """Tarnawski's IP without contiguity, whose dual bound is a lower bound for the
     contiguous problem (every contiguous split is a split). It gets its own MIP start (the
     contiguous start polished without contiguity: HiGHS's bound moved far faster from it
@@ -84,6 +86,7 @@ def _relaxation(spec: Spec, seed: int, solver: str, via_pyomo: bool, deadline: f
         out, _ = _pyomo(relaxed, maxload, solver, deadline, gap, threads, start_dev)
     else:
         out, _ = _matrix(relaxed, maxload, solver, deadline, gap, threads, start_dev, progress, False)
+    yield SolverLog(f"{name}, non-contiguous relaxation", out.log)
     if out.status == "infeasible":
         yield Proven(math.inf, f"{name} proved the non-contiguous relaxation infeasible")
         return math.inf

@@ -25,11 +25,12 @@ import numpy as np
 from ..core.errors import PartError
 from ..core.ir import Spec
 from ..models import mtpp
-from .bounds import bound as trivial_bound
 from . import interrupt
 from .backends import require
+from .bounds import bound as trivial_bound
 from .exact import formulation, solve_mtpp_variant
-from .highs_matrix import MipOutcome, solve_highs
+from .highs_matrix import solve_highs
+from .outcome import MipOutcome
 
 NAMES = ("simple", "lp", "bottleneck", "bottleneck_guess", "exact")
 

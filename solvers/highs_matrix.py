@@ -1,8 +1,9 @@
 """HiGHS through highspy on a MatrixMIP: time limit, relative gap, threads, MIP start.
 
 Why it stopped (HiGHS's model status) is kept apart from what it has (a primal solution,
-the dual bound), as in Pyomo's results. The caller re-scores any solution with the
-evaluator; a time limit with no solution is "no_solution", never an optimum.
+the dual bound, HiGHS's log), as in Pyomo's results (solvers/outcome.py). The caller
+re-scores any solution with the evaluator; a time limit with no solution is
+"no_solution", never an optimum.
 
 HiGHS has been seen to overrun its own time limit by 5-9 s (presolve, the root LP), so
 the caller's wall-clock deadline is also enforced through HiGHS's interrupt callbacks,
@@ -13,7 +14,6 @@ its bound."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -21,32 +21,7 @@ import numpy as np
 from ..models.matrix import MatrixMIP
 from . import interrupt
 from .native import solver_call
-
-
-@dataclass(frozen=True)
-class MipOutcome:
-    status: str  # optimal | feasible | infeasible | no_solution
-    why: str  # HiGHS's model status
-    x: np.ndarray | None
-    objective: float
-    bound: float
-
-
-REPORT_EVERY = 10.0  # seconds between progress lines of a MIP that finds no new incumbent
-
-
-def mip_status_line(solver: str, primal: float, dual: float, nodes: int) -> str:
-    """One progress line of a running MIP (a solver's infinities shown as 'none')."""
-    def show(v: float) -> str:
-        return f"{v:.6g}" if abs(v) < 1e19 else "none"
-
-    return f"{solver}: incumbent {show(primal)}, bound {show(dual)}, {nodes:,} nodes"
-
-
-def solver_gap(gap: float | None) -> float:
-    """The relative gap to ask a MIP solver for. Ours is |incumbent - bound| / |incumbent|
-    <= max(gap, 1e-9); solvers measure theirs slightly differently, so ask for half."""
-    return 0.5 * max(float(gap or 0.0), 1e-9)
+from .outcome import REPORT_EVERY, MipOutcome, mip_status_line, outcome, solver_gap
 
 
 def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
@@ -55,7 +30,9 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
     import highspy
 
     h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h.setOptionValue("log_to_console", False)  # its log is kept in the outcome instead
+    log: list[str] = []
+    h.cbLogging += lambda e: log.append(e.message)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
     _enforce(h, float("inf") if time_limit is None else time.monotonic() + max(time_limit, 0.01), progress)
@@ -94,11 +71,8 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
     obj = info.objective_function_value if has else np.inf
     bound = info.mip_dual_bound if mip.integer.any() else (obj if ms == highspy.HighsModelStatus.kOptimal
                                                              else -np.inf)
-    if ms == highspy.HighsModelStatus.kOptimal:
-        return MipOutcome("optimal", why, x, obj, bound)
-    if ms == highspy.HighsModelStatus.kInfeasible:
-        return MipOutcome("infeasible", why, None, np.inf, np.inf)
-    return MipOutcome("feasible" if has else "no_solution", why, x, obj, bound)
+    return outcome(why, ms == highspy.HighsModelStatus.kOptimal, ms == highspy.HighsModelStatus.kInfeasible,
+                   has, x, obj, bound, "".join(log))
 
 
 def _enforce(h, deadline: float, progress: Callable[[str], None] | None) -> None:  # type: ignore[no-untyped-def]

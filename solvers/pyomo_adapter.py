@@ -4,19 +4,23 @@ a MIP start (the model's current variable values), mapped to one MipOutcome.
 HiGHS goes through `appsi_highs` (the new `highs` interface takes no MIP start), SCIP and
 Gurobi through Pyomo's new `scip_direct` / `gurobi_direct`, CPLEX and CBC through the
 classic SolverFactory. CBC is also found where PuLP bundles it. The solution stays loaded
-in the model (decode it from there); `x` of the outcome is None.
+in the model (decode it from there); `x` of the outcome is None. The solver's own log
+comes back in the outcome (a file or a stream per interface).
 """
 from __future__ import annotations
 
+import io
 import math
 import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pyomo.environ as pyo
 
 from . import interrupt
 from .native import solver_call
-from .highs_matrix import MipOutcome, solver_gap
+from .outcome import MipOutcome, outcome, solver_gap
 
 # our name -> (Pyomo interface, Pyomo solver name)
 INTERFACES = {"highs": ("appsi", "appsi_highs"), "scip": ("contrib", "scip_direct"),
@@ -48,15 +52,17 @@ def solve_pyomo(model: pyo.ConcreteModel, solver: str = "highs", time_limit: flo
     kind, name = INTERFACES[solver]
     rel = solver_gap(gap)
     limit = None if time_limit is None else float(max(time_limit, 0.01))
-    if kind == "appsi":
-        return _appsi(model, limit, rel, threads, warm)
     if kind == "contrib":
         return _contrib(model, name, limit, rel, threads, warm)
-    return _classic(model, solver, name, limit, rel, threads, warm)
+    with tempfile.TemporaryDirectory() as tmp:  # the others write their log to a file
+        log = Path(tmp) / f"{solver}.log"
+        if kind == "appsi":
+            return _appsi(model, limit, rel, threads, warm, log)
+        return _classic(model, solver, name, limit, rel, threads, warm, log)
 
 
 def _appsi(model: pyo.ConcreteModel, limit: float | None, rel: float, threads: int | None,
-           warm: bool) -> MipOutcome:
+           warm: bool, log: Path) -> MipOutcome:
     from pyomo.contrib.appsi.base import TerminationCondition as TC
     from pyomo.contrib.appsi.solvers import Highs
 
@@ -64,6 +70,7 @@ def _appsi(model: pyo.ConcreteModel, limit: float | None, rel: float, threads: i
     opt.config.load_solution = False
     opt.config.mip_gap = rel
     opt.config.warmstart = warm
+    opt.config.logfile = str(log)
     if limit is not None:
         opt.config.time_limit = limit
     opt.highs_options = {"mip_abs_gap": 0.0, **({"threads": int(threads)} if threads else {})}
@@ -75,7 +82,7 @@ def _appsi(model: pyo.ConcreteModel, limit: float | None, rel: float, threads: i
         res.solution_loader.load_vars()
     bound = res.best_objective_bound if res.best_objective_bound is not None else -math.inf
     return _outcome(str(tc.name), tc == TC.optimal, tc == TC.infeasible, has,
-                    res.best_feasible_objective, bound)
+                    res.best_feasible_objective, bound, _read(log))
 
 
 def _contrib(model: pyo.ConcreteModel, name: str, limit: float | None, rel: float, threads: int | None,
@@ -85,8 +92,9 @@ def _contrib(model: pyo.ConcreteModel, name: str, limit: float | None, rel: floa
     from pyomo.contrib.solver.common.results import TerminationCondition as TC
 
     opt = SolverFactory(name)
+    log = io.StringIO()
     kw: dict[str, Any] = {"load_solutions": False, "raise_exception_on_nonoptimal_result": False,
-                          "rel_gap": rel, "abs_gap": 0.0}
+                          "rel_gap": rel, "abs_gap": 0.0, "tee": [log]}
     if limit is not None:
         kw["time_limit"] = limit
     if threads:
@@ -103,11 +111,11 @@ def _contrib(model: pyo.ConcreteModel, name: str, limit: float | None, rel: floa
         res.solution_loader.load_vars()
     bound = res.objective_bound if res.objective_bound is not None else -math.inf
     return _outcome(str(tc.name), tc == TC.convergenceCriteriaSatisfied, tc == TC.provenInfeasible, has,
-                    res.incumbent_objective, bound)
+                    res.incumbent_objective, bound, log.getvalue())
 
 
 def _classic(model: pyo.ConcreteModel, solver: str, name: str, limit: float | None, rel: float,
-             threads: int | None, warm: bool) -> MipOutcome:
+             threads: int | None, warm: bool, log: Path) -> MipOutcome:
     from pyomo.opt import SolutionStatus
     from pyomo.opt import TerminationCondition as TC
 
@@ -116,7 +124,7 @@ def _classic(model: pyo.ConcreteModel, solver: str, name: str, limit: float | No
     options: dict[str, Any] = {gap_name: rel}
     if threads:
         options[threads_name] = int(threads)
-    kw: dict[str, Any] = {"load_solutions": False, "options": options}
+    kw: dict[str, Any] = {"load_solutions": False, "options": options, "logfile": str(log)}
     if limit is not None:
         kw["timelimit"] = limit
     if warm and opt.warm_start_capable():
@@ -131,16 +139,15 @@ def _classic(model: pyo.ConcreteModel, solver: str, name: str, limit: float | No
     lb = res.problem.lower_bound
     bound = float(lb) if lb is not None and math.isfinite(float(lb)) else -math.inf
     obj = pyo.value(model.objective) if has else None
-    return _outcome(str(tc), tc == TC.optimal, tc == TC.infeasible, has, obj, bound)
+    return _outcome(str(tc), tc == TC.optimal, tc == TC.infeasible, has, obj, bound, _read(log))
 
 
 def _outcome(why: str, optimal: bool, infeasible: bool, has: bool, objective: float | None,
-             bound: float) -> MipOutcome:
+             bound: float, log: str) -> MipOutcome:
     if why in ("interrupted", "userInterrupt"):  # the solver caught Ctrl-C (Gurobi does): stop the solve too
         interrupt.request()
-    if infeasible:
-        return MipOutcome("infeasible", why, None, math.inf, math.inf)
-    obj = float(objective) if has and objective is not None else math.inf
-    if optimal and has:
-        return MipOutcome("optimal", why, None, obj, bound)
-    return MipOutcome("feasible" if has else "no_solution", why, None, obj, bound)
+    return outcome(why, optimal, infeasible, has, None, objective, bound, log)
+
+
+def _read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""

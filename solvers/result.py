@@ -42,7 +42,8 @@ class Result:
     assignment: dict[str, str] | None
     evaluation: Evaluation | None
     log: tuple[str, ...] = field(default=(), repr=False)
-    stopped: str = ""  # why it stopped: "bound reached", "time limit", "all candidates tried"
+    stopped: str = ""  # why it stopped: "bound reached", "time limit", "interrupted", "all candidates tried"
+    solver_log: str = field(default="", repr=False)  # the MIP solvers' own logs, one section per run
 
     @property
     def lower_bound(self) -> float:

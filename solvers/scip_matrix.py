@@ -14,7 +14,10 @@ symmetry handling by the cap was not measured; the HiGHS/SCIP agreement tests pa
 built, to what is left of the caller's budget."""
 from __future__ import annotations
 
+import os
+import tempfile
 import time
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -22,7 +25,7 @@ import numpy as np
 from ..models.matrix import MatrixMIP
 from . import interrupt
 from .native import solver_call
-from .highs_matrix import REPORT_EVERY, MipOutcome, mip_status_line, solver_gap
+from .outcome import REPORT_EVERY, MipOutcome, mip_status_line, outcome, solver_gap
 
 
 NAUTY_MAX_LEVEL = 100
@@ -66,22 +69,23 @@ def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | Non
         m.setParam("limits/time", max(deadline - time.monotonic(), 0.01))
     watch = _watch(deadline, progress)
     m.includeEventhdlr(watch, "partdsl", "wall-clock deadline, Ctrl-C, progress")
-    with solver_call():  # SCIP catches Ctrl-C itself (misc/catchctrlc) and stops with "userinterrupt"
-        m.optimize()
+    with tempfile.TemporaryDirectory() as tmp:
+        logfile = os.path.join(tmp, "scip.log")
+        m.setLogfile(logfile)  # written even with the console output hidden
+        with solver_call():  # SCIP catches Ctrl-C itself (misc/catchctrlc) and stops with "userinterrupt"
+            m.optimize()
+        m.setLogfile(None)
+        log = Path(logfile).read_text(errors="replace") if os.path.exists(logfile) else ""
     status = m.getStatus()
     if status == "userinterrupt" and not watch.at_deadline:  # Ctrl-C, not our deadline
         interrupt.request()
     has = m.getNSols() > 0
     x = np.array([m.getVal(v) for v in xs]) if has else None
-    obj = m.getObjVal() if has else np.inf
     bound = m.getDualbound()
     if m.isInfinity(abs(bound)):
         bound = -np.inf if bound < 0 else np.inf
-    if status == "optimal":
-        return MipOutcome("optimal", status, x, obj, bound)
-    if status == "infeasible":
-        return MipOutcome("infeasible", status, None, np.inf, np.inf)
-    return MipOutcome("feasible" if has else "no_solution", status, x, obj, bound)
+    return outcome(status, status == "optimal", status == "infeasible", has, x,
+                   m.getObjVal() if has else None, bound, log)
 
 
 def _watch(deadline: float | None, progress: Callable[[str], None] | None):  # type: ignore[no-untyped-def]

@@ -90,3 +90,19 @@ def test_help_lists_commands_and_exit_codes() -> None:
     for word in ("check", "eval", "solve", "convert", "3 infeasible", "5 solver not installed",
                  "6 the solver failed"):
         assert word in r.stdout
+
+
+def test_solver_log_file_keeps_each_mip_solvers_own_log(tmp_path: Path) -> None:
+    spec = str(EXAMPLES / "bert24_training.part")
+    for solver, word in (("highs", "Running HiGHS"), ("scip", "SCIP Status")):
+        log = tmp_path / f"{solver}.log"
+        r = run_part("solve", spec, "--method", "exact", "--solver", solver, "--time-limit", "5", "--solver-log",
+                     str(log))
+        assert r.returncode == 0, r.stderr
+        text = log.read_text()
+        name = {"highs": "HiGHS", "scip": "SCIP"}[solver]  # the relaxation first, then the contiguous IP
+        assert text.index(f"==== {name}, non-contiguous relaxation ====") < text.index(f"==== {name} ====")
+        assert text.count(word) == 2
+    log = tmp_path / "dp.log"
+    assert run_part("solve", TINY, "--solver-log", str(log)).returncode == 0
+    assert log.read_text() == "(method dp ran no MIP solver)\n"  # tiny.part says `solve dp`

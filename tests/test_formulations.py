@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from partdsl import evaluate, parse, solve
 from partdsl.core.ir import Spec
 from partdsl.models import maxload, mtpp, pyomo_maxload, pyomo_mtpp
+from partdsl.solvers.exact import NAMES
 from partdsl.solvers.highs_matrix import solve_highs
 from partdsl.solvers.pyomo_adapter import solve_pyomo
 
@@ -146,5 +147,8 @@ def test_every_pyomo_solver_finds_the_optimum(solver: str, text: str, memory: st
     assert r.solver == solver and r.status.value == "optimal"
     assert same(r.objective, brute.objective) and same(direct.objective, brute.objective)
     assert any("via Pyomo" in line for line in r.log) or r.stopped == "bound reached"
+    words = {"highs": "MIP has", "scip": "presolving", "cbc": "CBC MILP Solver", "gurobi": "Gurobi Optimizer",
+             "cplex": "Version identifier"}  # each solver's own log is kept
+    assert f"==== {NAMES[solver]} via Pyomo" in r.solver_log and words[solver] in r.solver_log
     if text is MAXLOAD_SMALL:  # the relaxation's bound (11) is proven, below the optimum (12)
         assert any(line.startswith("proven bound 11:") and "non-contiguous relaxation" in line for line in r.log)
