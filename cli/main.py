@@ -251,7 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", help=", ".join(f"{m} (default)" if m == DEFAULT_METHOD else m for m in METHODS))
     p.add_argument("-O", dest="option", action="append", metavar="NAME=VALUE",
                    help="a method option, e.g. -O population=50 -O generations=20 (brkga), -O samples=100 (random)")
-    p.add_argument("--solver", help="MIP backend: " + ", ".join(f"{s} (default)" if s == DEFAULT_SOLVER else s for s in NAMES))
+    p.add_argument("--solver", help="MIP backend: " + ", ".join(f"{s} (default)" if s == DEFAULT_SOLVER else s for s in NAMES)
+                   + ", or another solver Pyomo knows (glpk, xpress_direct, ...)")
     p.add_argument("--time-limit", type=float, metavar="SECONDS", help="wall-clock budget")
     p.add_argument("--gap", type=float, metavar="FRACTION", help="stop when the gap is at most this")
     p.add_argument("--seed", type=int, metavar="N")

@@ -1,6 +1,8 @@
 """MIP solver backends known by name, and whether each is installed (checked without
 importing the solver, as CVXPY does). HiGHS and SCIP come from pip; Gurobi, CPLEX and
-CBC work through Pyomo when installed."""
+CBC work through Pyomo when installed. Any other name Pyomo's SolverFactory knows (glpk,
+xpress_direct, mosek_direct, gurobi_persistent, ...) is taken too, through Pyomo's
+classic interface, when Pyomo finds it available."""
 from __future__ import annotations
 
 import importlib.util
@@ -24,7 +26,8 @@ class SolverUnavailable(Exception):
     def __init__(self, name: str) -> None:
         super().__init__(f"solver '{name}' is not installed")
         self.name = name
-        self.hint = BACKENDS[name][1]
+        self.hint = BACKENDS[name][1] if name in BACKENDS else (
+            f"Pyomo knows '{name}' but does not find it: install it (and its license) where Pyomo looks")
 
 
 class SolverFailed(Exception):
@@ -61,7 +64,22 @@ def failures(name: str, rows: int, columns: int) -> Iterator[None]:
         raise
 
 
+def pyomo_names() -> list[str]:
+    """The solver names Pyomo's SolverFactory knows (the internal ones, `_...`, left out)."""
+    import pyomo.environ  # noqa: F401  (registers the solver plugins)
+    from pyomo.opt import SolverFactory
+
+    return sorted(n for n in SolverFactory if not n.startswith("_"))
+
+
 def is_installed(name: str) -> bool:
+    if name not in BACKENDS:  # another Pyomo solver: Pyomo says whether it finds it
+        from pyomo.opt import SolverFactory
+
+        try:
+            return SolverFactory(name).available(exception_flag=False) is True
+        except Exception:  # a plugin that cannot even check (a missing library)
+            return False
     how = BACKENDS[name][0]
     kind, what = how.split(":", 1)
     if kind == "module":
@@ -75,7 +93,8 @@ def is_installed(name: str) -> bool:
 
 def require(name: str) -> None:
     """Raise PartError for an unknown solver name, SolverUnavailable if not installed."""
-    if name not in BACKENDS:
-        raise PartError(f"unknown solver '{name}'", None, "solvers: " + ", ".join(BACKENDS))
+    if name not in BACKENDS and name not in pyomo_names():
+        raise PartError(f"unknown solver '{name}'", None, "solvers: " + ", ".join(BACKENDS)
+                        + ", or any name Pyomo's SolverFactory knows (glpk, xpress_direct, mosek_direct, ...)")
     if not is_installed(name):
         raise SolverUnavailable(name)

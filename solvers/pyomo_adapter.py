@@ -26,7 +26,8 @@ from .outcome import MipOutcome, outcome, solver_gap
 INTERFACES = {"highs": ("appsi", "appsi_highs"), "scip": ("contrib", "scip_direct"),
               "gurobi": ("contrib", "gurobi_direct"), "cplex": ("classic", "cplex_direct"),
               "cbc": ("classic", "cbc")}
-# classic interfaces: option names for (relative gap, threads)
+# classic interfaces: option names for (relative gap, threads); another Pyomo solver gets
+# neither (solve() still certifies the gap from its bound), only the time limit
 CLASSIC_OPTIONS = {"cbc": ("ratioGap", "threads"), "cplex": ("mip_tolerances_mipgap", "threads")}
 
 
@@ -49,7 +50,7 @@ def cbc_executable() -> str | None:
 
 def solve_pyomo(model: pyo.ConcreteModel, solver: str = "highs", time_limit: float | None = None,
                 gap: float | None = None, threads: int | None = None, warm: bool = False) -> MipOutcome:
-    kind, name = INTERFACES[solver]
+    kind, name = INTERFACES.get(solver, ("classic", solver))  # any other Pyomo solver: its classic interface
     rel = solver_gap(gap)
     limit = None if time_limit is None else float(max(time_limit, 0.01))
     if kind == "contrib":
@@ -119,18 +120,24 @@ def _classic(model: pyo.ConcreteModel, solver: str, name: str, limit: float | No
     from pyomo.opt import SolutionStatus
     from pyomo.opt import TerminationCondition as TC
 
+    from pyomo.solvers.plugins.solvers.persistent_solver import PersistentSolver
+
     opt = pyo.SolverFactory(name, executable=cbc_executable()) if solver == "cbc" else pyo.SolverFactory(name)
-    gap_name, threads_name = CLASSIC_OPTIONS.get(solver, ("mipgap", "threads"))
-    options: dict[str, Any] = {gap_name: rel}
-    if threads:
-        options[threads_name] = int(threads)
-    kw: dict[str, Any] = {"load_solutions": False, "options": options, "logfile": str(log)}
+    kw: dict[str, Any] = {"load_solutions": False}
+    if solver in CLASSIC_OPTIONS:  # other solvers name their options their own way, and some take no logfile
+        gap_name, threads_name = CLASSIC_OPTIONS[solver]
+        kw["options"] = {gap_name: rel, **({threads_name: int(threads)} if threads else {})}
+        kw["logfile"] = str(log)
     if limit is not None:
         kw["timelimit"] = limit
-    if warm and opt.warm_start_capable():
+    if warm and getattr(opt, "warm_start_capable", lambda: False)():
         kw["warmstart"] = True
     with solver_call():
-        res = opt.solve(model, **kw)
+        if isinstance(opt, PersistentSolver):  # gurobi_persistent, cplex_persistent, ...
+            opt.set_instance(model)
+            res = opt.solve(**kw)
+        else:
+            res = opt.solve(model, **kw)
     tc = res.solver.termination_condition
     has = len(res.solution) > 0 and res.solution(0).status in (SolutionStatus.optimal, SolutionStatus.feasible,
                                                                  SolutionStatus.stoppedByLimit)

@@ -109,6 +109,10 @@ def test_missing_solver_exits_5_and_installed_ones_work() -> None:
             assert p.returncode == 5, p.stderr
             assert f"solver '{name}' is not installed" in p.stderr and "hint:" in p.stderr
             assert json.loads(p.stdout)["kind"] == "solver_unavailable"
+    # a solver Pyomo knows but does not find: the same exit, with a hint naming Pyomo
+    assert not is_installed("xpress_direct")  # (the xpress package is not among our dependencies)
+    p = run_part("solve", str(EXAMPLES / "mtpp_overflow.part"), "--method", "exact", "--solver", "xpress_direct")
+    assert p.returncode == 5 and "Pyomo knows 'xpress_direct' but does not find it" in p.stderr
 
 
 def test_solver_failure_exits_6_with_its_message() -> None:
