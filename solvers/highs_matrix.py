@@ -41,19 +41,7 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
     h.setOptionValue("mip_abs_gap", 0.0)
     if threads is not None:
         h.setOptionValue("threads", int(threads))
-    A = mip.A.tocsc()
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
-    lp.col_cost_ = mip.c
-    lp.col_lower_, lp.col_upper_ = mip.col_lo, mip.col_hi
-    lp.row_lower_, lp.row_upper_ = mip.row_lo, mip.row_hi
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data
-    lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-                       for i in mip.integer]
-    h.passModel(lp)
+    pass_model(h, mip)
     if start is not None:
         sol = highspy.HighsSolution()
         sol.col_value = list(start)
@@ -73,6 +61,25 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
                                                              else -np.inf)
     return outcome(why, ms == highspy.HighsModelStatus.kOptimal, ms == highspy.HighsModelStatus.kInfeasible,
                    has, x, obj, bound, "".join(log))
+
+
+def pass_model(h, mip: MatrixMIP) -> None:  # type: ignore[no-untyped-def]
+    """Hand the matrices to a highspy.Highs instance (column-wise, no copy through Python rows)."""
+    import highspy
+
+    A = mip.A.tocsc()
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
+    lp.col_cost_ = mip.c
+    lp.col_lower_, lp.col_upper_ = mip.col_lo, mip.col_hi
+    lp.row_lower_, lp.row_upper_ = mip.row_lo, mip.row_hi
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data
+    lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                       for i in mip.integer]
+    h.passModel(lp)
 
 
 def _enforce(h, deadline: float, progress: Callable[[str], None] | None) -> None:  # type: ignore[no-untyped-def]

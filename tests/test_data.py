@@ -141,14 +141,16 @@ def test_contiguous_exact_is_certified_by_the_non_contiguous_relaxation(data_dir
     """inceptionv3_inference, contiguous: the contiguous IP's own dual bound stays at the
     cheap bound (44.42, a 14% gap) for minutes; the relaxation's bound (the non-contiguous
     optimum is below 51.52) lifts it to within 1-2% of the published optimum 51.55 on this
-    machine. Asserted with slack (5%), since the bound reached depends on the machine."""
+    machine. Asked for a 5% gap, which the relaxation alone certifies, so the contiguous IP is
+    skipped (benchmarks/mip.py runs it to 1%)."""
     spec = parse_file(converted(data_dir / "throughput" / "inceptionv3_inference.json", tmp_path))
-    r = solve(spec, method="exact", time_limit=150, gap=0.01)
+    r = solve(spec, method="exact", time_limit=150, gap=0.05)
     assert r.objective == pytest.approx(OPTIMAL_CONTIGUOUS["inceptionv3_inference"], abs=0.006)
     relaxed = logged_bounds(r.log, "non-contiguous relaxation")
     assert relaxed and relaxed[0] <= NON_CONTIGUOUS_IP["inceptionv3_inference"] + 0.005
     assert r.bound >= relaxed[0] * (1 - 1e-5) and relaxed[0] > 44.43  # the log prints 6 digits
-    assert r.gap <= 0.05
+    assert r.gap <= 0.05 and r.status.value == "optimal"
+    assert not any(ln.startswith("proven bound") and "relaxation" not in ln for ln in r.log)  # IP skipped
 
 
 def test_a_mip_stopped_by_the_time_limit_keeps_its_dual_bound(data_dir: Path, tmp_path: Path) -> None:
@@ -160,7 +162,7 @@ def test_a_mip_stopped_by_the_time_limit_keeps_its_dual_bound(data_dir: Path, tm
     spec = parse_file(converted(data_dir / "throughput" / "bert24_inference.json", tmp_path, split="any"))
     r = solve(spec, method="exact", time_limit=3, gap=0.0, options={"heuristics": 0})
     assert r.stopped == "time limit" and r.status.value == "feasible"
-    assert any("HiGHS dual bound (Interrupted" in ln for ln in r.log)
+    assert any("HiGHS dual bound (Time limit reached)" in ln for ln in r.log)
     assert r.bound > bound(spec) + 1.0
     assert r.bound <= NON_CONTIGUOUS_IP["bert24_inference"] + 0.005
 
