@@ -23,6 +23,7 @@ test: $(BIN)/part
 
 bench: $(BIN)/part
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/build.py
 	$(BIN)/python benchmarks/kernels.py
 
 clean:

@@ -48,13 +48,14 @@ class Rows:
         self.n += k
 
     def add_one(self, cols: np.ndarray | list, vals: np.ndarray | list, lo: float, hi: float) -> None:
-        """Add one row: sum_j vals[j] * x[cols[j]] in [lo, hi]."""
+        """Add one row: sum_j vals[j] * x[cols[j]] in [lo, hi]. (Called once per row by
+        the max-load builder, so it stays cheap: the bounds are kept as plain floats.)"""
         cols = np.asarray(cols, dtype=np.int64)
         self.r.append(np.full(len(cols), self.n))
         self.c.append(cols)
-        self.v.append(np.broadcast_to(np.asarray(vals, dtype=float), (len(cols),)).copy())
-        self.lo.append(np.array([lo], dtype=float))
-        self.hi.append(np.array([hi], dtype=float))
+        self.v.append(np.asarray(vals, dtype=float) if np.ndim(vals) else np.full(len(cols), float(vals)))
+        self.lo.append(float(lo))  # type: ignore[arg-type]
+        self.hi.append(float(hi))  # type: ignore[arg-type]
         self.n += 1
 
     def matrix(self, ncols: int) -> tuple[csr_matrix, np.ndarray, np.ndarray]:
@@ -62,4 +63,9 @@ class Rows:
             return csr_matrix((0, ncols)), np.zeros(0), np.zeros(0)
         A = csr_matrix((np.concatenate(self.v), (np.concatenate(self.r), np.concatenate(self.c))),
                        shape=(self.n, ncols))
-        return A, np.concatenate(self.lo), np.concatenate(self.hi)
+        return A, _flat(self.lo), _flat(self.hi)
+
+
+def _flat(parts: list) -> np.ndarray:  # type: ignore[type-arg]
+    """Row bounds: arrays from add(), floats from add_one(), in row order."""
+    return np.concatenate([np.atleast_1d(np.asarray(p, dtype=float)) for p in parts])

@@ -34,32 +34,14 @@ NAUTY_MAX_LEVEL = 100
 def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
                threads: int | None = None, start: np.ndarray | None = None,
                progress: Callable[[str], None] | None = None) -> MipOutcome:
-    from pyscipopt import Model, quicksum
-
     deadline = None if time_limit is None else time.monotonic() + max(time_limit, 0.01)
-    m = Model()
-    m.hideOutput()
+    m, xs = scip_model(mip)
     m.setParam("propagating/symmetry/nautymaxlevel", NAUTY_MAX_LEVEL)
     m.setParam("limits/gap", solver_gap(gap))
     m.setParam("limits/absgap", 0.0)
     m.setParam("numerics/feastol", 1e-7)  # the dual bound must not lag the evaluator-scored incumbent
     if threads is not None:
         m.setParam("parallel/maxnthreads", int(threads))
-    xs = [m.addVar(lb=None if np.isinf(lo) else float(lo), ub=None if np.isinf(hi) else float(hi),
-                   vtype="I" if integer else "C", obj=float(c))
-          for lo, hi, integer, c in zip(mip.col_lo, mip.col_hi, mip.integer, mip.c)]
-    A = mip.A.tocsr()
-    for r in range(A.shape[0]):
-        lo, hi = mip.row_lo[r], mip.row_hi[r]
-        cols, vals = A.indices[A.indptr[r]:A.indptr[r + 1]], A.data[A.indptr[r]:A.indptr[r + 1]]
-        expr = quicksum(float(v) * xs[c] for c, v in zip(cols, vals))
-        if np.isfinite(lo) and np.isfinite(hi) and lo == hi:
-            m.addCons(expr == float(lo))
-        else:
-            if np.isfinite(lo):
-                m.addCons(expr >= float(lo))
-            if np.isfinite(hi):
-                m.addCons(expr <= float(hi))
     if start is not None:
         sol = m.createSol()
         for x, v in zip(xs, start):
@@ -86,6 +68,30 @@ def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | Non
         bound = -np.inf if bound < 0 else np.inf
     return outcome(status, status == "optimal", status == "infeasible", has, x,
                    m.getObjVal() if has else None, bound, log)
+
+
+def scip_model(mip: MatrixMIP):  # type: ignore[no-untyped-def]
+    """A PySCIPOpt model of the matrices (output hidden) and its variables, in column order."""
+    from pyscipopt import Model, quicksum
+
+    m = Model()
+    m.hideOutput()
+    xs = [m.addVar(lb=None if np.isinf(lo) else float(lo), ub=None if np.isinf(hi) else float(hi),
+                   vtype="I" if integer else "C", obj=float(c))
+          for lo, hi, integer, c in zip(mip.col_lo, mip.col_hi, mip.integer, mip.c)]
+    A = mip.A.tocsr()
+    for r in range(A.shape[0]):
+        lo, hi = mip.row_lo[r], mip.row_hi[r]
+        cols, vals = A.indices[A.indptr[r]:A.indptr[r + 1]], A.data[A.indptr[r]:A.indptr[r + 1]]
+        expr = quicksum(float(v) * xs[c] for c, v in zip(cols, vals))
+        if np.isfinite(lo) and np.isfinite(hi) and lo == hi:
+            m.addCons(expr == float(lo))
+        else:
+            if np.isfinite(lo):
+                m.addCons(expr >= float(lo))
+            if np.isfinite(hi):
+                m.addCons(expr <= float(hi))
+    return m, xs
 
 
 def _watch(deadline: float | None, progress: Callable[[str], None] | None):  # type: ignore[no-untyped-def]
