@@ -16,7 +16,7 @@ import math
 import multiprocessing
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -105,36 +105,42 @@ def _guess(spec: Spec, j: int, deadline: float, solver: str | None, threads: int
 
 def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | None = None,
                      threads: int | None = None, workers: int | None = None,
-                     progress: Callable[[str], None] | None = None, floor: float = -math.inf) -> tuple[float, bool]:
-    """min_j LB_j over the k guesses, the k MIPs run by `workers` local processes (1: in
-    this process). `time_limit` is the wall-clock budget of the whole set. `floor`: a
-    proven bound of the three-superblock MIP, which every LB_j meets (each LB_j MIP is
-    that MIP with more constraints and a larger objective), so a guess stopped by the
-    limit never reports less."""
+                     progress: Callable[[str], None] | None = None, floor: float = -math.inf,
+                     executor: Executor | None = None) -> tuple[float, bool]:
+    """min_j LB_j over the k guesses. The k MIPs run on `executor` if given (any
+    concurrent.futures Executor: threads, processes, a cluster's), else in `workers` local
+    processes (default: the cores; 1: in this process). `time_limit` is the wall-clock
+    budget of the whole set. `floor`: a proven bound of the three-superblock MIP, which
+    every LB_j meets (each LB_j MIP is that MIP with more constraints and a larger
+    objective), so a guess stopped by the limit never reports less."""
     k = spec.platform.classes[0].count
     deadline = time.time() + time_limit if time_limit is not None else math.inf
     workers = min(workers or os.cpu_count() or 1, k)
-    per_threads = threads if threads is not None else (1 if workers > 1 else None)
+    per_threads = threads if threads is not None else (1 if workers > 1 or executor else None)
     results: dict[int, tuple[float, bool]] = {}
-    if workers <= 1:
+    if executor is None and workers <= 1:
         for j in range(1, k + 1):
             _, b, ok = _guess(spec, j, deadline, solver, per_threads, floor)
             results[j] = (b, ok)
             if progress:
                 progress(f"bottleneck-guess j={j}/{k}: {b:.6g}")
-    else:
-        ctx = multiprocessing.get_context("spawn")  # no fork after solver threads have started
-        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            futures = [pool.submit(_guess, spec, j, deadline, solver, per_threads, floor) for j in range(1, k + 1)]
-            try:
-                for f in as_completed(futures):
-                    j, b, ok = f.result()
-                    results[j] = (b, ok)
-                    if progress:
-                        progress(f"bottleneck-guess j={j} done ({len(results)}/{k}): {b:.6g}")
-            except KeyboardInterrupt:  # Ctrl-C: the guesses not started are dropped, not waited for
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+        return min(b for b, _ in results.values()), all(ok for _, ok in results.values())
+    own = executor is None  # local processes: spawned, as fork after solver threads have started is unsafe
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) if own else executor
+    futures = [pool.submit(_guess, spec, j, deadline, solver, per_threads, floor) for j in range(1, k + 1)]
+    try:
+        for f in as_completed(futures):
+            j, b, ok = f.result()
+            results[j] = (b, ok)
+            if progress:
+                progress(f"bottleneck-guess j={j} done ({len(results)}/{k}): {b:.6g}")
+    except KeyboardInterrupt:  # Ctrl-C: the guesses not started are dropped, not waited for
+        for f in futures:
+            f.cancel()
+        raise
+    finally:
+        if own:
+            pool.shutdown(wait=True, cancel_futures=True)
     return min(b for b, _ in results.values()), all(ok for _, ok in results.values())
 
 
@@ -168,10 +174,11 @@ class _Found:
 
 def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = None,
               threads: int | None = None, workers: int | None = None, seed: int = 0,
-              progress: Callable[[str], None] | None = None, only: tuple[str, ...] = NAMES) -> Hierarchy:
+              progress: Callable[[str], None] | None = None, only: tuple[str, ...] = NAMES,
+              executor: Executor | None = None) -> Hierarchy:
     """Every bound of the hierarchy that applies to `spec` (each MIP gets `time_limit`),
     and the best solution found by topo, dp (exact under `acyclic`) and the exact MIP.
-    Ctrl-C stops it: the bounds computed so far are kept, the others say so."""
+    The bottleneck-guess MIPs run on `executor` if given (see bottleneck_guess). Ctrl-C stops it: the bounds computed so far are kept, the others say so."""
     if spec.objective.kind != "bottleneck":
         raise PartError("`part bound` computes the lower-bound hierarchy for the bottleneck objective", None,
                         "use `part solve` for latency and batched throughput (it prints a bound too)")
@@ -189,7 +196,7 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
     interrupt.clear()
     try:
         _compute(spec, bounds, found, say, progress, only, not_mtpp, simple, time_limit, solver, threads,
-                 workers, seed)
+                 workers, seed, executor)
     except (KeyboardInterrupt, SystemError) as e:  # Ctrl-C between solver runs (inside one, it stops and returns)
         if not interrupt.is_ctrl_c(e):
             raise
@@ -209,7 +216,7 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
 def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Callable[[str], None],
              progress: Callable[[str], None] | None, only: tuple[str, ...], not_mtpp: str | None, simple: float,
              time_limit: float | None, solver: str | None, threads: int | None, workers: int | None,
-             seed: int) -> None:
+             seed: int, executor: Executor | None) -> None:
     """The solutions and the bounds after `simple`, in order of cost, until done or Ctrl-C."""
     from .api import solve
 
@@ -246,7 +253,7 @@ def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Call
         else:
             below = bounds.get("bottleneck")
             floor = below.value if below is not None and below.value is not None else -math.inf
-            v, ok = bottleneck_guess(spec, time_limit, solver, threads, workers, progress, floor)
+            v, ok = bottleneck_guess(spec, time_limit, solver, threads, workers, progress, floor, executor)
             note = f"sec. 3.3, min over {spec.platform.classes[0].count} guesses"
             if not ok and math.isfinite(floor):
                 note += ", each at least the bottleneck bound"

@@ -48,10 +48,16 @@ def test_every_relaxation_is_below_the_optimum_and_they_are_ordered(spec: Spec) 
 
 
 def test_guesses_run_in_processes_and_agree_with_one_process() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
     spec = regal_spec(14, 4, seed=7)
     one, ok1 = bottleneck_guess(spec, workers=1)
     two, ok2 = bottleneck_guess(spec, workers=2)
     assert ok1 and ok2 and math.isclose(one, two, rel_tol=1e-9)
+    with ThreadPoolExecutor(2) as pool:  # the caller's own executor, left open for its next use
+        three, ok3 = bottleneck_guess(spec, executor=pool)
+        assert ok3 and math.isclose(one, three, rel_tol=1e-9)
+        assert pool.submit(lambda: 7).result() == 7
 
 
 def test_hierarchy_on_a_regal_graph_reports_every_bound_below_the_best() -> None:
