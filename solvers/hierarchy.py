@@ -273,5 +273,6 @@ def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Call
             found.consider(r, "exact")
             solved = r.status.value in ("optimal", "infeasible") and r.stopped != "interrupted"
             bounds["exact"] = BoundEntry("exact", r.bound, r.wall_time_s, solved,
-                                         "Fig. 3" if not_mtpp is None else "Tarnawski's IP (Fig. 6)")
+                                         ("Fig. 3" if not_mtpp is None else "Tarnawski's IP (Fig. 6)")
+                                         + (": interrupted" if r.stopped == "interrupted" else ""))
             say(f"exact: {r.bound:.6g}")
