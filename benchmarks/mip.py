@@ -6,6 +6,7 @@ best non-contiguous values. Model build time is printed apart from solve time.
     python benchmarks/mip.py                          # 20-minute cap per run (hours in total)
     python benchmarks/mip.py --cap 60 --solvers highs # a quick look
     python benchmarks/mip.py --files bert24_inference,gnmt_inference --progress
+    python benchmarks/mip.py --record runs.jsonl ...; python benchmarks/mip.py --report runs.jsonl
 
 Targets (issue 3): the contiguous value matches the published optimum on every file; the
 non-contiguous value is at least as good as the published one. A run that stops at the cap
@@ -42,7 +43,12 @@ def main() -> None:
     ap.add_argument("--progress", action="store_true", help="each run's progress on stderr (incumbents, bounds)")
     ap.add_argument("--record", metavar="FILE.jsonl",
                     help="append one JSON line per finished run (so a long table survives an interruption)")
+    ap.add_argument("--report", metavar="FILE.jsonl[,FILE.jsonl]",
+                    help="print the recorded runs as one markdown table (no solving)")
     args = ap.parse_args()
+    if args.report:
+        report([json.loads(line) for f in args.report.split(",") for line in Path(f).read_text().splitlines()])
+        return
     from partdsl import parse_file, solve
     from partdsl.cli.convert import dnn_partitioning_to_part
     from partdsl.models import maxload
@@ -85,6 +91,29 @@ def main() -> None:
                                               "bound": r.bound, "gap": r.gap, "status": r.status.value,
                                               "stopped": r.stopped, "rows": mip.A.shape[0], "build_s": build,
                                               "total_s": total, "verdict": verdict}) + "\n")
+
+
+def report(runs: list[dict]) -> None:
+    """Markdown: one row per workload, value >= bound (time or "cap") per split and solver."""
+    cols = [(split, solver) for split in ("contiguous", "any") for solver in ("highs", "scip")
+            if any(r["split"] == split and r["solver"] == solver for r in runs)]
+    names = {"contiguous": "contiguous", "any": "non-contig.", "highs": "HiGHS", "scip": "SCIP"}
+    print("| workload | " + " | ".join(f"{names[sp]}, {names[so]}" for sp, so in cols)
+          + " | published contiguous | published non-contig. |")
+    print("|---" * (len(cols) + 3) + "|")
+    for name, (pub_c, pub_a) in PUBLISHED.items():
+        cells = []
+        for split, solver in cols:
+            r = next((r for r in runs if (r["workload"], r["split"], r["solver"]) == (name, split, solver)), None)
+            if r is None:
+                cells.append("-")
+                continue
+            when = "cap" if r["stopped"] == "time limit" else f"{r['total_s']:.0f} s"
+            better = split == "any" and r["value"] < pub_a - 0.005
+            value = f"**{r['value']:.2f}**" if better else f"{r['value']:.2f}"
+            cells.append(f"{value} >= {r['bound']:.2f} ({when})")
+        if any(c != "-" for c in cells):
+            print(f"| {name} | " + " | ".join(cells) + f" | {pub_c:.2f} | {pub_a:.2f} |")
 
 
 def _stamped(run: str):  # type: ignore[no-untyped-def]
