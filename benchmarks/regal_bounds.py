@@ -26,6 +26,7 @@ def main() -> None:
     ap.add_argument("--k", default="2,4,8,16")
     ap.add_argument("--time-limit", type=float, default=30.0, help="seconds per MIP (bottleneck-guess: all k)")
     ap.add_argument("--models", default="er,ba,ws")
+    ap.add_argument("--workers", type=int, default=None, help="processes for the guess MIPs (default: cores)")
     args = ap.parse_args()
     from partdsl.dsl.generate import regal_spec
     from partdsl.solvers.hierarchy import hierarchy
@@ -41,7 +42,7 @@ def main() -> None:
         for i, n in enumerate(sizes):
             spec = regal_spec(n, k, models[i % len(models)], seed=i)
             t = time.perf_counter()
-            h = hierarchy(spec, time_limit=args.time_limit)
+            h = hierarchy(spec, time_limit=args.time_limit, workers=args.workers)
             for name in NAMES:
                 f = h.fraction(name)
                 if f is not None:
