@@ -14,14 +14,14 @@ Pyomo build, and Pyomo's own hand-off to HiGHS (appsi set_instance).
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
+
+from ratios import print_ratios
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT.parent))  # noqa: E402  (run from a checkout without installing)
@@ -93,30 +93,8 @@ def main() -> None:
         rows[f"{name} maxload"] = measure(f"{name} maxload", spec, maxload, pyomo_maxload, not args.no_pyomo)
         rows[f"{name} mtpp k={args.stages}"] = measure(f"{name} mtpp", mtpp_spec(spec, args.stages), mtpp, pyomo_mtpp,
                                                        not args.no_pyomo)
-    if args.save_baseline:
-        BASELINE.write_text(json.dumps(rows, indent=1) + "\n")
-        print(f"baseline saved to {BASELINE}")
-    base = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
-    head = f"{'model':36} {'rows':>8} " + " ".join(f"{c:>16} {'x base':>6}" for c in COLS)
-    print(head)
-    print("-" * len(head))
-    ratios: dict[str, list[float]] = {c: [] for c in COLS}
-    for name, r in rows.items():
-        cells = []
-        for c in COLS:
-            if c not in r:
-                cells.append(f"{'-':>16} {'':>6}")
-                continue
-            b = base.get(name, {}).get(c)
-            if b:
-                ratios[c].append(r[c] / b)
-            cells.append(f"{r[c]:16.3f} {r[c] / b if b else float('nan'):6.2f}")
-        print(f"{name:36} {int(r['rows']):8,} " + " ".join(cells))
-    if base:
-        print(f"{'geometric mean':45} " + " ".join(
-            f"{'':16} {statistics.geometric_mean(v) if v else float('nan'):6.2f}" for v in ratios.values()))
-        print("(x base: time now / time in benchmarks/baseline_build.json; < 1 is faster)")
-
+    print_ratios(rows, BASELINE, list(COLS), save=args.save_baseline, width=16,
+                 lead=lambda name, r: f"{name:36} {int(r['rows']):8,}", lead_head=f"{'model':36} {'rows':>8}")
 
 if __name__ == "__main__":
     main()

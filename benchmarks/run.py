@@ -8,8 +8,6 @@ baseline run, side by side (speed is measured here, never asserted in tests).
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 import tempfile
 import time
@@ -24,6 +22,7 @@ sys.path.insert(0, str(ROOT.parent))  # noqa: E402  (run from a checkout without
 from partdsl import evaluate, parse_file, solve  # noqa: E402
 from partdsl.cli.convert import dnn_partitioning_to_part  # noqa: E402
 from partdsl.core.dense import Dense  # noqa: E402
+from ratios import print_ratios  # noqa: E402
 
 BASELINE = Path(__file__).with_name("baseline.json")
 
@@ -65,29 +64,9 @@ def main() -> None:
     ap.add_argument("--save-baseline", action="store_true")
     args = ap.parse_args()
     rows = measure(Path(args.data) / "dnn-partitioning")
-    if args.save_baseline:
-        BASELINE.write_text(json.dumps(rows, indent=1) + "\n")
-        print(f"baseline saved to {BASELINE}")
-    base = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
-    cols = ["parse_s", "dense_s", "evaluate_ms", "solve_topo_s"]
-    head = f"{'workload':24} {'n':>5} " + " ".join(f"{c:>12} {'x base':>7}" for c in cols) + f" {'topo value':>11}"
-    print(head)
-    print("-" * len(head))
-    ratios: dict[str, list[float]] = {c: [] for c in cols}
-    for name, r in rows.items():
-        cells = []
-        for c in cols:
-            b = base.get(name, {}).get(c)
-            ratio = r[c] / b if b else float("nan")
-            if b:
-                ratios[c].append(ratio)
-            cells.append(f"{r[c]:12.4f} {ratio:7.2f}")
-        print(f"{name:24} {int(r['nodes']):5d} " + " ".join(cells) + f" {r['topo_value']:11.4f}")
-    if base:
-        gm = " ".join(f"{'':12} {statistics.geometric_mean(v) if v else float('nan'):7.2f}" for v in ratios.values())
-        print(f"{'geometric mean':30} {gm}")
-        print("(x base: time now / time in benchmarks/baseline.json; < 1 is faster)")
-
+    print_ratios(rows, BASELINE, ["parse_s", "dense_s", "evaluate_ms", "solve_topo_s"], save=args.save_baseline,
+                 lead=lambda name, r: f"{name:24} {int(r['nodes']):5d}", lead_head=f"{'workload':24} {'n':>5}",
+                 trail=lambda r: f" {r['topo_value']:11.4f}", trail_head=f" {'topo value':>11}")
 
 if __name__ == "__main__":
     main()
