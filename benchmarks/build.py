@@ -24,7 +24,7 @@ from typing import Callable
 from ratios import print_ratios
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT.parent))  # noqa: E402  (run from a checkout without installing)
+import needs_partdsl  # noqa: E402,F401  (a plain message if partdsl is missing)
 
 BASELINE = Path(__file__).with_name("baseline_build.json")
 FILES = ("bert24_inference", "resnet50_inference", "inceptionv3_inference", "gnmt_inference",

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT.parent))
+import needs_partdsl  # noqa: E402,F401  (a plain message if partdsl is missing)
 
 PUBLISHED = {"bert24_inference": 17.79, "resnet50_inference": 33.77, "inceptionv3_inference": 51.55,
              "gnmt_inference": 32.91, "bert24_training": 41.75, "resnet50_training": 78.63,

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT.parent))
+import needs_partdsl  # noqa: E402,F401  (a plain message if partdsl is missing)
 
 # workload: (optimal contiguous, best non-contiguous), from the data folder's README
 PUBLISHED = {"bert24_inference": (17.79, 17.71), "resnet50_inference": (33.77, 33.31),

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT.parent))
+import needs_partdsl  # noqa: E402,F401  (a plain message if partdsl is missing)
 
 NAMES = ("simple", "lp", "bottleneck", "bottleneck_guess", "exact")
 

@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT.parent))  # noqa: E402  (run from a checkout without installing)
+import needs_partdsl  # noqa: E402,F401  (a plain message if partdsl is missing)
 
 from partdsl import evaluate, parse_file, solve  # noqa: E402
 from partdsl.cli.convert import dnn_partitioning_to_part  # noqa: E402
