@@ -15,10 +15,11 @@ if TYPE_CHECKING:
     from ..solvers.hierarchy import Hierarchy
 
 
-def table(rows: list[list[str]], header: list[str]) -> str:
+def table(rows: list[list[str]], header: list[str], left: tuple[int, ...] = (0,)) -> str:
+    """A plain-text table: columns in `left` (names, notes) left-aligned, numbers right."""
     cols = [header] + rows
     w = [max(len(r[i]) for r in cols) for i in range(len(header))]
-    line = lambda r: "  ".join(c.rjust(w[i]) if i else c.ljust(w[i]) for i, c in enumerate(r))  # noqa: E731
+    line = lambda r: "  ".join(c.ljust(w[i]) if i in left else c.rjust(w[i]) for i, c in enumerate(r)).rstrip()  # noqa: E731
     return "\n".join([line(header), "  ".join("-" * x for x in w)] + [line(r) for r in rows])
 
 
@@ -139,5 +140,5 @@ def hierarchy_report(spec: Spec, h: Hierarchy) -> str:
     unit = "ms"
     proof = ", proven optimal" if h.proven else ""
     head = [f"best solution  {fmt(h.best)} {unit} ({h.best_method}{proof})", ""]
-    return "\n".join(head) + table(rows, ["bound", f"value ({unit})", "/ best", "time", "note"])
+    return "\n".join(head) + table(rows, ["bound", f"value ({unit})", "/ best", "time", "note"], left=(0, 4))
 

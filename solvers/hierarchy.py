@@ -8,7 +8,8 @@ exact MIP's incumbent).
 Every number is a proven lower bound: a MIP stopped by its time limit contributes its
 dual bound, never its incumbent; a relaxation that could not be solved is reported as
 such, with no value. Specs outside MTPP (several device classes, no `acyclic`) get
-simple, LP (of Tarnawski's IP) and exact; the superblock bounds say why they do not apply.
+simple, LP (of Tarnawski's IP, without `acyclic` if the spec has it) and exact; the
+superblock bounds say why they do not apply.
 """
 from __future__ import annotations
 
@@ -144,8 +145,19 @@ def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | 
     return min(b for b, _ in results.values()), all(ok for _, ok in results.values())
 
 
+def without_acyclic(spec: Spec) -> Spec | None:
+    """The spec without `acyclic` when the exact formulation is Tarnawski's IP, which has no
+    stage order: a relaxation (the evaluator's cost does not depend on `acyclic`), so its
+    LP is still a lower bound. None when the spec needs no such step."""
+    if not spec.constraints.acyclic or formulation(spec) is mtpp:
+        return None
+    return replace(spec, constraints=replace(spec.constraints, acyclic=False))
+
+
 def lp_bound(spec: Spec, time_limit: float | None = None) -> tuple[float | None, bool]:
-    """The LP relaxation of the exact formulation (HiGHS simplex); None if not solved."""
+    """The LP relaxation of the exact formulation (HiGHS simplex); None if not solved. For
+    Tarnawski's IP under `acyclic`, the LP of the IP without it (`without_acyclic`)."""
+    spec = without_acyclic(spec) or spec
     mip, _ = formulation(spec).build(spec)
     out = solve_highs(replace(mip, integer=np.zeros_like(mip.integer)), time_limit)
     if out.status == "infeasible":
@@ -237,6 +249,7 @@ def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Call
         else:
             bounds["lp"] = BoundEntry("lp", v, time.monotonic() - t, ok,
                                       "LP relaxation of " + ("Fig. 3" if not_mtpp is None else "Tarnawski's IP")
+                                      + (" without `acyclic`" if without_acyclic(spec) else "")
                                       + ("" if ok else ": not solved within the limit"))
             say(f"lp: {v}")
     for name in ("bottleneck", "bottleneck_guess"):

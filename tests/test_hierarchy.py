@@ -8,12 +8,13 @@ import math
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from partdsl import parse, solve
 from partdsl.core.ir import Spec
 from partdsl.dsl.generate import regal_spec
 from partdsl.models import mtpp
 from partdsl.solvers.exact import solve_mtpp_variant
-from partdsl.solvers.hierarchy import bottleneck_guess, hierarchy, lp_bound, mip_bound
+from partdsl.solvers.hierarchy import bottleneck_guess, hierarchy, lp_bound, mip_bound, without_acyclic
 from partdsl.solvers.highs_matrix import solve_highs
 
 from tests.conftest import run_part
@@ -45,6 +46,25 @@ def test_every_relaxation_is_below_the_optimum_and_they_are_ordered(spec: Spec) 
     assert simple <= bottleneck + TOL <= guess + 2 * TOL  # the paper's order
     if spec.platform.classes[0].count == 2:  # "bottleneck-guess and exact are equivalent for k = 2"
         assert math.isclose(guess, opt, rel_tol=1e-6, abs_tol=1e-6)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(st.data())
+def test_lp_of_tarnawski_ip_without_acyclic_is_below_the_acyclic_optimum(data) -> None:
+    """On accelerators + CPUs under `acyclic` (no MTPP), the LP is that of Tarnawski's IP
+    with `acyclic` dropped: a relaxation, so at most the brute-force acyclic optimum."""
+    from dataclasses import replace
+
+    from tests.strategies import specs
+
+    spec: Spec = data.draw(specs(max_nodes=6, kinds=("bottleneck",), max_devices=3))
+    assume(spec.constraints.max_stages is None)
+    spec = replace(spec, constraints=replace(spec.constraints, acyclic=True))
+    assert without_acyclic(spec) is not None
+    brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
+    assume(brute.status.value == "optimal")
+    lp, solved = lp_bound(spec)
+    assert solved and lp <= brute.objective * (1 + 1e-7) + TOL
 
 
 def test_guesses_run_in_processes_and_agree_with_one_process() -> None:
