@@ -167,6 +167,27 @@ def lp_bound(spec: Spec, time_limit: float | None = None) -> tuple[float | None,
     return float(out.objective), True
 
 
+def _relaxed_exact(spec: Spec, solver: str | None, time_limit: float | None, threads: int | None, seed: int,
+                   found: "_Found") -> BoundEntry | None:
+    """Under `acyclic` on a mixed platform with dp refused (too many ideals): the dual bound
+    of Tarnawski's IP without `acyclic`, a relaxation; its incumbent may be cyclic, so it
+    is not a solution. None if that IP does not fit the spec either."""
+    from .api import solve
+
+    relaxed = without_acyclic(spec)
+    if relaxed is None:
+        return None
+    try:
+        r = solve(relaxed, method="exact", solver=solver, time_limit=time_limit, threads=threads, seed=seed,
+                  warm_start=found.assignment)
+    except PartError:
+        return None
+    solved = r.status.value in ("optimal", "infeasible") and r.stopped != "interrupted"
+    return BoundEntry("exact", r.bound, r.wall_time_s, solved,
+                      "dual bound of Tarnawski's IP without `acyclic` (a relaxation; dp refused: too many ideals)"
+                      + (": interrupted" if r.stopped == "interrupted" else ""))
+
+
 @dataclass
 class _Found:
     """The best solution so far, and dp's proven optimum under `acyclic` (value, seconds)."""
@@ -281,7 +302,8 @@ def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Call
                 bounds["exact"] = BoundEntry("exact", found.dp[0], found.dp[1], True,
                                              f"DP over ideals (Tarnawski sec. 5.1.1); no MIP: {_why(e)}")
             else:
-                bounds["exact"] = BoundEntry("exact", None, 0.0, False, f"not applicable: {_why(e)}")
+                bounds["exact"] = _relaxed_exact(spec, solver, time_limit, threads, seed, found) \
+                    or BoundEntry("exact", None, 0.0, False, f"not applicable: {_why(e)}")
         else:
             found.consider(r, "exact")
             solved = r.status.value in ("optimal", "infeasible") and r.stopped != "interrupted"

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from partdsl import parse, solve
+from partdsl import evaluate, parse, solve
 from partdsl.core.ir import Spec
 from partdsl.dsl.generate import regal_spec
 from partdsl.models import mtpp
@@ -97,6 +98,24 @@ def test_superblock_bounds_say_why_they_do_not_apply() -> None:
     h = hierarchy(spec, time_limit=30)
     assert h.bounds["bottleneck"].value is None and "identical" in h.bounds["bottleneck"].note
     assert h.bounds["exact"].solved and h.bounds["lp"].value <= h.bounds["exact"].value + TOL
+
+
+def test_acyclic_on_a_mixed_platform_beyond_dp_gets_the_relaxed_ip_bound() -> None:
+    """18 parallel nodes: 2^18 ideals, more than dp takes. The exact row is then the dual
+    bound of Tarnawski's IP without `acyclic`: between the LP and the best solution."""
+    text = "graph wide { node src { work 1 ms; out 1 MB } node sink { work 1 ms }\n"
+    text += "".join(f"node w{i} {{ work {1 + 0.13 * i:.2f} ms, {3 + 0.2 * i:.1f} ms on cpu; out {i} MB }}"
+                    f" src -> w{i} -> sink\n" for i in range(1, 19))
+    spec = parse(text + """}
+    platform { device gpu[2] { link 10 GB/s } device cpu[1] { host } }
+    subject to { acyclic }""")
+    h = hierarchy(spec, time_limit=30)
+    ex, lp = h.bounds["exact"], h.bounds["lp"]
+    assert "without `acyclic`" in ex.note and "without `acyclic`" in lp.note
+    assert lp.value <= ex.value + TOL and ex.value <= h.best + TOL
+    assert ex.value > h.bounds["simple"].value + 1  # the IP does work the cheap bound cannot
+    best = evaluate(spec, np.array([spec.platform.devices.index(h.assignment[n.name]) for n in spec.graph.nodes]))
+    assert best.feasible and math.isclose(best.objective, h.best)  # acyclic: never the relaxed IP's incumbent
 
 
 BOUND_SPEC = """param k = 3
