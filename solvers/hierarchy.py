@@ -32,6 +32,7 @@ from .bounds import bound as trivial_bound
 from .exact import formulation, solve_mtpp_variant
 from .highs_matrix import solve_highs
 from .outcome import MipOutcome
+from .result import Result
 
 NAMES = ("simple", "lp", "bottleneck", "bottleneck_guess", "exact")
 
@@ -182,10 +183,14 @@ def _relaxed_exact(spec: Spec, solver: str | None, time_limit: float | None, thr
                   warm_start=found.assignment)
     except PartError:
         return None
+    return _exact_entry(r, "dual bound of Tarnawski's IP without `acyclic` (a relaxation; dp refused: too many ideals)")
+
+
+def _exact_entry(r: Result, note: str) -> BoundEntry:
+    """The exact row from a MIP's Result: its dual bound, solved unless stopped early."""
     solved = r.status.value in ("optimal", "infeasible") and r.stopped != "interrupted"
     return BoundEntry("exact", r.bound, r.wall_time_s, solved,
-                      "dual bound of Tarnawski's IP without `acyclic` (a relaxation; dp refused: too many ideals)"
-                      + (": interrupted" if r.stopped == "interrupted" else ""))
+                      note + (": interrupted" if r.stopped == "interrupted" else ""))
 
 
 @dataclass
@@ -306,8 +311,5 @@ def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Call
                     or BoundEntry("exact", None, 0.0, False, f"not applicable: {_why(e)}")
         else:
             found.consider(r, "exact")
-            solved = r.status.value in ("optimal", "infeasible") and r.stopped != "interrupted"
-            bounds["exact"] = BoundEntry("exact", r.bound, r.wall_time_s, solved,
-                                         ("Fig. 3" if not_mtpp is None else "Tarnawski's IP (Fig. 6)")
-                                         + (": interrupted" if r.stopped == "interrupted" else ""))
+            bounds["exact"] = _exact_entry(r, "Fig. 3" if not_mtpp is None else "Tarnawski's IP (Fig. 6)")
             say(f"exact: {r.bound:.6g}")
