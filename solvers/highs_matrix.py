@@ -8,7 +8,7 @@ re-scores any solution with the evaluator; a time limit with no solution is
 HiGHS has been seen to overrun its own time limit by 5-9 s (presolve, the root LP), so
 the caller's wall-clock deadline is also enforced through HiGHS's interrupt callbacks,
 which fire inside simplex, IPM and branch-and-bound; they also stop it on Ctrl-C
-(solvers/interrupt.py). New incumbents are reported live
+(solvers/interrupt.py) and once the user's gap is met by our definition (`gap_reached`). New incumbents are reported live
 through `progress`. A model with no integer column is solved as an LP; its optimum is
 its bound."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 from ..models.matrix import MatrixMIP
 from . import interrupt
 from .native import solver_call
-from .outcome import REPORT_EVERY, MipOutcome, mip_status_line, outcome, solver_gap
+from .outcome import GAP_REACHED, REPORT_EVERY, MipOutcome, gap_reached, mip_status_line, outcome, solver_gap
 
 
 def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
@@ -35,7 +35,8 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
     h.cbLogging += lambda e: log.append(e.message)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
-    _enforce(h, float("inf") if time_limit is None else time.monotonic() + max(time_limit, 0.01), progress)
+    at_gap = _enforce(h, float("inf") if time_limit is None else time.monotonic() + max(time_limit, 0.01), gap,
+                      progress)
     # HiGHS stops at its own relative gap (default 1e-4) or absolute gap (1e-6)
     h.setOptionValue("mip_rel_gap", solver_gap(gap))
     h.setOptionValue("mip_abs_gap", 0.0)
@@ -52,14 +53,16 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
     ms = h.getModelStatus()
     info = h.getInfo()
     why = h.modelStatusToString(ms)
-    if ms == highspy.HighsModelStatus.kInterrupt and not interrupt.requested():
-        why = "Time limit reached"  # our wall-clock deadline interrupted it, not the user
+    interrupted = ms == highspy.HighsModelStatus.kInterrupt and not interrupt.requested()
+    if interrupted:  # our gap check or our wall-clock deadline interrupted it, not the user
+        why = GAP_REACHED if at_gap[0] else "Time limit reached"
     has = info.primal_solution_status == 2  # kSolutionStatusFeasible
     x = np.array(h.getSolution().col_value) if has else None
     obj = info.objective_function_value if has else np.inf
     bound = info.mip_dual_bound if mip.integer.any() else (obj if ms == highspy.HighsModelStatus.kOptimal
                                                              else -np.inf)
-    return outcome(why, ms == highspy.HighsModelStatus.kOptimal, ms == highspy.HighsModelStatus.kInfeasible,
+    return outcome(why, ms == highspy.HighsModelStatus.kOptimal or (interrupted and at_gap[0]),
+                   ms == highspy.HighsModelStatus.kInfeasible,
                    has, x, obj, bound, "".join(log))
 
 
@@ -82,23 +85,24 @@ def pass_model(h, mip: MatrixMIP) -> None:  # type: ignore[no-untyped-def]
     h.passModel(lp)
 
 
-def _enforce(h, deadline: float, progress: Callable[[str], None] | None) -> None:  # type: ignore[no-untyped-def]
-    """Interrupt HiGHS at the wall-clock deadline or on Ctrl-C; report improving solutions,
-    and the bound every REPORT_EVERY seconds in between."""
+def _enforce(h, deadline: float, gap: float | None,  # type: ignore[no-untyped-def]
+             progress: Callable[[str], None] | None) -> list[bool]:
+    """Interrupt HiGHS at the wall-clock deadline, on Ctrl-C, or once our gap is met
+    (`gap_reached`); report improving solutions, and the bound every REPORT_EVERY seconds
+    in between. Returns a flag list, [True] once the gap stopped it."""
+    at_gap = [False]
+
     def stop(e) -> None:  # type: ignore[no-untyped-def]
         if time.monotonic() > deadline or interrupt.requested():
             e.interrupt()
 
     h.cbSimplexInterrupt += stop
     h.cbIpmInterrupt += stop
-    if progress is None:
-        h.cbMipInterrupt += stop
-        return
     last = [time.monotonic()]
 
     def report(e, force: bool) -> None:  # type: ignore[no-untyped-def]
         now = time.monotonic()
-        if force or now - last[0] >= REPORT_EVERY:
+        if progress is not None and (force or now - last[0] >= REPORT_EVERY):
             last[0] = now
             out = e.data_out
             progress(mip_status_line("HiGHS", out.mip_primal_bound if not force else out.objective_function_value,
@@ -106,7 +110,12 @@ def _enforce(h, deadline: float, progress: Callable[[str], None] | None) -> None
 
     def mip(e) -> None:  # type: ignore[no-untyped-def]
         stop(e)
+        if gap_reached(e.data_out.mip_primal_bound, e.data_out.mip_dual_bound, gap):
+            at_gap[0] = True
+            e.interrupt()
         report(e, False)
 
     h.cbMipInterrupt += mip
-    h.cbMipImprovingSolution += lambda e: report(e, True)
+    if progress is not None:
+        h.cbMipImprovingSolution += lambda e: report(e, True)
+    return at_gap

@@ -25,7 +25,7 @@ import numpy as np
 from ..models.matrix import MatrixMIP
 from . import interrupt
 from .native import solver_call
-from .outcome import REPORT_EVERY, MipOutcome, mip_status_line, outcome, solver_gap
+from .outcome import GAP_REACHED, REPORT_EVERY, MipOutcome, gap_reached, mip_status_line, outcome, solver_gap
 
 
 NAUTY_MAX_LEVEL = 100
@@ -49,7 +49,7 @@ def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | Non
         m.addSol(sol, free=True)
     if deadline is not None:
         m.setParam("limits/time", max(deadline - time.monotonic(), 0.01))
-    watch = _watch(deadline, progress)
+    watch = _watch(deadline, gap, progress)
     m.includeEventhdlr(watch, "partdsl", "wall-clock deadline, Ctrl-C, progress")
     with tempfile.TemporaryDirectory() as tmp:
         logfile = os.path.join(tmp, "scip.log")
@@ -59,14 +59,17 @@ def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | Non
         m.setLogfile(None)
         log = Path(logfile).read_text(errors="replace") if os.path.exists(logfile) else ""
     status = m.getStatus()
-    if status == "userinterrupt" and not watch.at_deadline:  # Ctrl-C, not our deadline
+    at_gap = status == "userinterrupt" and watch.at_gap
+    if status == "userinterrupt" and not (watch.at_deadline or watch.at_gap):  # Ctrl-C, not our checks
         interrupt.request()
+    if at_gap:
+        status = GAP_REACHED
     has = m.getNSols() > 0
     x = np.array([m.getVal(v) for v in xs]) if has else None
     bound = m.getDualbound()
     if m.isInfinity(abs(bound)):
         bound = -np.inf if bound < 0 else np.inf
-    return outcome(status, status == "optimal", status == "infeasible", has, x,
+    return outcome(status, status == "optimal" or at_gap, status == "infeasible", has, x,
                    m.getObjVal() if has else None, bound, log)
 
 
@@ -94,16 +97,19 @@ def scip_model(mip: MatrixMIP):  # type: ignore[no-untyped-def]
     return m, xs
 
 
-def _watch(deadline: float | None, progress: Callable[[str], None] | None):  # type: ignore[no-untyped-def]
+def _watch(deadline: float | None, gap: float | None,  # type: ignore[no-untyped-def]
+           progress: Callable[[str], None] | None):
     """An event handler: stop SCIP at the wall-clock deadline (its own limit is checked
-    between its steps) or when Ctrl-C was flagged; report new incumbents, and the bound
-    every REPORT_EVERY seconds."""
+    between its steps), when Ctrl-C was flagged, or once the user's gap is met by our
+    definition (`gap_reached`); report new incumbents, and the bound every REPORT_EVERY
+    seconds."""
     from pyscipopt import SCIP_EVENTTYPE, Eventhdlr
 
     events = SCIP_EVENTTYPE.BESTSOLFOUND | SCIP_EVENTTYPE.NODESOLVED
 
     class Watch(Eventhdlr):  # type: ignore[misc]
         at_deadline = False
+        at_gap = False
         last = time.monotonic()
 
         def eventinit(self) -> None:
@@ -118,10 +124,13 @@ def _watch(deadline: float | None, progress: Callable[[str], None] | None):  # t
                 self.at_deadline = not interrupt.requested()
                 self.model.interruptSolve()
             found = event.getType() == SCIP_EVENTTYPE.BESTSOLFOUND
+            m = self.model  # at this event getPrimalbound() still holds the previous incumbent
+            primal = m.getSolObjVal(m.getBestSol()) if found else m.getPrimalbound()
+            if not self.at_gap and gap_reached(primal, m.getDualbound(), gap):
+                self.at_gap = True
+                m.interruptSolve()
             if progress is not None and (found or now - self.last >= REPORT_EVERY):
                 self.last = now
-                m = self.model  # at this event getPrimalbound() still holds the previous incumbent
-                primal = m.getSolObjVal(m.getBestSol()) if found else m.getPrimalbound()
                 progress(mip_status_line("SCIP", primal, m.getDualbound(), m.getNNodes()))
 
     return Watch()
