@@ -8,9 +8,9 @@ re-scores any solution with the evaluator; a time limit with no solution is
 HiGHS has been seen to overrun its own time limit by 5-9 s (presolve, the root LP), so
 the caller's wall-clock deadline is also enforced through HiGHS's interrupt callbacks,
 which fire inside simplex, IPM and branch-and-bound; they also stop it on Ctrl-C
-(solvers/interrupt.py) and once the user's gap is met by our definition (`gap_reached`). New incumbents are reported live
-through `progress`. A model with no integer column is solved as an LP; its optimum is
-its bound."""
+(solvers/interrupt.py) and once the user's gap is met by our definition
+(`gap_reached`). New incumbents are reported live through `progress`. A model with no
+integer column is solved as an LP; its optimum is its bound."""
 from __future__ import annotations
 
 import time
