@@ -19,7 +19,10 @@ def table(rows: list[list[str]], header: list[str], left: tuple[int, ...] = (0,)
     """A plain-text table: columns in `left` (names, notes) left-aligned, numbers right."""
     cols = [header] + rows
     w = [max(len(r[i]) for r in cols) for i in range(len(header))]
-    line = lambda r: "  ".join(c.ljust(w[i]) if i in left else c.rjust(w[i]) for i, c in enumerate(r)).rstrip()  # noqa: E731
+
+    def line(r: list[str]) -> str:
+        return "  ".join(c.ljust(w[i]) if i in left else c.rjust(w[i]) for i, c in enumerate(r)).rstrip()
+
     return "\n".join([line(header), "  ".join("-" * x for x in w)] + [line(r) for r in rows])
 
 

@@ -216,7 +216,8 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
               executor: Executor | None = None) -> Hierarchy:
     """Every bound of the hierarchy that applies to `spec` (each MIP gets `time_limit`),
     and the best solution found by topo, dp (exact under `acyclic`) and the exact MIP.
-    The bottleneck-guess MIPs run on `executor` if given (see bottleneck_guess). Ctrl-C stops it: the bounds computed so far are kept, the others say so."""
+    The bottleneck-guess MIPs run on `executor` if given (see bottleneck_guess). Ctrl-C
+    stops it: the bounds computed so far are kept, the others say so."""
     if spec.objective.kind != "bottleneck":
         raise PartError("`part bound` computes the lower-bound hierarchy for the bottleneck objective", None,
                         "use `part solve` for latency and batched throughput (it prints a bound too)")
