@@ -11,10 +11,8 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-import needs_partdsl  # noqa: E402,F401  (a plain message if partdsl is missing)
+import needs_partdsl  # noqa: F401  (a plain message if partdsl is missing)
 
 NAMES = ("simple", "lp", "bottleneck", "bottleneck_guess", "exact")
 

@@ -53,15 +53,16 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
     ms = h.getModelStatus()
     info = h.getInfo()
     why = h.modelStatusToString(ms)
-    interrupted = ms == highspy.HighsModelStatus.kInterrupt and not interrupt.requested()
-    if interrupted:  # our gap check or our wall-clock deadline interrupted it, not the user
-        why = GAP_REACHED if at_gap[0] else "Time limit reached"
+    ours = ms == highspy.HighsModelStatus.kInterrupt and not interrupt.requested()
+    by_gap = ours and at_gap[0]
+    if ours:  # our gap check or our wall-clock deadline interrupted it, not the user
+        why = GAP_REACHED if by_gap else "Time limit reached"
     has = info.primal_solution_status == 2  # kSolutionStatusFeasible
     x = np.array(h.getSolution().col_value) if has else None
     obj = info.objective_function_value if has else np.inf
     bound = info.mip_dual_bound if mip.integer.any() else (obj if ms == highspy.HighsModelStatus.kOptimal
                                                              else -np.inf)
-    return outcome(why, ms == highspy.HighsModelStatus.kOptimal or (interrupted and at_gap[0]),
+    return outcome(why, ms == highspy.HighsModelStatus.kOptimal or by_gap,
                    ms == highspy.HighsModelStatus.kInfeasible,
                    has, x, obj, bound, "".join(log))
 

@@ -60,7 +60,7 @@ def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | Non
         log = Path(logfile).read_text(errors="replace") if os.path.exists(logfile) else ""
     status = m.getStatus()
     at_gap = status == "userinterrupt" and watch.at_gap
-    if status == "userinterrupt" and not (watch.at_deadline or watch.at_gap):  # Ctrl-C, not our checks
+    if status == "userinterrupt" and not (watch.at_deadline or at_gap):  # Ctrl-C, not our checks
         interrupt.request()
     if at_gap:
         status = GAP_REACHED
@@ -124,13 +124,17 @@ def _watch(deadline: float | None, gap: float | None,  # type: ignore[no-untyped
                 self.at_deadline = not interrupt.requested()
                 self.model.interruptSolve()
             found = event.getType() == SCIP_EVENTTYPE.BESTSOLFOUND
+            report = progress is not None and (found or now - self.last >= REPORT_EVERY)
+            if not (gap or report):  # nothing to read at this node
+                return
             m = self.model  # at this event getPrimalbound() still holds the previous incumbent
             primal = m.getSolObjVal(m.getBestSol()) if found else m.getPrimalbound()
-            if not self.at_gap and gap_reached(primal, m.getDualbound(), gap):
+            dual = m.getDualbound()
+            if not self.at_gap and gap_reached(primal, dual, gap):
                 self.at_gap = True
                 m.interruptSolve()
-            if progress is not None and (found or now - self.last >= REPORT_EVERY):
+            if report:
                 self.last = now
-                progress(mip_status_line("SCIP", primal, m.getDualbound(), m.getNNodes()))
+                progress(mip_status_line("SCIP", primal, dual, m.getNNodes()))
 
     return Watch()
