@@ -55,10 +55,12 @@ def failures(name: str, rows: int, columns: int) -> Iterator[None]:
     """Turn a solver library's own exception into SolverFailed; anything else stays a bug."""
     from pyomo.common.errors import ApplicationError  # Pyomo's "the solver run failed"
 
+    from .outcome import NativeSolverError
+
     try:
         yield
     except Exception as e:
-        if (type(e).__module__.split(".")[0] in SOLVER_LIBRARIES or isinstance(e, ApplicationError)
+        if (type(e).__module__.split(".")[0] in SOLVER_LIBRARIES or isinstance(e, (ApplicationError, NativeSolverError))
                 or str(e).startswith("SCIP:")):
             raise SolverFailed(name, e, rows, columns) from e
         raise

@@ -10,23 +10,62 @@ the caller's wall-clock deadline is also enforced through HiGHS's interrupt call
 which fire inside simplex, IPM and branch-and-bound; they also stop it on Ctrl-C
 (solvers/interrupt.py) and once the user's gap is met by our definition
 (`gap_reached`). New incumbents are reported live through `progress`. A model with no
-integer column is solved as an LP; its optimum is its bound."""
+integer column is solved as an LP; its optimum is its bound.
+
+The objective HiGHS reports is checked against c.x of the solution it returns. HiGHS
+1.16.0 with a MIP start can disagree: its presolve's aggregator moves part of the
+objective into an offset, the start's objective in the reduced space leaves that offset
+out, and HiGHS then reports that value (0.1 for a start worth 1.1) as both its objective
+and its dual bound, "Optimal". Such a run's status and bound are not trusted: the model is
+solved again without the start (the caller still has the start as a candidate).
+HiGHS's stdout (its banner, since 1.16) is captured for the whole session and put at the
+head of its log (solvers/native.py)."""
 from __future__ import annotations
 
+import math
+import threading
 import time
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
 
 from ..models.matrix import MatrixMIP
 from . import interrupt
-from .native import solver_call
-from .outcome import GAP_REACHED, REPORT_EVERY, MipOutcome, gap_reached, mip_status_line, outcome, solver_gap
+from .native import captured_stdout, solver_call
+from .outcome import GAP_REACHED, NativeSolverError, REPORT_EVERY, MipOutcome, gap_reached, mip_status_line, outcome, solver_gap
 
 
 def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
                 threads: int | None = None, start: np.ndarray | None = None,
                 progress: Callable[[str], None] | None = None) -> MipOutcome:
+    deadline = None if time_limit is None else time.monotonic() + max(time_limit, 0.01)
+    with captured_stdout() as printed:
+        out = _run(mip, time_limit, gap, threads, start, progress)
+        if start is not None and out.x is not None and not _consistent(mip, out) and not interrupt.requested():
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.01)
+            note = (f"partdsl: HiGHS reported objective {out.objective:.9g} for a solution whose objective is "
+                    f"{float(mip.c @ out.x):.9g}; with a MIP start its status and bound cannot be trusted "
+                    "(seen with HiGHS 1.16's presolve aggregator), so it was solved again without the start\n")
+            if progress is not None:
+                progress("HiGHS: its objective disagrees with its solution; solving again without the MIP start")
+            again = _run(mip, left, gap, threads, None, progress)
+            out = replace(again, log=out.log + note + again.log)
+    if out.x is not None and not _consistent(mip, out):  # even without a start: keep the solution, not the claims
+        out = replace(out, status="feasible", bound=-np.inf,
+                      log=out.log + "partdsl: HiGHS's objective disagrees with its solution; its bound is not used\n")
+    return replace(out, log=printed.text + out.log)
+
+
+def _consistent(mip: MatrixMIP, out: MipOutcome) -> bool:
+    """Does the objective HiGHS reports match c.x of the solution it returns?"""
+    assert out.x is not None
+    ours = float(mip.c @ out.x)
+    return math.isclose(ours, out.objective, rel_tol=1e-6, abs_tol=1e-6)
+
+
+def _run(mip: MatrixMIP, time_limit: float | None, gap: float | None, threads: int | None,
+         start: np.ndarray | None, progress: Callable[[str], None] | None) -> MipOutcome:
     import highspy
 
     h = highspy.Highs()
@@ -48,8 +87,12 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
         sol.col_value = list(start)
         sol.value_valid = True
         h.setSolution(sol)
+    fit_scheduler(threads)
     with solver_call():
-        h.run()
+        ran = h.run()
+    if ran == highspy.HighsStatus.kError:
+        raise NativeSolverError("HiGHS: " + (" ".join(ln.strip() for ln in log if "ERROR" in ln) or
+                                             h.modelStatusToString(h.getModelStatus())))
     ms = h.getModelStatus()
     info = h.getInfo()
     why = h.modelStatusToString(ms)
@@ -65,6 +108,24 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
     return outcome(why, ms == highspy.HighsModelStatus.kOptimal or by_gap,
                    ms == highspy.HighsModelStatus.kInfeasible,
                    has, x, obj, bound, "".join(log))
+
+
+_scheduler = {"threads": None}  # the thread count HiGHS's process-wide scheduler was last set up for
+_scheduler_lock = threading.Lock()
+
+
+def fit_scheduler(threads: int | None) -> None:
+    """HiGHS runs its parallel parts on one scheduler per process, set up by the first run;
+    a later run that asks for another thread count fails ("the scheduler has already been
+    initialized to use 2 threads": HiGHS 1.16's MIP is parallel by default, so any run
+    sets it up). Reset it when an explicit count differs from the one it has. A run
+    without `threads` takes whatever scheduler there is. Used by the Pyomo path too."""
+    import highspy
+
+    with _scheduler_lock:
+        if threads is not None and _scheduler["threads"] != int(threads):
+            highspy.Highs.resetGlobalScheduler(True)
+        _scheduler["threads"] = int(threads) if threads is not None else (_scheduler["threads"] or 0)
 
 
 def pass_model(h, mip: MatrixMIP) -> None:  # type: ignore[no-untyped-def]

@@ -35,6 +35,11 @@ def outcome(why: str, optimal: bool, infeasible: bool, has: bool, x: np.ndarray 
     return MipOutcome(status, why, x if has else None, obj, bound, log)
 
 
+class NativeSolverError(RuntimeError):
+    """A solver reported an error instead of an answer (its own words in the message);
+    solvers/backends.failures turns it into SolverFailed, as a solver's exception."""
+
+
 GAP_REACHED = "Gap reached"  # why, when our own gap check stopped a solver (not its own)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from ..models.matrix import MatrixMIP
 from . import interrupt
-from .native import solver_call
+from .native import captured_stdout, solver_call
 from .outcome import GAP_REACHED, REPORT_EVERY, MipOutcome, gap_reached, mip_status_line, outcome, solver_gap
 
 
@@ -34,6 +35,13 @@ NAUTY_MAX_LEVEL = 100
 def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
                threads: int | None = None, start: np.ndarray | None = None,
                progress: Callable[[str], None] | None = None) -> MipOutcome:
+    with captured_stdout() as printed:  # the whole session: SCIP prints on stdout even with output hidden
+        out = _solve(mip, time_limit, gap, threads, start, progress)
+    return replace(out, log=printed.text + out.log)
+
+
+def _solve(mip: MatrixMIP, time_limit: float | None, gap: float | None, threads: int | None,
+           start: np.ndarray | None, progress: Callable[[str], None] | None) -> MipOutcome:
     deadline = None if time_limit is None else time.monotonic() + max(time_limit, 0.01)
     m, xs = scip_model(mip)
     m.setParam("propagating/symmetry/nautymaxlevel", NAUTY_MAX_LEVEL)
