@@ -1,30 +1,59 @@
 # Two entry points, each creating its own virtual environment on first use:
-#   make demo   solve the bundled example end to end
-#   make test   install everything the tests need, then run them
+#   make demo         install what solving needs, solve the bundled example
+#   make test         install partdsl + test and solver extras, run the test suite
+# Both install the tested versions pinned in constraints.txt. Also:
+#   make test-latest  the suite on the newest releases pyproject.toml allows (own venv)
+#   make lock         rewrite constraints.txt from the newest releases (after test-latest passes)
 PYTHON ?= python3.11
 VENV   ?= .venv
+LATEST ?= .venv-latest
+LOCK   := constraints.txt
 BIN    := $(VENV)/bin
+PIP    := python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-latest lock bench clean
 
-$(BIN)/part: pyproject.toml
+$(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=python3 to use another)"; exit 2; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/$(PIP) -c $(LOCK) --upgrade pip
+
+$(VENV)/.demo: pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/$(PIP) -c $(LOCK) -e .
 	@touch $@
 
-demo: $(BIN)/part
+$(VENV)/.test: pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/$(PIP) -c $(LOCK) -e '.[test]'
+	@touch $@ $(VENV)/.demo
+
+demo: $(VENV)/.demo
 	$(BIN)/part check examples/tiny.part
 	$(BIN)/part solve examples/tiny.part
 
-test: $(BIN)/part
+test: $(VENV)/.test
 	$(BIN)/python -m pytest -q
 
-bench: $(BIN)/part
+test-latest:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=python3 to use another)"; exit 2; }
+	rm -rf $(LATEST)
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/$(PIP) --upgrade pip
+	$(LATEST)/bin/$(PIP) --upgrade --upgrade-strategy eager -e '.[test]'
+	@$(LATEST)/bin/python -m pip freeze --exclude-editable --disable-pip-version-check \
+	  | grep -iE '^(highspy|pyscipopt|pyomo|numpy|scipy|numba|lark|hypothesis|pytest)==' | tr '\n' ' '; echo
+	$(LATEST)/bin/python -m pytest -q -p no:cacheprovider
+
+lock:
+	test -x $(LATEST)/bin/python || { echo "run make test-latest first"; exit 2; }
+	{ echo "# The versions the test suite passed with (make lock: pip freeze of $(LATEST) after make test-latest)."; \
+	  echo "# Python 3.11, Linux x86_64. Used as pip constraints by make demo and make test."; \
+	  $(LATEST)/bin/python -m pip freeze --all --exclude-editable --disable-pip-version-check \
+	    | grep -viE '^(setuptools|wheel)=='; } > $(LOCK)
+
+bench: $(VENV)/.test
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/build.py
 	$(BIN)/python benchmarks/kernels.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LATEST) build *.egg-info .pytest_cache .hypothesis

@@ -73,7 +73,7 @@ def measure(name: str, spec, model, pyomo_model, pyomo: bool) -> dict[str, float
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--data", default=str(ROOT / "data"))
     ap.add_argument("--files", default=",".join(FILES))
     ap.add_argument("--stages", type=int, default=16, help="k of the MTPP rows")
     ap.add_argument("--no-pyomo", action="store_true", help="skip the (slow) Pyomo columns")

@@ -24,7 +24,7 @@ PUBLISHED = {"bert24_inference": 17.79, "resnet50_inference": 33.77, "inceptionv
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--data", default=str(ROOT / "data"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--numpy", action="store_true")
     ap.add_argument("--mip-seconds", type=float, default=60.0, help="time limit of the exact MIP per file")

@@ -33,7 +33,7 @@ PUBLISHED = {"bert24_inference": (17.79, 17.71), "resnet50_inference": (33.77, 3
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--data", default=str(ROOT / "data"))
     ap.add_argument("--cap", type=float, default=1200.0, help="seconds per run (default 20 minutes)")
     ap.add_argument("--gap", type=float, default=0.01)
     ap.add_argument("--solvers", default="highs,scip")

@@ -3,7 +3,7 @@ baseline run, side by side (speed is measured here, never asserted in tests).
 
     python benchmarks/run.py                   # compare against benchmarks/baseline.json
     python benchmarks/run.py --save-baseline   # record this machine's numbers as the baseline
-    python benchmarks/run.py --data DIR        # folder holding dnn-partitioning/ (default ../shared/data)
+    python benchmarks/run.py --data DIR        # folder holding dnn-partitioning/ (default data/, the vendored copy)
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def measure(data: Path) -> dict[str, dict[str, float]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--data", default=str(ROOT / "data"))
     ap.add_argument("--save-baseline", action="store_true")
     args = ap.parse_args()
     rows = measure(Path(args.data) / "dnn-partitioning")

@@ -28,7 +28,7 @@ def dnn_partitioning_to_part(path: Path, objective: str = "bottleneck", split: s
         k, l, mem = platform_fields(data)
     except (KeyError, TypeError, ValueError) as e:
         raise PartError(f"{path} is not a dnn-partitioning file ({type(e).__name__}: {e})", None,
-                        "see ../shared/data/dnn-partitioning/README.md for the format") from None
+                        "see data/dnn-partitioning/README.md for the format") from None
     base = relative_to if relative_to is not None else Path.cwd()
     rel = os.path.relpath(path.resolve(), base.resolve())
     if objective == "latency":

@@ -1,7 +1,7 @@
 """Reading partitions: node -> device mappings as the CLI and API take them.
 
 Accepted JSON: `part solve --json` output (its `assignment`), a bare {node: device}
-object, or the human-expert format of ../shared/data/dnn-partitioning/human-experts
+object, or the human-expert format of data/dnn-partitioning/human-experts
 ({"fpgas": [{"nodes": [ids]}], "cpus": [...]}: the i-th fpga list goes to the i-th device
 of the spec's non-host class, the i-th cpu list to the i-th host device). Node ids may be
 given as the imported names (n12) or as the bare ids (12).

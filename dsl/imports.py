@@ -1,7 +1,7 @@
 """External graph formats -> Graph.
 
 - `dnn-partitioning`: the JSON of Tarnawski et al.'s code release (see
-  ../shared/data/dnn-partitioning/README.md). Node `id` N becomes node `nN`;
+  data/dnn-partitioning/README.md). Node `id` N becomes node `nN`;
   fpgaLatency is work on class `acc`, cpuLatency work on class `cpu`; `size` is the
   node's memory (`params`); an edge `cost` is the source node's transfer time (`comm`);
   `colorClass` becomes the colocation `group` cN; `isBackwardNode` marks backward nodes.

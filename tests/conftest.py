@@ -1,4 +1,5 @@
-"""Shared fixtures: where the bundled examples and the shared real workloads live."""
+"""Shared fixtures: where the bundled examples and the real workloads live (vendored in
+data/dnn-partitioning; PARTDSL_DATA names another folder holding dnn-partitioning/)."""
 from __future__ import annotations
 
 import os
@@ -11,13 +12,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-DATA = Path(os.environ.get("PARTDSL_DATA", ROOT.parent / "shared" / "data")) / "dnn-partitioning"
+DATA = Path(os.environ.get("PARTDSL_DATA") or ROOT / "data") / "dnn-partitioning"
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     assert DATA.is_dir(), (f"the real workloads are missing: expected {DATA} "
-                           "(set PARTDSL_DATA to the folder holding dnn-partitioning/)")
+                           "(PARTDSL_DATA must name a folder holding dnn-partitioning/)")
     return DATA
 
 

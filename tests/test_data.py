@@ -1,4 +1,4 @@
-"""Every bundled example and every file of ../shared/data/dnn-partitioning imports,
+"""Every bundled example and every file of data/dnn-partitioning imports,
 converts, checks and evaluates; the human-expert splits score what Table 1 of Tarnawski
 et al. reports; the simple method reaches the published optimum where it should."""
 from __future__ import annotations
