@@ -50,10 +50,8 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _emit(args: argparse.Namespace, obj: dict, text: str) -> None:
-    if getattr(args, "json", False):
-        print(json.dumps(obj, indent=1))
-    else:
-        print(text)
+    """The command's one answer; printed by `main` once the command has run."""
+    args.emitted = json.dumps(obj, indent=1) if getattr(args, "json", False) else text
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -290,8 +288,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ..solvers.backends import SolverFailed, SolverUnavailable
 
     args = build_parser().parse_args(argv)
+    args.emitted = None
     try:
-        return args.func(args)
+        code = _guarded(args)
+        if args.emitted is not None:
+            print(args.emitted)
+        return code
     except PartError as e:
         print(e.render(), file=sys.stderr)
         if getattr(args, "json", False):
@@ -321,6 +323,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"internal error: {type(exc).__name__}: {exc}\nThis is a bug in partdsl; rerun with "
               "PARTDSL_DEBUG=1 for the traceback and please report it.", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _guarded(args: argparse.Namespace) -> int:
+    """Run the command. With --json, standard output must hold exactly one JSON document:
+    whatever reaches descriptor 1 while the command runs (a library's print, a solver's
+    banner that the adapters did not catch) goes to standard error instead."""
+    if not getattr(args, "json", False):
+        return args.func(args)
+    from ..solvers.native import captured_stdout
+
+    stray = None
+    try:
+        with captured_stdout() as stray:
+            return args.func(args)
+    finally:  # after the capture has ended and read its text
+        if stray is not None and stray.text:
+            sys.stderr.write(stray.text)
 
 
 if __name__ == "__main__":
