@@ -18,7 +18,11 @@ def dnn_partitioning_to_part(path: Path, objective: str = "bottleneck", split: s
                              relative_to: Path | None = None) -> str:
     """A spec for a dnn-partitioning file: the graph by import, platform from maxFPGAs /
     maxCPUs / maxSizePerFPGA, contiguity, hard memory, colocation by colorClass, and the
-    training form when the file has backward nodes."""
+    training form when the file has backward nodes. The import path is relative to
+    `relative_to` (the folder the spec is written to), or absolute when that is not known
+    (the spec goes to stdout), so the spec runs from wherever it is saved. A platform
+    with no CPUs (maxCPUs 0) or no accelerators (maxFPGAs 0) keeps the class, with no
+    devices (`device cpu[l]`, l = 0), so the nodes' work on it stays valid."""
     data = load_json(path, None)
     name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in path.stem) or "g"
     if name[0].isdigit():
@@ -29,8 +33,11 @@ def dnn_partitioning_to_part(path: Path, objective: str = "bottleneck", split: s
     except (KeyError, TypeError, ValueError) as e:
         raise PartError(f"{path} is not a dnn-partitioning file ({type(e).__name__}: {e})", None,
                         "see data/dnn-partitioning/README.md for the format") from None
-    base = relative_to if relative_to is not None else Path.cwd()
-    rel = os.path.relpath(path.resolve(), base.resolve())
+    if k < 0 or l < 0 or k + l == 0:
+        raise PartError(f"{path}: maxFPGAs = {k} and maxCPUs = {l}: the platform needs at least one device",
+                        None, "a dnn-partitioning platform has maxFPGAs accelerators and maxCPUs CPU cores")
+    where = (os.path.relpath(path.resolve(), relative_to.resolve()) if relative_to is not None
+             else str(path.resolve()))
     if objective == "latency":
         obj = "minimize latency"
     elif objective == "bottleneck":
@@ -45,7 +52,7 @@ def dnn_partitioning_to_part(path: Path, objective: str = "bottleneck", split: s
         f"param k = {k}          # accelerators (maxFPGAs)",
         f"param l = {l}          # CPU cores (maxCPUs)",
         f"param mem = {int(mem) if float(mem).is_integer() else mem} B   # memory per accelerator (maxSizePerFPGA)",
-        f"graph {name} = import {json.dumps(rel)} as dnn-partitioning",
+        f"graph {name} = import {json.dumps(where)} as dnn-partitioning",
         "platform {",
         "  device acc[k] { memory mem }",
         "  device cpu[l] { host }",

@@ -172,10 +172,11 @@ class Dense:
         # Allowed devices: support, only/not, pins, forbids.
         cls_ok = np.isfinite(work)
         for i, nd in enumerate(g.nodes):
-            if nd.only:
-                cls_ok[i] &= np.isin(np.arange(C), [p.class_index[x] for x in nd.only])
+            if nd.only:  # a class without devices (Platform.empty) offers none
+                cls_ok[i] &= np.isin(np.arange(C), [p.class_index[x] for x in nd.only if x in p.class_index])
             for x in nd.forbid:
-                cls_ok[i, p.class_index[x]] = False
+                if x in p.class_index:
+                    cls_ok[i, p.class_index[x]] = False
         allowed = cls_ok[:, dev_class] if n else np.zeros((0, len(devices)), bool)
         dev_index = {d: j for j, d in enumerate(devices)}
 
@@ -184,7 +185,7 @@ class Dense:
             for t in targets:
                 if t.name in dev_index:
                     mask[dev_index[t.name]] = True
-                else:
+                elif t.name in p.class_index:  # else a class without devices: no device to add
                     mask |= dev_class == p.class_index[t.name]
             return mask
 

@@ -92,9 +92,26 @@ class Link:
 
 @dataclass(frozen=True)
 class Platform:
+    """The device classes with at least one device (`classes`: all that kernels, models and
+    the evaluator see) and those declared with none (`empty`, e.g. `device cpu[l]` with
+    l = 0: a platform without CPUs, or a sweep point). An empty class's name stays known,
+    so work given for it is accepted and unused."""
+
     classes: tuple[DeviceClass, ...]
     links: tuple[Link, ...] = ()
     span: Span | None = field(default=None, compare=False, repr=False)
+    empty: tuple[DeviceClass, ...] = ()
+
+    @staticmethod
+    def of(declared: tuple[DeviceClass, ...] | list[DeviceClass], links: tuple[Link, ...] = (),
+           span: Span | None = None) -> "Platform":
+        """A platform from declared classes, those with count 0 set apart as `empty`."""
+        return Platform(tuple(k for k in declared if k.count != 0), tuple(links), span,
+                        tuple(k for k in declared if k.count == 0))
+
+    @cached_property
+    def empty_names(self) -> frozenset[str]:
+        return frozenset(k.name for k in self.empty)
 
     @cached_property
     def devices(self) -> tuple[str, ...]:

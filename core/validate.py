@@ -23,6 +23,10 @@ def validate(spec: Spec) -> None:
     classes = p.class_index
     _check_names(spec)
     if not p.classes:
+        if p.empty:
+            raise PartError("the platform has no devices: every device class has count 0 ("
+                            + ", ".join(f"{k.name}[0]" for k in p.empty) + ")", p.empty[0].span,
+                            "give at least one class a device, e.g. `-D k=1`")
         raise PartError("the platform declares no devices", p.span,
                         "add e.g. `platform { device gpu[4] { memory 16 GiB; link 12 GB/s } }`")
     if not g.nodes:
@@ -36,14 +40,19 @@ def validate(spec: Spec) -> None:
     # node-level class references
     for nd in g.nodes:
         for ref in [w.on for w in nd.work if w.on != GENERIC] + list(nd.only) + list(nd.forbid):
-            if ref not in classes:
+            if ref not in classes and ref not in p.empty_names:
                 raise PartError(f"node '{nd.name}' names unknown device class '{ref}'", nd.span,
-                                did_you_mean(ref, list(classes)))
+                                did_you_mean(ref, list(classes) + list(p.empty_names)))
     _check_cycle(spec)
     devices = set(p.devices)
     node_names = g.index
 
     def check_target(t: Target, what: str) -> None:
+        if t.name.split("[")[0] in p.empty_names:
+            if what == "forbid":  # forbidding a class without devices forbids nothing
+                return
+            raise PartError(f"{what} names device class '{t.name.split('[')[0]}', which has no devices", t.span,
+                            f"give it at least one device, or {what} to another class")
         if t.name not in devices and t.name not in classes:
             raise PartError(f"{what} names unknown device or class '{t.name}'", t.span,
                             did_you_mean(t.name, list(classes) + list(p.devices)))
@@ -66,7 +75,7 @@ def validate(spec: Spec) -> None:
             check_node(t, "colocate")
     for ln in p.links:
         for end in (ln.a, ln.b):
-            if end not in devices and end not in classes:
+            if end not in devices and end not in classes and end.split("[")[0] not in p.empty_names:
                 raise PartError(f"link names unknown device or class '{end}'", ln.span,
                                 did_you_mean(end, list(classes) + list(p.devices)))
         if ln.bandwidth <= 0:
@@ -99,8 +108,13 @@ def validate(spec: Spec) -> None:
     for i in np.flatnonzero(~dense.allowed.any(axis=1)):
         nd = g.nodes[i]
         sup = [p.classes[ci].name for ci in range(len(p.classes)) if np.isfinite(dense.work[i, ci])]
-        why = ("it has no work on any declared class" if not sup else
+        idle = [w.on for w in nd.work if w.on in p.empty_names]
+        why = (f"its work is only on {', '.join(idle)}, which has no devices" if not sup and idle else
+               "it has no work on any declared class" if not sup else
                f"it runs only on {', '.join(sup)}, and only/not/pin/forbid exclude those devices")
+        if sup and any(x in p.empty_names for x in nd.only):
+            why += f" (`only {', '.join(nd.only)}`: {', '.join(x for x in nd.only if x in p.empty_names)}, " \
+                   "which has no devices)"
         raise PartError(f"no device can run node '{nd.name}': {why}", nd.span,
                         "give its work on a declared class, e.g. `work 3 ms on "
                         f"{p.classes[0].name}`, or loosen its placement constraints")
@@ -132,7 +146,7 @@ def _check_names(spec: Spec) -> None:
         if not all(math.isfinite(v) and v >= 0 for v in vals):
             raise PartError(f"node '{nd.name}' has a negative or non-finite number", nd.span,
                             "work, params, out and comm must be finite and >= 0")
-    for k in spec.platform.classes:
+    for k in spec.platform.classes + spec.platform.empty:
         if not NAME.fullmatch(k.name):
             raise PartError(f"'{k.name}' is not a valid device class name", k.span)
     g = spec.solve.gap

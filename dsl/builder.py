@@ -148,7 +148,7 @@ class SpecBuilder:
         return self
 
     def build(self) -> Spec:
-        spec = Spec(self.graph, Platform(tuple(self._classes), tuple(self._links)), self._objective,
+        spec = Spec(self.graph, Platform.of(self._classes, tuple(self._links)), self._objective,
                     self._constraints, self._solve, self._params)
         validate(spec)
         return spec

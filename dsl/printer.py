@@ -119,7 +119,7 @@ def to_part(spec: Spec, header: str | None = None) -> str:
     lines += [f"  {g.nodes[a].name} -> {g.nodes[b].name}" for a, b in g.edges]
     lines.append("}")
     lines.append("platform {")
-    lines += [_device(k) for k in p.classes]
+    lines += [_device(k) for k in p.classes + p.empty]
     lines += [f"  link {ln.a} {'->' if ln.directed else '<->'} {ln.b} {num(ln.bandwidth)} B/s"
               for ln in p.links]
     lines.append("}")

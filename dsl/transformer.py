@@ -286,7 +286,7 @@ class ToIR(Transformer):
         props: dict[str, Any] = {}
         for x in ch[1:]:
             if isinstance(x, Q):
-                count = self.need_int(x, "a device count", 1)
+                count = self.need_int(x, "a device count", 0)  # 0: declared, with no devices
             elif isinstance(x, tuple):
                 if x[0] in props:
                     raise PartError(f"'{x[0]}' is given twice for device {name}", self.span(meta))
@@ -314,7 +314,7 @@ class ToIR(Transformer):
             if k.name in seen:
                 raise PartError(f"device class '{k.name}' is declared twice", k.span)
             seen[k.name] = k
-        return Platform(tuple(classes), tuple(x for x in ch if isinstance(x, Link)), self.span(meta))
+        return Platform.of(classes, tuple(x for x in ch if isinstance(x, Link)), self.span(meta))
 
     # ------------------------------------------------------------------ objective
     def training(self, ch: list) -> tuple[str, str]:
@@ -466,7 +466,7 @@ def assemble_spec(tr: ToIR, items: list[Any], span: Span) -> Spec:
     if Platform not in found:
         raise PartError("the spec declares no platform", span,
                         "add e.g. `platform { device gpu[2] { memory 16 GiB; link 12 GB/s } }`")
-    classes = {k.name for k in found[Platform].classes}
+    classes = {k.name for k in found[Platform].classes} | found[Platform].empty_names
     for ref, sp in tr.class_refs:
         if ref not in classes:
             raise PartError(f"unknown device class '{ref}'", sp, did_you_mean(ref, classes))

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from partdsl import parse_file
 from tests.conftest import EXAMPLES, run_part
 
@@ -61,11 +63,76 @@ def test_convert_dnn_partitioning_variants(data_dir: Path, tmp_path: Path) -> No
     assert "minimize latency" in lat and "param l = 8" in lat
 
 
-def test_convert_stdout_spec_runs_from_cwd(data_dir: Path, tmp_path: Path) -> None:
-    text = run_part("convert", str(data_dir / "throughput" / "bert24_inference.json"), cwd=tmp_path).stdout
-    (tmp_path / "b.part").write_text(text)
-    r = run_part("solve", "b.part", "--json", cwd=tmp_path)
-    assert r.returncode == 0 and abs(json.loads(r.stdout)["objective"] - 17.79) < 0.006
+def test_converted_specs_run_wherever_they_are_saved(data_dir: Path, tmp_path: Path) -> None:
+    """stdout: the import path is absolute; -o: relative to the output file. Either way the
+    spec runs from any working directory."""
+    src = data_dir / "throughput" / "bert24_inference.json"
+    work, elsewhere, other = (tmp_path / d for d in ("work", "elsewhere/deeper", "other"))
+    for d in (work, elsewhere, other):
+        d.mkdir(parents=True)
+    text = run_part("convert", str(src), cwd=work).stdout  # as in `part convert X.json > elsewhere/x.part`
+    assert f'import "{src.resolve()}"' in text
+    (elsewhere / "x.part").write_text(text)
+    assert run_part("convert", str(src), "-o", str(elsewhere / "y.part"), cwd=work).returncode == 0
+    y = (elsewhere / "y.part").read_text()
+    rel = y.split('import "')[1].split('"')[0]
+    assert not Path(rel).is_absolute() and (elsewhere / rel).resolve() == src.resolve()
+    for spec in ("x.part", "y.part"):
+        for cwd, path in ((other, str(elsewhere / spec)), (elsewhere, spec)):
+            r = run_part("solve", path, "--json", cwd=cwd)
+            assert r.returncode == 0, r.stderr
+            assert abs(json.loads(r.stdout)["objective"] - 17.79) < 0.006
+
+
+@pytest.mark.parametrize("fpgas,cpus", [(3, 0), (0, 2), (0, 0)])
+def test_convert_platforms_without_cpus_or_accelerators(data_dir: Path, tmp_path: Path, fpgas: int,
+                                                        cpus: int) -> None:
+    data = json.loads((data_dir / "throughput" / "bert24_inference.json").read_text())
+    data.update(maxFPGAs=fpgas, maxCPUs=cpus)
+    if fpgas == 0:  # every node must run somewhere: on CPUs only here
+        for nd in data["nodes"]:
+            nd["supportedOnFpga"] = 0
+    src = tmp_path / "platform.json"
+    src.write_text(json.dumps(data))
+    out = tmp_path / "platform.part"
+    r = run_part("convert", str(src), "-o", str(out))
+    if fpgas + cpus == 0:
+        assert r.returncode == 2 and "at least one device" in r.stderr and "Traceback" not in r.stderr
+        return
+    assert r.returncode == 0, r.stderr
+    r = run_part("solve", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    used = set(json.loads(r.stdout)["assignment"].values())
+    assert used and all(d.startswith("acc[" if cpus == 0 else "cpu[") for d in used)
+    spec = parse_file(out)
+    assert len(spec.platform.devices) == fpgas + cpus and [k.name for k in spec.platform.empty] == (
+        ["cpu"] if cpus == 0 else ["acc"])
+
+
+def test_a_device_class_with_no_devices(tmp_path: Path) -> None:
+    """`device cpu[l]` with l = 0: the class is known (work on it is accepted and unused),
+    a sweep over l includes 0, and placing a node there is a clear error."""
+    f = tmp_path / "s.part"
+    body = """param l = 0
+graph g { node a { work 1 ms on gpu, 5 ms on cpu } node b { work 2 ms on gpu, 3 ms on cpu %s } a -> b }
+platform { device gpu[2] { link 10 GB/s } device cpu[l] { host } }
+%s"""
+    f.write_text(body % ("", ""))
+    r = run_part("solve", str(f), "--json", "-D", "l=0,1")
+    assert r.returncode == 0, r.stderr
+    sweep = json.loads(r.stdout)["sweep"]
+    assert [p["objective"] for p in sweep] == [2.0, 2.0]
+    assert all(d.startswith("gpu") for d in sweep[0]["assignment"].values())
+    for extra, message in ((("; only cpu", ""), "`only cpu`: cpu, which has no devices"),
+                           (("", "subject to { pin b to cpu }"), "pin names device class 'cpu', which has no devices")):
+        f.write_text(body % extra)
+        r = run_part("check", str(f))
+        assert r.returncode == 2 and message in r.stderr and "^" in r.stderr, r.stderr
+    f.write_text(body % ("", "subject to { forbid a on cpu }"))
+    assert run_part("check", str(f)).returncode == 0
+    assert parse_file(f).platform.empty[0].name == "cpu"  # and it prints back: to_part keeps it
+    from partdsl import parse, to_part
+    assert parse(to_part(parse_file(f))).platform.empty == parse_file(f).platform.empty
 
 
 def test_convert_part_to_json_graph_and_back(tmp_path: Path) -> None:
