@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import PartError, Span
+from ..core.limits import MAX_IMPORT_BYTES, MAX_JSON_DEPTH, check_count
 from ..core.ir import Graph, Node, Work
 from .transformer import assemble_graph
 
@@ -25,7 +26,19 @@ ACC, CPU = "acc", "cpu"
 
 def load_json(path: Path, span: Span | None) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        size = path.stat().st_size
+        check_count(size, MAX_IMPORT_BYTES, f"import: '{path}' is too large (bytes)", span,
+                    "import a graph file of a real model")
+        text = path.read_text(encoding="utf-8")
+        depth = _max_depth(text)
+        check_count(depth, MAX_JSON_DEPTH, f"import: '{path}' nests JSON too deeply", span,
+                    "a graph file is an object with nodes and edges")
+        return json.loads(text)
+    except UnicodeDecodeError as e:
+        raise PartError(f"import: '{path}' is not UTF-8 text ({e.reason} at byte {e.start})", span,
+                        "import a JSON graph file") from None
+    except IsADirectoryError:
+        raise PartError(f"import: '{path}' is a folder, not a file", span, "name a JSON graph file") from None
     except FileNotFoundError:
         raise PartError(f"import: no such file '{path}'", span,
                         "paths are relative to the spec file's folder") from None
@@ -34,6 +47,15 @@ def load_json(path: Path, span: Span | None) -> Any:
                         f"column {e.colno})", span) from None
     except OSError as e:
         raise PartError(f"import: cannot read '{path}': {e}", span) from None
+
+
+def _max_depth(text: str) -> int:
+    """How deeply `[` and `{` nest (strings included: an upper bound, cheap to compute)."""
+    import numpy as np
+
+    b = np.frombuffer(text.encode("utf-8", "replace"), dtype=np.uint8)
+    step = (b == ord("[")).astype(np.int64) + (b == ord("{")) - (b == ord("]")) - (b == ord("}"))
+    return int(np.cumsum(step).max(initial=0))
 
 
 def detect_format(data: Any) -> str:

@@ -132,9 +132,18 @@ def parse(text: str, file: str = "<spec>", overrides: Mapping[str, Override] | N
 def parse_file(path: str | Path, overrides: Mapping[str, Override] | None = None) -> Spec:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except FileNotFoundError:
         raise PartError(f"no such file: {p}", None, "check the path") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise PartError(f"cannot read {p}: {e}", None) from None
+    except OSError as e:
+        raise PartError(f"cannot read {p}: {e.strerror or e}", None, "check the path and its permissions") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:  # point at the first byte that is not UTF-8
+        before = data[:e.start].decode("utf-8")
+        line, col = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+        shown = data.decode("utf-8", errors="replace")
+        raise PartError(f"{p} is not UTF-8 text: byte 0x{data[e.start]:02x} at line {line}, column {col}",
+                        Span(str(p), line, col, line, col + 1), "save the file as UTF-8",
+                        shown, "syntax") from None
     return parse(text, str(p), overrides)

@@ -14,6 +14,7 @@ from typing import Any
 from lark import Token, Transformer, v_args
 
 from ..core.errors import PartError, Span, did_you_mean
+from ..core.limits import MAX_DEVICES, MAX_EDGES, MAX_NODES, check_count
 from ..core.ir import (Constraints, DeviceClass, Graph, Link, Node, Objective, Platform,
                        SolveOptions, Spec, Target, Work)
 from ..core.units import BANDWIDTH, EXAMPLES, FRACTION, NUMBER, SIZE, TIME, Quantity, make_quantity
@@ -52,6 +53,7 @@ class ToIR(Transformer):
         self.values: dict[str, Quantity | str] = {}
         self.param_order: list[tuple[str, Quantity | str]] = []
         self.class_refs: list[tuple[str, Span]] = []  # device classes named by nodes
+        self.block_spans: dict[type, list[Span]] = {}  # `subject to` and `solve` blocks, in order
 
     # ------------------------------------------------------------------ helpers
     def span(self, meta: Any) -> Span:
@@ -138,6 +140,8 @@ class ToIR(Transformer):
         a, b = self.need_int(ch[1], "a range start"), self.need_int(ch[2], "a range end")
         if b < a:
             raise PartError(f"empty range {a}..{b}", self.span(meta), f"write {ch[0]}[{b}..{a}]")
+        check_count(b - a + 1, MAX_NODES, f"the range {ch[0]}[{a}..{b}] has too many members", self.span(meta),
+                    "a range names members of a family: check its bounds")
         return [f"{ch[0]}[{i}]" for i in range(a, b + 1)], self.span(meta)
 
     @v_args(meta=True)
@@ -221,6 +225,8 @@ class ToIR(Transformer):
                 if not ok:
                     raise PartError("`...` must stand between two members of one family, in "
                                     "increasing order", e[1], "write e.g. `block[1] -> ... -> block[12]`")
+                check_count(nxt.index - prev.index - 1, MAX_NODES, f"`...` between {prev.names[0]} and "
+                            f"{nxt.names[0]} stands for too many members", e[1], "check the two indices")
                 mid = tuple(f"{prev.family}[{j}]" for j in range(prev.index + 1, nxt.index))
                 if mid:
                     eps.append(Ref(mid, e[1], prev.family))
@@ -287,6 +293,8 @@ class ToIR(Transformer):
         for x in ch[1:]:
             if isinstance(x, Q):
                 count = self.need_int(x, "a device count", 0)  # 0: declared, with no devices
+                check_count(count, MAX_DEVICES, f"device class '{name}' has too many devices", x.span,
+                            "check the count (a param, or -D)")
             elif isinstance(x, tuple):
                 if x[0] in props:
                     raise PartError(f"'{x[0]}' is given twice for device {name}", self.span(meta))
@@ -368,7 +376,9 @@ class ToIR(Transformer):
     def stages(self, ch: list) -> tuple:
         return ("max_stages", self.need_int(ch[0], "stages", 1))
 
-    def constraints_decl(self, ch: list) -> Constraints:
+    @v_args(meta=True)
+    def constraints_decl(self, meta: Any, ch: list) -> Constraints:
+        self.block_spans.setdefault(Constraints, []).append(self.span(meta))
         acc: dict[str, Any] = {}
         for key, val in ch:
             acc[key] = acc.get(key, ()) + val if key in ("colocate_sets", "pins", "forbids") else val
@@ -400,7 +410,9 @@ class ToIR(Transformer):
     def solve_with(self, ch: list) -> tuple:
         return ("solver", str(ch[0]))
 
-    def solve_decl(self, ch: list) -> SolveOptions:
+    @v_args(meta=True)
+    def solve_decl(self, meta: Any, ch: list) -> SolveOptions:
+        self.block_spans.setdefault(SolveOptions, []).append(self.span(meta))
         acc: dict[str, Any] = {}
         for key, val in ch:
             acc[key] = acc.get(key, ()) + val if key == "options" else val
@@ -422,6 +434,10 @@ Edge = tuple[str, "Span | None", str, "Span | None"]  # (from, its span, to, its
 
 def assemble_graph(name: str, nodes: list[Node], edges: list[Edge], span: Span | None) -> Graph:
     """Nodes + named edges -> Graph, with duplicate-node and unknown-node errors."""
+    check_count(len(nodes), MAX_NODES, f"graph '{name}' has too many nodes", span,
+                "split the model, or fuse operators before partitioning")
+    check_count(len(edges), MAX_EDGES, f"graph '{name}' has too many edges", span,
+                "split the model, or fuse operators before partitioning")
     index: dict[str, int] = {}
     for i, nd in enumerate(nodes):
         if nd.name in index:
@@ -435,8 +451,13 @@ def assemble_graph(name: str, nodes: list[Node], edges: list[Edge], span: Span |
     for a, sa, b, sb in edges:
         for x, sp in ((a, sa), (b, sb)):
             if x not in index:
+                fam = x.split("[")[0]
+                members = sorted(int(nm[len(fam) + 1:-1]) for nm in index
+                                 if nm.startswith(fam + "[") and nm[len(fam) + 1:-1].isdigit()) if "[" in x else []
                 hint = (f"'{x}' is a family; name a member like `{x}[1]` or a range like `{x}[1..4]`"
-                        if x in families else did_you_mean(x, list(index)))
+                        if x in families else
+                        f"family {fam} has members {fam}[{members[0]}] .. {fam}[{members[-1]}]" if members else
+                        did_you_mean(x, list(index)))
                 raise PartError(f"unknown node '{x}' in graph '{name}'", sp, hint)
         if a == b:
             raise PartError(f"graph '{name}' has a cycle: {a} -> {a}", sb, "a node cannot feed itself")
@@ -456,9 +477,11 @@ def assemble_spec(tr: ToIR, items: list[Any], span: Span) -> Spec:
         t = type(x)
         if t in found:
             what = kinds[t]
+            spans = tr.block_spans.get(t, [])  # blocks whose IR carries no span: the second one
+            where = getattr(x, "span", None) or (spans[1] if len(spans) > 1 else None)
             hint = ("one spec partitions one graph: put the other graph in its own file"
                     if t is Graph else f"merge the two `{what}` blocks into one")
-            raise PartError(f"more than one `{what}` in this spec", getattr(x, "span", None), hint)
+            raise PartError(f"more than one `{what}` in this spec", where, hint)
         found[t] = x
     if Graph not in found:
         raise PartError("the spec declares no graph", span,

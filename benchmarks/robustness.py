@@ -1,0 +1,122 @@
+"""The robustness campaign: broken and extreme specs (tests/mutants.py) through `part
+check`, `part solve` and `part eval`, in-process, on worker processes. Counts tracebacks
+(exit 1 or an exception escaping main), errors without file:line:column, and hangs (a
+case over --timeout seconds); failing cases are kept in --keep for replay.
+
+    .venv/bin/python benchmarks/robustness.py --cases 10000 --workers 2
+    .venv/bin/python benchmarks/robustness.py --replay KEEP/case-123    # one kept case again
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import needs_partdsl  # noqa: F401  (a plain message when partdsl is not installed)
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.mutants import KINDS, mutate, run_case, write_case  # noqa: E402
+
+EDITS = tuple(k for k in KINDS if k != "big_graph")  # big graphs take seconds: one case in 80
+
+
+class CaseTimeout(Exception):
+    pass
+
+
+def _alarm(_signum, _frame):  # type: ignore[no-untyped-def]
+    raise CaseTimeout()
+
+
+def partition_file(folder: Path) -> Path:
+    """A {node: device} partition of examples/tiny.part (eval on a mutant of another spec
+    exercises the errors for unknown nodes and devices)."""
+    from partdsl import parse_file, solve
+
+    r = solve(parse_file(ROOT / "examples" / "tiny.part"))
+    f = folder / "partition.json"
+    f.write_text(json.dumps({"assignment": r.assignment}))
+    return f
+
+
+def run_chunk(args: tuple[int, list[int], float, str]) -> list[tuple[int, str, list[str], float]]:
+    seed, ids, timeout, keep = args
+    signal.signal(signal.SIGALRM, _alarm)
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        part = partition_file(Path(tmp))
+        for i in ids:
+            rng = random.Random(seed * 1_000_003 + i)
+            case = mutate(rng, "big_graph" if i % 80 == 0 else EDITS[i % len(EDITS)])
+            folder = Path(tmp) / f"case-{i}"
+            spec = write_case(case, folder)
+            t = time.monotonic()
+            signal.alarm(int(timeout))
+            try:
+                problems = run_case(spec, part)
+            except CaseTimeout:
+                problems = [f"hang: over {timeout:g} s"]
+            finally:
+                signal.alarm(0)
+            dt = time.monotonic() - t
+            if problems and keep:
+                dest = Path(keep) / f"case-{i}"
+                shutil.rmtree(dest, ignore_errors=True)
+                shutil.copytree(folder, dest)
+                shutil.copy(part, dest / "partition.json")
+            out.append((i, case.kind, problems, dt))
+            shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", type=int, default=10_000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds before a case counts as a hang")
+    ap.add_argument("--keep", default="robustness-failures", help="folder for failing cases")
+    ap.add_argument("--replay", metavar="FOLDER", help="run one kept case and print what it does")
+    a = ap.parse_args()
+    if a.replay:
+        problems = run_case(Path(a.replay) / "spec.part", Path(a.replay) / "partition.json")
+        print("\n".join(problems) or "no problem")
+        return 1 if problems else 0
+    chunks = [list(range(w, a.cases, a.workers * 50))for w in range(a.workers * 50)]
+    t0 = time.monotonic()
+    by_kind: dict[str, int] = collections.Counter()
+    bad: list[tuple[int, str, list[str]]] = []
+    slowest = (0.0, -1)
+    done = 0
+    with ProcessPoolExecutor(a.workers) as ex:
+        for res in ex.map(run_chunk, [(a.seed, c, a.timeout, a.keep) for c in chunks if c]):
+            for i, kind, problems, dt in res:
+                by_kind[kind] += 1
+                slowest = max(slowest, (dt, i))
+                if problems:
+                    bad.append((i, kind, problems))
+            done += len(res)
+            print(f"  ... {done:,}/{a.cases:,} cases, {len(bad)} with problems, "
+                  f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+    print(f"{done:,} cases ({', '.join(f'{k} {v:,}' for k, v in sorted(by_kind.items()))}) "
+          f"in {time.monotonic() - t0:.0f} s; slowest case {slowest[1]} took {slowest[0]:.1f} s")
+    tracebacks = sum(any("exit 1" in p or "escaped" in p for p in ps) for _, _, ps in bad)
+    hangs = sum(any(p.startswith("hang") for p in ps) for _, _, ps in bad)
+    unlocated = sum(any("without file:line:column" in p for p in ps) for _, _, ps in bad)
+    print(f"tracebacks {tracebacks}, hangs {hangs}, errors without file:line:column {unlocated}")
+    for i, kind, problems in bad[:30]:
+        print(f"case {i} ({kind}): " + " | ".join(problems))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
