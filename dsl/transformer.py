@@ -14,7 +14,7 @@ from typing import Any
 from lark import Token, Transformer, v_args
 
 from ..core.errors import PartError, Span, did_you_mean
-from ..core.limits import MAX_DEVICES, MAX_EDGES, MAX_NODES, check_count
+from ..core.limits import MAX_BATCH, MAX_DEVICES, MAX_EDGES, MAX_NODES, check_count
 from ..core.ir import (Constraints, DeviceClass, Graph, Link, Node, Objective, Platform,
                        SolveOptions, Spec, Target, Work)
 from ..core.units import BANDWIDTH, EXAMPLES, FRACTION, NUMBER, SIZE, TIME, Quantity, make_quantity
@@ -73,6 +73,11 @@ class ToIR(Transformer):
             raise PartError(f"{what} needs a whole number >= {lo}, got {v:g}", x.span)
         return int(v)
 
+    def need_batch(self, x: Q) -> int:
+        b = self.need_int(x, "batch", 1)
+        check_count(b, MAX_BATCH, "batch is too large", x.span, "a batch of samples: check the number")
+        return b
+
     def need_fraction(self, x: Q, what: str) -> float:
         if x.q.dim == FRACTION or (x.q.dim == NUMBER and 0 <= x.q.value < 1):
             return x.q.value
@@ -103,7 +108,7 @@ class ToIR(Transformer):
 
     @v_args(meta=True)
     def string_value(self, meta: Any, ch: list) -> str:
-        return _unquote(ch[0])
+        return _unquote(ch[0], self.file)
 
     @v_args(meta=True)
     def param_decl(self, meta: Any, ch: list) -> None:
@@ -153,7 +158,7 @@ class ToIR(Transformer):
                 on = str(x)
                 self.class_refs.append((on, _tok_span(self.file, x)))
             elif x is not None:
-                batch = self.need_int(x, "batch", 1)
+                batch = self.need_batch(x)
         return Work(t, on, batch)
 
     def work(self, ch: list) -> tuple[str, Any]:
@@ -266,7 +271,7 @@ class ToIR(Transformer):
 
         name, path_tok = str(ch[0]), ch[1]
         fmt = ch[2] if len(ch) > 2 else None
-        path = self.base / _unquote(path_tok)
+        path = self.base / _unquote(path_tok, self.file)
         return import_graph(path, fmt, name=name, span=_tok_span(self.file, path_tok))
 
     # ------------------------------------------------------------------ platform
@@ -283,7 +288,7 @@ class ToIR(Transformer):
         return ("speed", self.need(ch[0], NUMBER, "speed"))
 
     def batches(self, ch: list) -> tuple[str, Any]:
-        return ("batches", tuple(sorted({self.need_int(x, "batch", 1) for x in ch})))
+        return ("batches", tuple(sorted({self.need_batch(x) for x in ch})))
 
     @v_args(meta=True)
     def device_decl(self, meta: Any, ch: list) -> DeviceClass:
@@ -341,7 +346,7 @@ class ToIR(Transformer):
 
     @v_args(meta=True)
     def max_throughput(self, meta: Any, ch: list) -> Objective:
-        batch = self.need_int(ch[0], "batch", 1) if ch else 1
+        batch = self.need_batch(ch[0]) if ch else 1
         return Objective("throughput", batch=batch, span=self.span(meta))
 
     # ------------------------------------------------------------------ constraints
@@ -423,10 +428,17 @@ def _canon_unit(dim: str) -> str | None:
     return {TIME: "ms", SIZE: "B", BANDWIDTH: "B/s", FRACTION: "%"}.get(dim)
 
 
-def _unquote(tok: str) -> str:
+def _unquote(tok: Any, file: str) -> str:
+    """A "string" token's text (JSON escapes), or a located error for a bad one."""
     import json
 
-    return json.loads(str(tok))
+    try:
+        return json.loads(str(tok))
+    except ValueError as e:  # a control character or a bad escape inside the quotes
+        line, col = getattr(tok, "line", 0), getattr(tok, "column", 0)
+        raise PartError(f"bad string {str(tok)[:40]}: {getattr(e, 'msg', e)}",
+                        Span(file, line, col, getattr(tok, "end_line", None), getattr(tok, "end_column", None)),
+                        'write a plain path in double quotes, e.g. "models/bert.json"') from None
 
 
 Edge = tuple[str, "Span | None", str, "Span | None"]  # (from, its span, to, its span)
