@@ -87,3 +87,40 @@ def test_native_stdout_goes_to_the_solver_log(capfd: pytest.CaptureFixture[str])
         r = solve(spec, method="exact", solver=solver)
         assert r.status.value == "optimal"
     assert capfd.readouterr().out == ""
+
+
+def test_captures_on_threads_leave_stdout_intact(capfd: pytest.CaptureFixture[str]) -> None:
+    """Solver runs on a thread pool (bottleneck-guess can use one) open and close captures
+    out of order; descriptor 1 must still be stdout afterwards."""
+    import os
+    import threading
+
+    first_in, second_in, first_may_leave = threading.Event(), threading.Event(), threading.Event()
+    texts: dict[str, str] = {}
+
+    def first() -> None:
+        with captured_stdout() as got:
+            first_in.set()
+            second_in.wait(5)
+            os.write(1, b"one")
+            first_may_leave.wait(5)
+        texts["first"] = got.text
+
+    def second() -> None:
+        first_in.wait(5)
+        with captured_stdout() as got:
+            second_in.set()
+            first_may_leave.set()  # the first leaves while the second is still open
+            threading.Event().wait(0.2)
+            os.write(1, b"two")
+        texts["second"] = got.text
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert "one" in texts["first"] + texts["second"] and "two" in texts["second"]
+    capfd.readouterr()
+    os.write(1, b"visible")
+    assert capfd.readouterr().out == "visible"
