@@ -17,7 +17,7 @@ import signal
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import needs_partdsl  # noqa: F401  (a plain message when partdsl is not installed)
@@ -85,28 +85,40 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds before a case counts as a hang")
     ap.add_argument("--keep", default="robustness-failures", help="folder for failing cases")
+    ap.add_argument("--max-seconds", type=float, default=0, help="stop after this long and report (0: no limit)")
     ap.add_argument("--replay", metavar="FOLDER", help="run one kept case and print what it does")
     a = ap.parse_args()
     if a.replay:
         problems = run_case(Path(a.replay) / "spec.part", Path(a.replay) / "partition.json")
         print("\n".join(problems) or "no problem")
         return 1 if problems else 0
-    chunks = [list(range(w, a.cases, a.workers * 50))for w in range(a.workers * 50)]
+    chunks = [list(range(i, min(i + 10, a.cases))) for i in range(0, a.cases, 10)]
     t0 = time.monotonic()
     by_kind: dict[str, int] = collections.Counter()
     bad: list[tuple[int, str, list[str]]] = []
     slowest = (0.0, -1)
     done = 0
-    with ProcessPoolExecutor(a.workers) as ex:
-        for res in ex.map(run_chunk, [(a.seed, c, a.timeout, a.keep) for c in chunks if c]):
+    ex = ProcessPoolExecutor(a.workers)
+    futures = [ex.submit(run_chunk, (a.seed, c, a.timeout, a.keep)) for c in chunks]
+    try:
+        for fut in as_completed(futures):
+            res = fut.result()
             for i, kind, problems, dt in res:
                 by_kind[kind] += 1
                 slowest = max(slowest, (dt, i))
                 if problems:
                     bad.append((i, kind, problems))
             done += len(res)
-            print(f"  ... {done:,}/{a.cases:,} cases, {len(bad)} with problems, "
-                  f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+            if done % 100 == 0 or done == a.cases:
+                print(f"  ... {done:,}/{a.cases:,} cases, {len(bad)} with problems, "
+                      f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+            if a.max_seconds and time.monotonic() - t0 > a.max_seconds:
+                print(f"stopped at the --max-seconds budget after {done:,} cases", file=sys.stderr)
+                break
+    finally:
+        for fut in futures:
+            fut.cancel()
+        ex.shutdown(wait=False, cancel_futures=True)
     print(f"{done:,} cases ({', '.join(f'{k} {v:,}' for k, v in sorted(by_kind.items()))}) "
           f"in {time.monotonic() - t0:.0f} s; slowest case {slowest[1]} took {slowest[0]:.1f} s")
     tracebacks = sum(any("exit 1" in p or "escaped" in p for p in ps) for _, _, ps in bad)
