@@ -68,14 +68,17 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from ..core.assignment import read_assignment
+    from ..core.assignment import read_partition, subgraph_map
     from ..core.evaluate import evaluate
     from .report import evaluation_report
 
     spec = _load(args)
-    arr = read_assignment(spec, args.partition)
-    ev = evaluate(spec, arr)
-    _emit(args, ev.to_json(), evaluation_report(spec, ev, arr))
+    arr, sub = read_partition(spec, args.partition)
+    ev = evaluate(spec, arr, sub)
+    doc = ev.to_json()
+    if ev.subgraph is not None and spec.constraints.subgraphs > 1:
+        doc["subgraphs"] = subgraph_map(spec, arr, ev.subgraph)
+    _emit(args, doc, evaluation_report(spec, ev, arr))
     return EXIT_INFEASIBLE if (args.strict and not ev.feasible) else EXIT_OK
 
 

@@ -65,6 +65,7 @@ def describe(spec: Spec, bound: float) -> str:
     cons += [f"{len(c.forbids)} forbids"] if c.forbids else []
     cons += [f"{len(c.colocate_sets)} colocated sets"] if c.colocate_sets else []
     cons += [f"stages <= {c.max_stages}"] if c.max_stages else []
+    cons += [f"subgraphs <= {c.subgraphs}"] if c.subgraphs != 1 else []
     groups = len(np.unique(d.colo))
     unit = "samples/s" if spec.objective.kind == "throughput" else "ms"
     which = "upper" if spec.objective.sense == "max" else "lower"

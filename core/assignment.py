@@ -1,7 +1,9 @@
 """Reading partitions: node -> device mappings as the CLI and API take them.
 
-Accepted JSON: `part solve --json` output (its `assignment`), a bare {node: device}
-object, or the human-expert format of data/dnn-partitioning/human-experts
+Accepted JSON: `part solve --json` output (its `assignment`, and under latency its
+`subgraphs`), a bare {node: device} object, an object whose values are
+{"device": "acc[0]", "subgraph": 1} (latency with `subgraphs <= q`: the subgraph number
+gives the order on the accelerator, 0 first), or the human-expert format of data/dnn-partitioning/human-experts
 ({"fpgas": [{"nodes": [ids]}], "cpus": [...]}: the i-th fpga list goes to the i-th device
 of the spec's non-host class, the i-th cpu list to the i-th host device). Node ids may be
 given as the imported names (n12) or as the bare ids (12).
@@ -64,18 +66,64 @@ def from_expert(spec: Spec, data: dict, where: str) -> np.ndarray:
 
 
 def parse_assignment(spec: Spec, data: Any, where: str = "assignment") -> np.ndarray:
+    return parse_partition(spec, data, where)[0]
+
+
+def _subgraph_number(x: Any, where: str, key: Any) -> int:
+    if isinstance(x, bool) or not isinstance(x, int) or x < 0:
+        raise PartError(f"{where}: the subgraph of node '{key}' must be a whole number >= 0, got {x!r}", None,
+                        'e.g. {"a": {"device": "acc[0]", "subgraph": 1}}')
+    return x
+
+
+def parse_partition(spec: Spec, data: Any, where: str = "assignment") -> tuple[np.ndarray, np.ndarray | None]:
+    """(device per node, subgraph number per node or None when no subgraph is given)."""
     if isinstance(data, dict) and ("fpgas" in data or "cpus" in data):
-        return from_expert(spec, data, where)
+        return from_expert(spec, data, where), None
+    subgraphs: dict = {}
     if isinstance(data, dict) and isinstance(data.get("assignment"), dict):
+        subgraphs = data.get("subgraphs") or {}
+        if not isinstance(subgraphs, dict):
+            raise PartError(f"{where}: `subgraphs` must be an object {{node: number}}", None)
         data = data["assignment"]
+    if isinstance(data, dict):
+        flat: dict = {}
+        for key, v in data.items():
+            if isinstance(v, dict) and isinstance(v.get("device"), str):
+                flat[key] = v["device"]
+                if "subgraph" in v:
+                    subgraphs[key] = v["subgraph"]
+            else:
+                flat[key] = v
+        data = flat
     if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
         raise PartError(f"{where}: expected an object {{node: device}}, a `part solve --json` "
                         "result, or a human-expert file", None,
-                        'e.g. {"embed": "gpu[0]", "head": "gpu[1]"}')
-    return to_array(spec, data, where)
+                        'e.g. {"embed": "gpu[0]", "head": "gpu[1]"}, or under latency with subgraphs '
+                        '{"embed": {"device": "gpu[0]", "subgraph": 0}}')
+    dev = to_array(spec, data, where)
+    if not subgraphs:
+        return dev, None
+    sub = np.zeros(len(dev), dtype=np.int64)
+    for key, x in subgraphs.items():
+        sub[_node_index(spec, key, where)] = _subgraph_number(x, where, key)
+    return dev, sub
+
+
+def subgraph_map(spec: Spec, dev: np.ndarray, sub: np.ndarray | None) -> dict[str, int] | None:
+    """{node: subgraph number} for the accelerator nodes (the JSON form), or None."""
+    if sub is None:
+        return None
+    d = spec.dense
+    acc = ~d.host[d.dev_class[dev]]
+    return {d.names[i]: int(sub[i]) for i in np.flatnonzero(acc)}
 
 
 def read_assignment(spec: Spec, path: str | Path) -> np.ndarray:
+    return read_partition(spec, path)[0]
+
+
+def read_partition(spec: Spec, path: str | Path) -> tuple[np.ndarray, np.ndarray | None]:
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -83,4 +131,4 @@ def read_assignment(spec: Spec, path: str | Path) -> np.ndarray:
         raise PartError(f"no such file: {p}", None) from None
     except json.JSONDecodeError as e:
         raise PartError(f"{p} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})", None) from None
-    return parse_assignment(spec, data, str(p))
+    return parse_partition(spec, data, str(p))

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import latency
 from .dense import INF, Dense, adjacency, topological_order, work_time
 from .ir import Spec
 
@@ -55,6 +56,7 @@ class Evaluation:
     loads: dict[str, float]
     parts: dict[str, dict[str, float]] = field(default_factory=dict)  # device -> compute/in/out/overflow/fw/bw/memory
     violations: tuple[Violation, ...] = ()
+    subgraph: np.ndarray | None = field(default=None, compare=False)  # latency: each node's subgraph number
 
     @property
     def feasible(self) -> bool:
@@ -141,7 +143,13 @@ def _label_bits(dense: Dense, dev: np.ndarray, training: bool) -> np.ndarray:
 def non_contiguous(dense: Dense, dev: np.ndarray, training: bool) -> list[tuple[int, int]]:
     """(label, node) pairs where a path leaves a device's set and re-enters it at `node`
     (Tarnawski Def. 3.1); for training graphs, forward and backward parts separately."""
-    lab = _label_bits(dense, dev, training).tolist()
+    return non_contiguous_labels(dense, _label_bits(dense, dev, training))
+
+
+def non_contiguous_labels(dense: Dense, labels: np.ndarray) -> list[tuple[int, int]]:
+    """(label, node) pairs where a path leaves the set of nodes with that label and
+    re-enters it at `node`."""
+    lab = np.asarray(labels).tolist()
     reach = [0] * dense.n  # labels whose set a path left before reaching this node
     preds = dense.preds
     bad: list[tuple[int, int]] = []
@@ -197,7 +205,9 @@ def find_cycle(n: int, src: list[int], dst: list[int]) -> list[int]:
     return []
 
 
-def violations(spec: Spec, dense: Dense, dev: np.ndarray) -> list[Violation]:
+def violations(spec: Spec, dense: Dense, dev: np.ndarray, sub: np.ndarray | None = None) -> list[Violation]:
+    """Every violated constraint. `sub`: under latency, the subgraph numbers; with q > 1,
+    `contiguous` applies to each subgraph rather than to a device's whole node set."""
     c, names, devices = spec.constraints, dense.names, dense.devices
     out: list[Violation] = []
     if (dev < 0).any():
@@ -230,7 +240,9 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray) -> list[Violation]:
             out.append(Violation("colocate", f"colocated nodes {_short(nodes)} are on "
                                  f"{len(np.unique(dev[members]))} different devices", nodes))
     training = spec.graph.is_training
-    if c.contiguous:
+    if c.contiguous and sub is not None and c.subgraphs > 1:
+        out += _subgraphs_contiguous(dense, dev, sub)
+    elif c.contiguous:
         seen: set[int] = set()
         for lab, v in non_contiguous(dense, dev, training):
             if lab in seen:
@@ -252,6 +264,21 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray) -> list[Violation]:
         used_devs = len(np.unique(dev))
         if used_devs > c.max_stages:
             out.append(Violation("stages", f"{used_devs} devices used, at most {c.max_stages} allowed"))
+    return out
+
+
+def _subgraphs_contiguous(dense: Dense, dev: np.ndarray, sub: np.ndarray) -> list[Violation]:
+    """Def. 3.1 for each accelerator subgraph (q > 1): one violation per broken subgraph."""
+    u = latency.units(dense, dev, sub)
+    out = []
+    seen: set[int] = set()
+    for lab, v in non_contiguous_labels(dense, u.of_node):
+        if lab in seen or lab >= u.A:
+            continue
+        seen.add(lab)
+        d = dense.devices[u.device[lab]]
+        out.append(Violation("contiguous", f"{d} subgraph {u.rank[lab]} is not contiguous: a path leaves it "
+                             f"and comes back at {dense.names[v]}", (dense.names[v],), d))
     return out
 
 
@@ -304,42 +331,36 @@ def _bottleneck(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict,
     return _max_load(table), {d: float(x) for d, x in zip(dense.devices, load)}, parts
 
 
-def _latency(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict, dict, list[Violation]]:
-    n, D = dense.n, dense.D
-    cls = dense.dev_class[dev]
-    host_node = dense.host[cls]
-    unit = np.where(host_node, D + np.arange(n), dev)
-    comp = _compute(dense, dev)
-    inn, out = transfer_charges(dense, dev)
-    cross = unit[dense.src] != unit[dense.dst]
-    upairs = np.stack([unit[dense.src][cross], unit[dense.dst][cross]], axis=1)
-    k = D + n
-    order = topological_order(k, upairs[:, 0], upairs[:, 1]) if len(upairs) else list(range(k))
+def _latency(spec: Spec, dense: Dense, dev: np.ndarray, sub: np.ndarray
+             ) -> tuple[float, dict, dict, list[Violation]]:
+    """Tarnawski sec. 4 on units (core/latency.py): per device, its subgraphs' compute,
+    transfers, first start and last finish."""
+    s = latency.schedule(dense, dev, sub)
+    u = s.units
+    D = dense.D
+    comp, inn, out = (np.bincount(u.device, weights=x, minlength=D)[:D] if u.A else np.zeros(D)
+                      for x in (s.compute, s.inn, s.out))
     loads = {d: float(comp[j] + inn[j] + out[j]) for j, d in enumerate(dense.devices)}
-    parts = {d: {"compute": comp[j], "in": inn[j], "out": out[j]} for j, d in enumerate(dense.devices)}
-    if order is None:
-        cyc = find_cycle(k, upairs[:, 0].tolist(), upairs[:, 1].tolist())
-        txt = " -> ".join(dense.devices[x] if x < D else dense.names[x - D] for x in cyc)
-        return INF, loads, parts, [Violation("deadlock", "device subgraphs wait on each other "
-                                             f"(single-stream execution cannot start): {txt}")]
-    members: list[list[int]] = [[] for _ in range(k)]
-    for v in range(n):
-        members[unit[v]].append(v)
-    preds = dense.preds
-    lat = np.zeros(n)
-    work = dense.work[np.arange(n), cls]
-    for u in order:
-        mem = members[u]
-        if not mem:
-            continue
-        ready = max((lat[p] for v in mem for p in preds[v] if unit[p] != u), default=0.0)
-        if u >= D:  # a node on a host device
-            lat[mem[0]] = ready + work[mem[0]]
-        else:
-            finish = ready + inn[u] + comp[u] + out[u]
-            lat[mem] = finish
-            parts[dense.devices[u]].update(start=ready, finish=finish)
-    return float(lat.max()) if n else 0.0, loads, parts, []
+    parts: dict = {d: {"compute": comp[j], "in": inn[j], "out": out[j]} for j, d in enumerate(dense.devices)}
+    q = spec.constraints.subgraphs
+    viol = [Violation("subgraphs", f"{dense.devices[d]} runs {c} subgraphs, at most {q} allowed "
+                      f"(subject to {{ subgraphs <= {q} }})", device=dense.devices[d])
+            for d, c in latency.too_many(dense, dev, sub, q)]
+    if s.cycle is not None:
+        def name(x: int) -> str:
+            if x >= u.A:
+                return dense.names[x - u.A]
+            d = dense.devices[u.device[x]]
+            return d if q == 1 else f"{d} subgraph {u.rank[x]}"
+        txt = " -> ".join(name(x) for x in s.cycle)
+        return INF, loads, parts, viol + [Violation("deadlock", "device subgraphs wait on each other "
+                                                    f"(single-stream execution cannot start): {txt}")]
+    for a in range(u.A):
+        p = parts[dense.devices[u.device[a]]]
+        p["start"] = min(p.get("start", INF), s.start[a])
+        p["finish"] = max(p.get("finish", 0.0), s.finish[a])
+        p["subgraphs"] = p.get("subgraphs", 0) + 1
+    return s.value, loads, parts, viol
 
 
 def link_table(spec: Spec) -> dict[tuple[int, int], float]:
@@ -419,18 +440,23 @@ def _throughput(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict,
     return value, {d: float(x) for d, x in zip(dense.devices, busy)}, parts, viol
 
 
-def evaluate(spec: Spec, assignment: np.ndarray) -> Evaluation:
-    """Score an assignment (int array: node index -> device index, -1 = unassigned)."""
+def evaluate(spec: Spec, assignment: np.ndarray, subgraph: np.ndarray | None = None) -> Evaluation:
+    """Score an assignment (int array: node index -> device index, -1 = unassigned). Under
+    latency, `subgraph` numbers each accelerator node's subgraph (core/latency.py); without
+    it they are derived."""
     dense = spec.dense
     dev = np.asarray(assignment, dtype=np.int64)
-    viol = violations(spec, dense, dev)
+    sub = None
+    if spec.objective.kind == "latency" and not (dev < 0).any():
+        sub = latency.resolve(dense, dev, subgraph, spec.constraints.subgraphs)
+    viol = violations(spec, dense, dev, sub)
     if viol and viol[0].kind == "unassigned":
         return Evaluation(INF, spec.objective.sense, _unit(spec), {}, {}, tuple(viol))
     kind = spec.objective.kind
     if kind == "bottleneck":
         value, loads, parts = _bottleneck(spec, dense, dev)
     elif kind == "latency":
-        value, loads, parts, extra = _latency(spec, dense, dev)
+        value, loads, parts, extra = _latency(spec, dense, dev, sub)
         viol += extra
     else:
         value, loads, parts, extra = _throughput(spec, dense, dev)
@@ -438,7 +464,7 @@ def evaluate(spec: Spec, assignment: np.ndarray) -> Evaluation:
     used = memory_used(dense, dev)
     for j, d in enumerate(dense.devices):
         parts[d]["memory"] = float(used[j])
-    return Evaluation(value, spec.objective.sense, _unit(spec), loads, parts, tuple(viol))
+    return Evaluation(value, spec.objective.sense, _unit(spec), loads, parts, tuple(viol), sub)
 
 
 def _unit(spec: Spec) -> str:

@@ -54,6 +54,13 @@ class Graph:
     edges: tuple[tuple[int, int], ...]  # sorted, unique, indices into nodes
     span: Span | None = field(default=None, compare=False, repr=False)
     edge_spans: tuple[Span | None, ...] = field(default=(), compare=False, repr=False)
+    written: tuple[int, ...] = field(default=(), compare=False, repr=False)  # edges in the order written (indices)
+
+    @property
+    def written_order(self) -> tuple[int, ...]:
+        """Edge indices in the order the source wrote them (sorted when not known): the
+        order the paper's latency greedy visits successors in."""
+        return self.written if len(self.written) == len(self.edges) else tuple(range(len(self.edges)))
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -166,6 +173,7 @@ class Constraints:
     pins: tuple[tuple[Target, tuple[Target, ...]], ...] = ()  # node -> allowed devices/classes
     forbids: tuple[tuple[Target, tuple[Target, ...]], ...] = ()  # node -> excluded devices/classes
     max_stages: int | None = None
+    subgraphs: int = 1  # q: contiguous subgraphs per accelerator under latency (Tarnawski sec. 4.1, Fig. 4)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from .errors import PartError, Span
 MAX_NODES = 200_000  # nodes in one graph (a family range counts its members)
 MAX_EDGES = 2_000_000  # edges in one graph
 MAX_DEVICES = 4_096  # devices on one platform
+MAX_SUBGRAPHS = 64  # contiguous subgraphs per accelerator (latency, Tarnawski sec. 4.1)
 MAX_BATCH = 65_536  # samples in a batch (batched throughput splits it by a DP over 0..batch)
 MAX_IMPORT_BYTES = 512 * 2**20  # an imported graph file
 MAX_JSON_DEPTH = 64  # nesting of an imported JSON document (json.loads recurses)

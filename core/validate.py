@@ -15,6 +15,7 @@ from .dense import topological_order
 from .errors import PartError, did_you_mean
 from .evaluate import find_cycle
 from .ir import GENERIC, Spec, Target
+from .limits import MAX_SUBGRAPHS
 from .units import human_size
 
 
@@ -82,6 +83,13 @@ def validate(spec: Spec) -> None:
             raise PartError("link bandwidth must be positive", ln.span)
     if c.max_stages is not None and c.max_stages < 1:
         raise PartError("stages must be at least 1", None, "write e.g. `stages <= 4`")
+    if not 1 <= c.subgraphs <= MAX_SUBGRAPHS:
+        raise PartError(f"subgraphs must be between 1 and {MAX_SUBGRAPHS}, got {c.subgraphs}", None,
+                        "write e.g. `subgraphs <= 2`")
+    if c.subgraphs != 1 and o.kind != "latency":
+        raise PartError(f"`subgraphs <= {c.subgraphs}` applies to `minimize latency` (Tarnawski sec. 4.1): "
+                        f"this spec has the {o.kind} objective", None,
+                        "drop it, or use `minimize latency`; for pipelined splits drop `contiguous` instead")
     if o.kind == "throughput" and o.batch < 1:
         raise PartError("the throughput batch must be at least 1", o.span, "write e.g. `batch 128`")
     if o.training == "gpipe" and not g.is_training:

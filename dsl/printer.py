@@ -90,6 +90,8 @@ def _constraints(c: Constraints) -> list[str]:
     out += [f"forbid {n.name} on {_targets(ts)}" for n, ts in c.forbids]
     if c.max_stages is not None:
         out.append(f"stages <= {c.max_stages}")
+    if c.subgraphs != 1:
+        out.append(f"subgraphs <= {c.subgraphs}")
     return out
 
 

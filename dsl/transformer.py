@@ -14,7 +14,7 @@ from typing import Any
 from lark import Token, Transformer, v_args
 
 from ..core.errors import PartError, Span, did_you_mean
-from ..core.limits import MAX_BATCH, MAX_DEVICES, MAX_EDGES, MAX_NODES, check_count
+from ..core.limits import MAX_BATCH, MAX_DEVICES, MAX_EDGES, MAX_NODES, MAX_SUBGRAPHS, check_count
 from ..core.ir import (Constraints, DeviceClass, Graph, Link, Node, Objective, Platform,
                        SolveOptions, Spec, Target, Work)
 from ..core.units import BANDWIDTH, EXAMPLES, FRACTION, NUMBER, SIZE, TIME, Quantity, make_quantity
@@ -381,6 +381,12 @@ class ToIR(Transformer):
     def stages(self, ch: list) -> tuple:
         return ("max_stages", self.need_int(ch[0], "stages", 1))
 
+    def subgraphs(self, ch: list) -> tuple:
+        q = self.need_int(ch[0], "subgraphs", 1)
+        check_count(q, MAX_SUBGRAPHS, "subgraphs per accelerator", ch[0].span,
+                    "q contiguous subgraphs per accelerator (Tarnawski sec. 4.1): a small number, e.g. 2")
+        return ("subgraphs", q)
+
     @v_args(meta=True)
     def constraints_decl(self, meta: Any, ch: list) -> Constraints:
         self.block_spans.setdefault(Constraints, []).append(self.span(meta))
@@ -475,7 +481,9 @@ def assemble_graph(name: str, nodes: list[Node], edges: list[Edge], span: Span |
             raise PartError(f"graph '{name}' has a cycle: {a} -> {a}", sb, "a node cannot feed itself")
         pairs.setdefault((index[a], index[b]), sb)
     order = sorted(pairs)
-    return Graph(name, tuple(nodes), tuple(order), span, tuple(pairs[e] for e in order))
+    pos = {e: i for i, e in enumerate(order)}
+    return Graph(name, tuple(nodes), tuple(order), span, tuple(pairs[e] for e in order),
+                 tuple(pos[e] for e in pairs))
 
 
 def assemble_spec(tr: ToIR, items: list[Any], span: Span) -> Spec:

@@ -14,6 +14,7 @@ from typing import Callable, Iterator, Mapping
 
 import numpy as np
 
+from ..core.assignment import subgraph_map
 from ..core.errors import PartError
 from ..core.evaluate import Evaluation, evaluate
 from ..core.ir import Spec
@@ -24,6 +25,7 @@ from ..kernels import (
     baselines,
     brute_force,
     ideal_dp,
+    latency_greedy,
     load_search,
     order_search,
     single_device,
@@ -33,7 +35,7 @@ from . import backends, exact, interrupt
 from .bounds import bound as trivial_bound
 from .result import Result, Status, relative_gap
 
-Candidates = Iterator[tuple[str, np.ndarray]]
+Candidates = Iterator[tuple[str, np.ndarray] | tuple[str, np.ndarray, np.ndarray]]  # label, devices[, subgraphs]
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("load_search", load_search.run, False, "iterated local search on max load from the best topo split: "
            "unit moves scored by (max load, sum of squared loads), any split", ("stall",)),
     Method("single", single_device.run, False, "everything on one device (baseline)"),
+    Method("fill", latency_greedy.run, False, "latency greedy: fill each accelerator in topological order up to "
+           "its memory, the rest on CPUs (Tarnawski sec. 7, baseline)"),
+    Method("maxload_dp", latency_greedy.maxload_dp, False,
+           "the max-load DP's split (Tarnawski sec. 5.1.1), scored for the spec's objective (baseline)"),
     Method("brute", brute_force.run, True, "exhaustive enumeration, exact, tiny graphs only"),
 )}
 ALIASES = {"mla-weighted": "mla_weighted"}
@@ -128,6 +134,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     rel = max(opts.gap if opts.gap is not None else 0.0, 1e-9)  # 1e-9: float summation order
     best: Evaluation | None = None
     best_dev: np.ndarray | None = None
+    best_sub: np.ndarray | None = None
     best_label = ""
     stopped = "all candidates tried"
     n_cand = 0
@@ -161,11 +168,11 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
                 lb = max(lb, item.bound) if spec.objective.sense == "min" else min(lb, item.bound)
                 log.append(f"proven bound {item.bound:.6g}: {item.why}")
                 continue
-            label, dev = item
+            label, dev, sub = item if len(item) == 3 else (*item, None)
             n_cand += 1  # scored even past the deadline: a MIP's last incumbent arrives just after it
-            ev = evaluate(spec, dev)
+            ev = evaluate(spec, dev, sub)
             if _better(spec, ev, best):
-                best, best_dev, best_label = ev, dev, label
+                best, best_dev, best_label, best_sub = ev, dev, label, ev.subgraph
                 if ev.feasible:
                     log.append(f"{time.monotonic() - t0:8.3f}s  incumbent {ev.objective:.6g} ({label})")
             if time.monotonic() > deadline:
@@ -212,6 +219,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     status = Status.OPTIMAL if g <= rel or abs(value - lb) <= ABS_TOL else Status.FEASIBLE
     assignment = {spec.dense.names[i]: spec.dense.devices[j] for i, j in enumerate(best_dev.tolist())}
     log.append(f"best: {best_label}")
+    subgraphs = subgraph_map(spec, best_dev, best_sub) if spec.constraints.subgraphs > 1 else None
     return Result(status, name, solver_name, value, lb, g, sense, unit, wall,
-                  assignment, best, tuple(log), stopped, "\n".join(solver_logs))
+                  assignment, best, tuple(log), stopped, "\n".join(solver_logs), subgraphs)
 
