@@ -206,8 +206,9 @@ def find_cycle(n: int, src: list[int], dst: list[int]) -> list[int]:
 
 
 def violations(spec: Spec, dense: Dense, dev: np.ndarray, sub: np.ndarray | None = None) -> list[Violation]:
-    """Every violated constraint. `sub`: under latency, the subgraph numbers; with q > 1,
-    `contiguous` applies to each subgraph rather than to a device's whole node set."""
+    """Every violated constraint. `sub`: under latency, the subgraph numbers; `contiguous`
+    then applies to each accelerator subgraph, not to a device's whole node set, and not to
+    host devices (their nodes run independently, Tarnawski sec. 4)."""
     c, names, devices = spec.constraints, dense.names, dense.devices
     out: list[Violation] = []
     if (dev < 0).any():
@@ -240,7 +241,7 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, sub: np.ndarray | None
             out.append(Violation("colocate", f"colocated nodes {_short(nodes)} are on "
                                  f"{len(np.unique(dev[members]))} different devices", nodes))
     training = spec.graph.is_training
-    if c.contiguous and sub is not None and c.subgraphs > 1:
+    if c.contiguous and sub is not None:  # latency: each accelerator subgraph (Fig. 3: i = 1..k, not CPUs)
         out += _subgraphs_contiguous(dense, dev, sub)
     elif c.contiguous:
         seen: set[int] = set()
@@ -268,7 +269,7 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, sub: np.ndarray | None
 
 
 def _subgraphs_contiguous(dense: Dense, dev: np.ndarray, sub: np.ndarray) -> list[Violation]:
-    """Def. 3.1 for each accelerator subgraph (q > 1): one violation per broken subgraph."""
+    """Def. 3.1 for each accelerator subgraph: one violation per broken subgraph."""
     u = latency.units(dense, dev, sub)
     out = []
     seen: set[int] = set()
@@ -277,7 +278,8 @@ def _subgraphs_contiguous(dense: Dense, dev: np.ndarray, sub: np.ndarray) -> lis
             continue
         seen.add(lab)
         d = dense.devices[u.device[lab]]
-        out.append(Violation("contiguous", f"{d} subgraph {u.rank[lab]} is not contiguous: a path leaves it "
+        what = f"{d} subgraph {u.rank[lab]}" if (u.device == u.device[lab]).sum() > 1 else d
+        out.append(Violation("contiguous", f"{what} is not contiguous: a path leaves it "
                              f"and comes back at {dense.names[v]}", (dense.names[v],), d))
     return out
 

@@ -26,6 +26,7 @@ from ..kernels import (
     brute_force,
     ideal_dp,
     latency_greedy,
+    latency_search,
     load_search,
     order_search,
     single_device,
@@ -73,6 +74,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("single", single_device.run, False, "everything on one device (baseline)"),
     Method("fill", latency_greedy.run, False, "latency greedy: fill each accelerator in topological order up to "
            "its memory, the rest on CPUs (Tarnawski sec. 7, baseline)"),
+    Method("latency_search", latency_search.run, False,
+           "latency optimizer: chain DP over many topological orders, then iterated local search scored "
+           "by the evaluator, with the path segmentation bound", ("restarts", "iterations", "stall")),
     Method("maxload_dp", latency_greedy.maxload_dp, False,
            "the max-load DP's split (Tarnawski sec. 5.1.1), scored for the spec's objective (baseline)"),
     Method("brute", brute_force.run, True, "exhaustive enumeration, exact, tiny graphs only"),

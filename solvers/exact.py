@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core.ir import Spec
 from ..kernels import Proven, SolverLog
-from ..models import maxload, mtpp
+from ..models import latency, maxload, mtpp
 from ..models.matrix import MatrixMIP
 from .backends import failures
 from .highs_matrix import solve_highs
@@ -42,6 +42,9 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     contiguity, the share of the time left spent on the non-contiguous relaxation first."""
     solver = solver or DEFAULT_SOLVER
     via_pyomo = bool(pyomo) or solver not in MATRIX_SOLVERS
+    if spec.objective.kind == "latency":
+        yield from _latency(spec, seed, deadline, progress, solver, via_pyomo, gap, threads, heuristics, start)
+        return
     model = formulation(spec)
     model.check(spec)
     start_dev, start_value = yield from mip_start(spec, seed, budget(deadline, heuristics), start, progress)
@@ -96,6 +99,60 @@ def _relaxation(spec: Spec, seed: int, solver: str, via_pyomo: bool, deadline: f
         progress(f"non-contiguous relaxation: bound {out.bound:.6g} ({out.why})")
     yield Proven(float(out.bound), f"{name} dual bound of the non-contiguous relaxation ({out.why})")
     return float(out.bound)
+
+
+def _latency(spec: Spec, seed: int, deadline: float, progress: Callable[[str], None] | None, solver: str,
+             via_pyomo: bool, gap: float | None, threads: int | None, heuristics: float,
+             given: np.ndarray | None) -> Iterator:
+    """Tarnawski's latency IP (Figs. 3-4, models/latency.py), H from the incumbent, the MIP
+    start from latency_search (which also yields its path segmentation bound)."""
+    from ..core.evaluate import evaluate
+    from ..kernels import latency_search
+
+    latency.check(spec)
+    best: tuple[float, np.ndarray | None, np.ndarray | None] = (math.inf, None, None)
+    if given is not None:
+        ev = evaluate(spec, given)
+        if ev.feasible:
+            best = (ev.objective, given, ev.subgraph)
+    for item in latency_search.run(spec, seed, budget(deadline, heuristics), progress):
+        if isinstance(item, tuple) and len(item) == 3 and isinstance(item[1], np.ndarray):
+            ev = evaluate(spec, item[1], item[2])
+            if ev.feasible and ev.objective < best[0]:
+                best = (ev.objective, item[1], ev.subgraph)
+            yield (f"exact: MIP start ({item[0]})", item[1], item[2])
+        else:
+            yield item
+    name = NAMES.get(solver, solver) + (" via Pyomo" if via_pyomo else "")
+    t0 = time.monotonic()
+    if via_pyomo:
+        from ..models import pyomo_latency
+
+        m = pyomo_latency.build(spec, best[0])
+        warm = best[1] is not None and pyomo_latency.warm_start(spec, m, best[1], best[2])
+        out = solve_pyomo_model(m, solver, _left(deadline), gap, threads, warm)
+
+        def decode() -> tuple[np.ndarray, np.ndarray]:
+            return pyomo_latency.decode(spec, m)
+    else:
+        mip, vm = latency.build(spec, best[0])
+        x0 = latency.encode(spec, vm, best[1], best[2]) if best[1] is not None else None
+        if progress:
+            progress(f"{NAMES[solver]} on {mip.A.shape[0]:,} rows x {mip.A.shape[1]:,} columns (latency IP, "
+                     f"H = {vm.H:.6g})")
+        out = solve_matrix(mip, solver, _left(deadline), gap, threads, x0, progress)
+
+        def decode() -> tuple[np.ndarray, np.ndarray]:
+            return latency.decode(spec, vm, out.x)
+    if progress:
+        progress(f"{name}: {out.why} after {time.monotonic() - t0:.1f} s")
+    yield SolverLog(name, out.log)
+    if out.status == "infeasible" and not np.isfinite(best[0]):  # H is safe here: no split at all
+        yield Proven(math.inf, f"{name} proved the latency IP infeasible")
+    elif out.status != "infeasible" and np.isfinite(out.bound):
+        yield Proven(min(float(out.bound), best[0]), f"{name} dual bound ({out.why})")
+    if out.status in ("optimal", "feasible"):
+        yield (f"exact latency IP ({name}: {out.why})", *decode())
 
 
 def _left(deadline: float) -> float | None:

@@ -1,0 +1,202 @@
+"""Lower bounds for single-stream latency (Tarnawski et al. sec. 4), cheapest first.
+
+critical path: every node on a path runs after its predecessor, at its cheapest time.
+
+path segmentation (valid for any q): take a source-to-sink path p_0 .. p_m-1 and any
+finite-latency solution. Consecutive path nodes in one unit (an accelerator subgraph, or
+a single node on a host device) form runs; a path that leaves a unit never returns, since
+units are contiguous (else the schedule deadlocks). A run p_j .. p_i on an accelerator of
+class c is one subgraph, so it holds every node on a path from p_j to p_i (the interval
+desc(p_j) & anc(p_i), by contiguity): its memory fits one device of class c (memory
+hard), every node of it may run on c, and the subgraph's finish is at least its start +
+the tensor of p_j-1 read in + the interval's compute + the tensor of p_i written out
+(Fig. 3, constraints 6-7); its start is at least the finish of p_j-1. A path node on a
+host device costs its CPU time. So latency >= the cheapest segmentation of the path into
+such runs: a DP over the path, O(m^2) per class. Any path gives a bound; many are tried
+(longest paths under mixed random weights) and the largest kept. It ignores the device
+count, colocation and nodes off the path, so it is a relaxation, never above the optimum.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..core.dense import INF
+from ..core.ir import Spec
+
+INTERVAL_LIMIT = 4000  # above this many nodes, runs count only their path nodes (still a bound)
+
+
+def critical_path(spec: Spec) -> float:
+    from ..solvers.bounds import bound
+
+    return bound(spec)
+
+
+def longest_path(spec: Spec, w: np.ndarray) -> list[int]:
+    """The heaviest source-to-sink path under node weights w."""
+    d = spec.dense
+    dist = w.astype(float).copy()
+    arg = np.full(d.n, -1, dtype=np.int64)
+    preds = d.preds
+    for v in d.topo.tolist():
+        if preds[v]:
+            p = max(preds[v], key=lambda x: dist[x])
+            dist[v] += dist[p]
+            arg[v] = p
+    v = int(np.argmax(dist))
+    path = [v]
+    while arg[v] >= 0:
+        v = int(arg[v])
+        path.append(v)
+    return path[::-1]
+
+
+def reach_masks(spec: Spec, path: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """[m, n] descendants (inclusive) of each path node, and ancestors (inclusive)."""
+    d = spec.dense
+    m = len(path)
+    desc = np.zeros((m, d.n), dtype=bool)
+    anc = np.zeros((m, d.n), dtype=bool)
+    pos = np.full(d.n, -1, dtype=np.int64)
+    pos[path] = np.arange(m)
+    # one sweep each way over the topological order, a column per path node
+    down = np.zeros((d.n, m), dtype=bool)
+    for v in d.topo.tolist():
+        if pos[v] >= 0:
+            down[v, pos[v]] = True
+        for p in d.preds[v]:
+            down[v] |= down[p]
+    up = np.zeros((d.n, m), dtype=bool)
+    succ = [[] for _ in range(d.n)]
+    for a, b in zip(d.src.tolist(), d.dst.tolist()):
+        succ[a].append(b)
+    for v in d.topo[::-1].tolist():
+        if pos[v] >= 0:
+            up[v, pos[v]] = True
+        for s in succ[v]:
+            up[v] |= up[s]
+    desc[:] = down.T
+    anc[:] = up.T
+    return desc, anc
+
+
+def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray] | None = None) -> float:
+    """The path segmentation bound for one path (see the module docstring)."""
+    d = spec.dense
+    m = len(path)
+    if m == 0:
+        return 0.0
+    P = np.asarray(path)
+    C = len(d.class_names)
+    hard = spec.constraints.memory == "hard"
+    ok_cls = np.stack([d.allowed[:, d.dev_class == c].any(axis=1) for c in range(C)], axis=1)  # [n, C]
+    host_time = np.where(ok_cls[P][:, d.host], d.work[P][:, d.host], INF).min(axis=1, initial=INF)
+    if masks is None and d.n <= INTERVAL_LIMIT:
+        masks = reach_masks(spec, path)
+    if masks is not None:
+        desc, anc = masks
+        inter = desc.astype(float)  # interval (j, i) = desc[j] & anc[i]
+        A = anc.astype(float).T
+    else:  # path nodes only: run (j, i) holds p_j .. p_i
+        inter = np.zeros((m, d.n))
+        inter[np.arange(m), P] = 1.0
+        inter = np.cumsum(inter[::-1], axis=0)[::-1]  # row j: path nodes from j on
+        A = np.zeros((d.n, m))
+        A[P, np.arange(m)] = 1.0
+        A = np.cumsum(A, axis=1)  # column i: path nodes up to i
+    run_cost = np.full((m, m), INF)  # cheapest accelerator run p_j .. p_i, transfers included
+    for c in range(C):
+        if d.host[c]:
+            continue
+        bad = (inter * (~ok_cls[:, c])) @ A > 0.5
+        w = np.where(ok_cls[:, c], d.work[:, c], 0.0)
+        comp = (inter * w) @ A
+        cost = comp.copy()
+        if hard and np.isfinite(d.memory[c]):
+            mem = (inter * d.params) @ A
+            bad |= mem > d.memory[c] * (1 + 1e-12)
+        tin, tout = forced_transfers(spec, path, masks, c)
+        cost += tin + tout
+        cost[bad] = INF
+        cost[np.tril_indices(m, -1)] = INF  # j <= i only
+        run_cost = np.minimum(run_cost, cost)
+    f = np.full(m + 1, INF)  # f[i]: p_0 .. p_i-1 processed
+    f[0] = 0.0
+    for i in range(m):
+        best = f[i] + host_time[i]
+        acc = f[: i + 1] + run_cost[: i + 1, i]
+        f[i + 1] = min(best, acc.min())
+    return float(f[m])
+
+
+def forced_transfers(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray] | None,
+                     c: int) -> tuple[np.ndarray, np.ndarray]:
+    """[m, m] transfers a run p_j .. p_i on class c must make. In: every tensor of an
+    ancestor u of p_j-1 (p_j-1 included) read by a node of the run's interval; u cannot be
+    in the subgraph (the path u .. p_j-1 .. p_j would leave it and come back). Out: every
+    tensor of an interval node read by a descendant of p_i+1 (p_i+1 included), which
+    cannot be in the subgraph either. Without masks: the path's own tensors only."""
+    d = spec.dense
+    m = len(path)
+    P = np.asarray(path)
+    tin = np.zeros((m, m))
+    tout = np.zeros((m, m))
+    if masks is None:
+        tin[1:, :] = d.comm[P[:-1], c][:, None]
+        tout[:, :-1] = d.comm[P[:-1], c][None, :]
+        return tin, tout
+    desc, anc = masks
+    src, dst = d.src, d.dst
+    comm = d.comm[:, c]
+    for j in range(1, m):  # in: ancestors of p_j-1 feeding desc(p_j)
+        sel = anc[j - 1][src] & desc[j][dst]
+        if not sel.any():
+            continue
+        us, ws = src[sel], dst[sel]
+        for u in np.unique(us):
+            need = anc[:, ws[us == u]].any(axis=1)  # over i: the interval (j, i) reads u
+            tin[j] += comm[u] * need
+    for i in range(m - 1):  # out: interval nodes feeding desc(p_i+1)
+        sel = anc[i][src] & desc[i + 1][dst]
+        if not sel.any():
+            continue
+        for w in np.unique(src[sel]):
+            tout[:, i] += comm[w] * desc[:, w]  # over j: w is in the interval (j, i)
+    return tin, tout
+
+
+def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: float = math.inf) -> tuple[float, list[int]]:
+    """The best path segmentation bound over longest paths under several weightings:
+    cheapest time, accelerator time, memory, tensor transfers, and random mixes."""
+    d = spec.dense
+    if d.n == 0:
+        return 0.0, []
+    rng = np.random.default_rng(seed)
+    cheapest = np.where(d.allowed, d.work[:, d.dev_class], INF).min(axis=1, initial=INF)
+    cheapest = np.where(np.isfinite(cheapest), cheapest, 0.0)
+    comm = d.comm.max(axis=1) if d.comm.size else np.zeros(d.n)
+    params = d.params / max(float(d.params.max(initial=0.0)), 1e-300)
+    base = [cheapest, comm, params * max(float(cheapest.max(initial=0.0)), 1.0)]
+    seen: set[tuple[int, ...]] = set()
+    best, best_path = 0.0, []
+    for t in range(tries):
+        if time.monotonic() > deadline:
+            break
+        if t < len(base):
+            w = base[t]
+        else:
+            mix = rng.dirichlet(np.ones(3))
+            scale = [max(float(b.max(initial=0.0)), 1e-12) for b in base]
+            w = sum(mx * b / s for mx, b, s in zip(mix, base, scale)) * rng.uniform(0.5, 1.5, d.n)
+        path = longest_path(spec, w)
+        key = tuple(path)
+        if key in seen:
+            continue
+        seen.add(key)
+        v = segmentation(spec, path)
+        if v > best:
+            best, best_path = v, path
+    return best, best_path
