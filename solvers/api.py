@@ -135,6 +135,10 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     t0 = time.monotonic()
     deadline = t0 + opts.time_limit if opts.time_limit is not None else math.inf
     lb = trivial_bound(spec)
+    if spec.objective.kind == "latency":  # every latency answer gets the path segmentation bound (ms)
+        from ..kernels.latency_bound import path_bound
+
+        lb = max(lb, path_bound(spec, tries=16, seed=opts.seed or 0)[0])
     rel = max(opts.gap if opts.gap is not None else 0.0, 1e-9)  # 1e-9: float summation order
     best: Evaluation | None = None
     best_dev: np.ndarray | None = None

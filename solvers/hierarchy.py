@@ -218,9 +218,11 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
     and the best solution found by topo, dp (exact under `acyclic`) and the exact MIP.
     The bottleneck-guess MIPs run on `executor` if given (see bottleneck_guess). Ctrl-C
     stops it: the bounds computed so far are kept, the others say so."""
+    if spec.objective.kind == "latency":
+        return latency_hierarchy(spec, time_limit, solver, threads, seed, say=progress or (lambda _m: None))
     if spec.objective.kind != "bottleneck":
-        raise PartError("`part bound` computes the lower-bound hierarchy for the bottleneck objective", None,
-                        "use `part solve` for latency and batched throughput (it prints a bound too)")
+        raise PartError("`part bound` computes the lower-bound hierarchy for the bottleneck and latency "
+                        "objectives", None, "use `part solve` for batched throughput (it prints a bound too)")
     if solver is not None:
         require(solver)  # an unknown or missing solver is the caller's to fix, not a bound to skip
     say = progress or (lambda _m: None)
@@ -314,3 +316,50 @@ def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Call
             found.consider(r, "exact")
             bounds["exact"] = _exact_entry(r, "Fig. 3" if not_mtpp is None else "Tarnawski's IP (Fig. 6)")
             say(f"exact: {r.bound:.6g}")
+
+
+LATENCY_NAMES = ("critical_path", "path_segmentation", "lp", "exact")
+
+
+def latency_hierarchy(spec: Spec, time_limit: float | None, solver: str | None, threads: int | None,
+                      seed: int, say: Callable[[str], None]) -> Hierarchy:
+    """Latency bounds (Tarnawski sec. 4), weakest first: the critical path at each node's
+    cheapest time; the path segmentation bound (kernels/latency_bound.py: memory, contiguity
+    and the transfers a cut forces); the LP relaxation of the latency IP (Figs. 3-4, H from
+    the best split found); the IP's dual bound. The best solution: latency_search, fill and
+    the IP's incumbent."""
+    from ..kernels.latency_bound import path_bound
+    from ..models import latency as latency_ip
+    from .api import solve
+
+    if solver is not None:
+        require(solver)
+    bounds: dict[str, BoundEntry] = {}
+    t = time.monotonic()
+    cp = trivial_bound(spec)
+    bounds["critical_path"] = BoundEntry("critical_path", cp, time.monotonic() - t, True,
+                                         "each node at its cheapest allowed time")
+    t = time.monotonic()
+    pb, path = path_bound(spec, seed=seed)
+    bounds["path_segmentation"] = BoundEntry("path_segmentation", max(pb, cp), time.monotonic() - t, True,
+                                             f"best of the paths tried ({len(path)} nodes)")
+    say(f"path segmentation: {pb:.6g}")
+    found = _Found()
+    found.consider(solve(spec, method="fill", seed=seed), "fill")
+    found.consider(solve(spec, method="latency_search", seed=seed, time_limit=time_limit), "latency_search")
+    say(f"best heuristic: {found.best:.6g} ({found.method})")
+    t = time.monotonic()
+    mip, _ = latency_ip.build(spec, found.best)
+    out = solve_highs(replace(mip, integer=np.zeros_like(mip.integer)), time_limit)
+    lp = float(out.objective) if out.status == "optimal" else None
+    bounds["lp"] = BoundEntry("lp", lp, time.monotonic() - t, lp is not None,
+                              f"LP relaxation of the latency IP (Figs. 3-4), H = {found.best:.6g}")
+    r = solve(spec, method="exact", solver=solver, time_limit=time_limit, threads=threads, seed=seed,
+              warm_start=found.assignment)
+    found.consider(r, "exact")
+    bounds["exact"] = _exact_entry(r, "latency IP (Figs. 3-4) with the path bound as a floor")
+    best = found.best
+    for e in bounds.values():
+        if e.value is not None and math.isfinite(best) and e.value > best * (1 + 1e-6) + 1e-6:
+            raise AssertionError(f"bound {e.name} = {e.value} exceeds a solution of value {best}")
+    return Hierarchy(best, found.method, bounds, found.proven, found.assignment, False)

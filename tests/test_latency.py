@@ -1,0 +1,265 @@
+"""Latency (Tarnawski sec. 4, Figs. 3-4): the evaluator with q subgraphs against a naive
+fixed point of the IP's constraints, the exact IP against brute force over devices and
+subgraph numbers on every backend, every latency bound against the brute-force optimum,
+and the methods on the published workloads."""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from partdsl.cli.convert import dnn_partitioning_to_part
+from partdsl.core.errors import PartError
+from partdsl.core.evaluate import evaluate
+from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Platform, Spec, Work
+from partdsl.core.validate import validate
+from partdsl.dsl.parser import parse, parse_file
+from partdsl.kernels.latency_bound import path_bound
+from partdsl.models import latency as latency_ip
+from partdsl.solvers.api import solve
+from partdsl.solvers.highs_matrix import solve_highs
+
+from reference import closure, contiguous, node_time, tensor_time
+
+# ----------------------------------------------------------------------------- instances
+
+
+@st.composite
+def latency_specs(draw, max_nodes: int = 4) -> Spec:
+    """Tiny latency instances: CPU-only nodes, memory, colocation, pins and q in {1, 2}."""
+    n = draw(st.integers(1, max_nodes))
+    nodes = []
+    for i in range(n):
+        cpu_only = draw(st.integers(0, 5)) == 0
+        work = (Work(draw(st.floats(0.0, 10.0)), "cpu"),) + (() if cpu_only else (Work(draw(st.floats(0.0, 3.0)), "acc"),))
+        nodes.append(Node(f"v{i}", work, params=draw(st.sampled_from([0.0, 1e9, 2e9])),
+                          comm=draw(st.floats(0.0, 4.0)), group=draw(st.sampled_from([None, None, "g"]))))
+    edges = tuple(sorted({(a, b) for a in range(n) for b in range(a + 1, n) if draw(st.integers(0, 2)) == 0}))
+    k = draw(st.integers(1, 2))
+    platform = Platform((DeviceClass("acc", k, memory=draw(st.sampled_from([None, 2e9, 3e9]))),
+                         DeviceClass("cpu", 1, host=True)))
+    pins = ()
+    if n >= 2 and draw(st.integers(0, 4)) == 0:
+        from partdsl.core.ir import Target
+        pins = ((Target(f"v{draw(st.integers(0, n - 1))}"), (Target("acc[0]"),)),)
+    cons = Constraints(contiguous=draw(st.booleans()), memory="hard", colocate=draw(st.booleans()), pins=pins,
+                       subgraphs=draw(st.sampled_from([1, 2])))
+    spec = Spec(Graph("g", tuple(nodes), edges), platform, Objective("latency"), cons)
+    try:
+        validate(spec)
+    except PartError:
+        assume(False)
+    return spec
+
+
+def all_partitions(spec: Spec):
+    """Every (devices, subgraph numbers 0..q-1) pair; host nodes get number 0."""
+    d = spec.dense
+    q = spec.constraints.subgraphs
+    choices = []
+    for j in range(d.D):
+        if d.host[d.dev_class[j]]:
+            choices.append((j, 0))
+        else:
+            choices += [(j, s) for s in range(q)]
+    for combo in itertools.product(choices, repeat=d.n):
+        yield np.array([c[0] for c in combo]), np.array([c[1] for c in combo])
+
+
+def brute_optimum(spec: Spec) -> float:
+    best = math.inf
+    for dev, sub in all_partitions(spec):
+        ev = evaluate(spec, dev, sub)
+        if ev.feasible:
+            best = min(best, ev.objective)
+    return best
+
+
+def naive_latency(spec: Spec, dev: np.ndarray, sub: np.ndarray) -> float:
+    """Fixed point of Fig. 4's constraints with sets: units = (accelerator, number), host
+    nodes alone; a subgraph that is not contiguous or a cycle of units is a deadlock."""
+    g = spec.graph
+    n = len(g.nodes)
+    cls = spec.platform.device_class
+    host = [spec.platform.classes[cls[dev[v]]].host for v in range(n)]
+    unit = [("h", v) if host[v] else ("a", int(dev[v]), int(sub[v])) for v in range(n)]
+    reach = closure(spec)
+    groups: dict = {}
+    for v in range(n):
+        groups.setdefault(unit[v], set()).add(v)
+    for key, S in groups.items():
+        if key[0] == "a" and not contiguous(spec, S, reach):
+            return math.inf
+    lat = [0.0] * n
+    for _ in range(4 * n + 4):
+        new = lat[:]
+        finish: dict = {}
+        for key in sorted(k for k in groups if k[0] == "a"):
+            _, i, s = key
+            S = groups[key]
+            prev = [k for k in groups if k[0] == "a" and k[1] == i and k[2] < s]
+            start = max([lat[u] for (u, v) in g.edges if v in S and u not in S]
+                        + [max(lat[w] for w in groups[p]) for p in prev], default=0.0)
+            c = cls[i]
+            ins = {u for (u, v) in g.edges if v in S and u not in S}
+            outs = {u for (u, v) in g.edges if u in S and v not in S}
+            finish[key] = (start + sum(tensor_time(spec, u, c) for u in ins)
+                           + sum(node_time(spec, v, c) for v in S) + sum(tensor_time(spec, u, c) for u in outs))
+            for v in S:
+                new[v] = finish[key]
+        for v in range(n):
+            if host[v]:
+                new[v] = max([lat[u] for (u, w) in g.edges if w == v], default=0.0) + node_time(spec, v, cls[dev[v]])
+        if new == lat:
+            return max(lat) if n else 0.0
+        lat = new
+    return math.inf  # no fixed point: the units wait on each other
+
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@SETTINGS
+@given(latency_specs(), st.data())
+def test_evaluator_matches_the_fixed_point_of_fig4(spec: Spec, data) -> None:  # type: ignore[no-untyped-def]
+    d = spec.dense
+    dev = np.array([data.draw(st.integers(0, d.D - 1)) for _ in range(d.n)])
+    sub = np.array([data.draw(st.integers(0, spec.constraints.subgraphs - 1)) for _ in range(d.n)])
+    ev = evaluate(spec, dev, sub)
+    ref = naive_latency(spec, dev, sub)
+    if math.isinf(ref):
+        assert not ev.feasible
+    elif math.isfinite(ev.objective):
+        assert ev.objective == pytest.approx(ref, abs=1e-9)
+        if not {v.kind for v in ev.violations} & {"deadlock"}:
+            assert math.isfinite(ev.objective)
+
+
+def test_derived_subgraphs_are_the_fewest_contiguous_pieces() -> None:
+    spec = parse("""
+graph g { node a { work 1 ms on acc, 5 ms on cpu; comm 1 ms }  node b { work 1 ms on cpu; not acc }
+          node c { work 1 ms on acc, 5 ms on cpu; comm 1 ms }  a -> b -> c }
+platform { device acc[1]; device cpu[1] { host } }
+minimize latency
+subject to { contiguous; subgraphs <= 2 }
+""")
+    dev = np.array([0, 1, 0])
+    ev = evaluate(spec, dev)
+    assert ev.feasible and list(ev.subgraph) == [0, 0, 1]
+    # a 1 + its tensor out 1; b on the cpu 1; c 1 (b's tensor costs nothing to read) = 4
+    assert ev.objective == pytest.approx(4.0)
+    one = replace(spec, constraints=replace(spec.constraints, subgraphs=1))
+    kinds = {v.kind for v in evaluate(one, dev).violations}
+    assert "deadlock" in kinds and "contiguous" in kinds
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(latency_specs(max_nodes=4))
+def test_exact_ip_equals_brute_force_on_every_backend(spec: Spec) -> None:
+    opt = brute_optimum(spec)
+    results = [solve(spec, method="exact", solver="highs", time_limit=30),
+               solve(spec, method="exact", solver="scip", time_limit=30),
+               solve(spec, method="exact", solver="highs", time_limit=30, options={"pyomo": 1})]
+    for r in results:
+        if math.isinf(opt):
+            assert not r.status.has_solution()
+        else:
+            assert r.status.value == "optimal", (r.status, r.stopped)
+            assert r.objective == pytest.approx(opt, rel=1e-6, abs=1e-6)
+            assert r.bound <= opt + 1e-6
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(latency_specs(max_nodes=4))
+def test_every_latency_bound_is_below_the_brute_force_optimum(spec: Spec) -> None:
+    """1,000 generated cases, each bound checked on each: the critical path, the path
+    segmentation bound, the LP relaxation of the IP and the IP's dual bound."""
+    opt = brute_optimum(spec)
+    if math.isinf(opt):
+        return
+    from partdsl.solvers.bounds import bound
+
+    assert bound(spec) <= opt + 1e-9
+    pb, _ = path_bound(spec, tries=8)
+    assert pb <= opt + 1e-9
+    mip, _ = latency_ip.build(spec, opt)
+    lp = solve_highs(replace(mip, integer=np.zeros_like(mip.integer)), 10)
+    assert lp.status == "optimal" and lp.objective <= opt + 1e-6
+    out = solve_highs(mip, 10)
+    assert out.bound <= opt + 1e-6
+
+
+def test_partition_format_with_subgraphs_round_trips(tmp_path: Path) -> None:
+    from conftest import run_part
+
+    spec_file = tmp_path / "q.part"
+    root = Path(__file__).resolve().parents[1]
+    spec_file.write_text((root / "examples" / "latency.part").read_text().replace("memory hard",
+                                                                                   "memory hard; subgraphs <= 2"))
+    r = run_part("solve", str(spec_file), "--method", "latency_search", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert "subgraphs" in out and set(out["subgraphs"]) <= set(out["assignment"])
+    part = tmp_path / "p.json"
+    part.write_text(r.stdout)
+    e = run_part("eval", str(spec_file), str(part), "--json")
+    assert json.loads(e.stdout)["objective"] == pytest.approx(out["objective"])
+    # the per-node object form, with an order that deadlocks: a violation, not a crash
+    nodes = {k: {"device": v, "subgraph": 1 - out["subgraphs"].get(k, 0)} for k, v in out["assignment"].items()}
+    part.write_text(json.dumps(nodes))
+    e = run_part("eval", str(spec_file), str(part), "--json")
+    assert e.returncode == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({k: {"device": v, "subgraph": -1} for k, v in out["assignment"].items()}))
+    e = run_part("eval", str(spec_file), str(bad))
+    assert e.returncode != 0 and "subgraph" in e.stderr and "Traceback" not in e.stderr
+
+
+def test_subgraphs_option_needs_the_latency_objective() -> None:
+    with pytest.raises(PartError, match="applies to `minimize latency`"):
+        parse("graph g { node a { work 1 ms } } platform { device acc[1] } minimize bottleneck "
+              "subject to { subgraphs <= 2 }")
+
+
+# ------------------------------------------------------------------- published workloads
+
+GREEDY = {"bert24_inference": 100.22, "resnet50_inference": 4197.06, "inceptionv3_inference": 2485.24,
+          "gnmt_inference": 268.50}
+IP = {"bert24_inference": 100.22, "resnet50_inference": 1191.02, "inceptionv3_inference": 1318.08,
+      "gnmt_inference": 225.6}
+
+
+def _spec(data_dir: Path, tmp: Path, name: str) -> Spec:
+    out = tmp / f"{name}.part"
+    out.write_text(dnn_partitioning_to_part(data_dir / "latency" / f"{name}.json", "latency", relative_to=tmp))
+    return parse_file(out)
+
+
+@pytest.mark.parametrize("name", sorted(GREEDY))
+def test_fill_reproduces_the_published_greedy(data_dir: Path, tmp_path: Path, name: str) -> None:
+    r = solve(_spec(data_dir, tmp_path, name), method="fill")
+    assert r.evaluation.feasible
+    assert round(r.objective, 2) == pytest.approx(GREEDY[name], abs=0.006)
+
+
+def test_maxload_dp_reproduces_the_published_bert_and_gnmt_values(data_dir: Path, tmp_path: Path) -> None:
+    for name, published in (("bert24_inference", 108.03), ("gnmt_inference", 244.33)):
+        r = solve(_spec(data_dir, tmp_path, name), method="maxload_dp")
+        assert round(r.objective, 2) == pytest.approx(published, abs=0.006)
+
+
+@pytest.mark.parametrize("name", ["bert24_inference", "resnet50_inference"])
+def test_latency_search_certifies_and_beats_the_published_ip(data_dir: Path, tmp_path: Path, name: str) -> None:
+    """BERT-24: the published optimum, proven by the path bound. ResNet50: below Gurobi's
+    hour-long 1191.02, with a certified gap under 30% (the paper's was 93.1%)."""
+    spec = _spec(data_dir, tmp_path, name)
+    r = solve(spec, method="latency_search", time_limit=60, seed=0)
+    assert r.evaluation.feasible and r.bound <= r.objective + 1e-9
+    assert r.objective <= IP[name] + 0.005
+    assert r.gap < (0.0001 if name.startswith("bert") else 0.30)
