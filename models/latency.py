@@ -63,10 +63,23 @@ def safe_horizon(spec: Spec) -> float:
     return float(t.sum() + (d.comm.max(axis=1, initial=0.0) * (1 + outdeg)).sum()) + 1.0
 
 
+HORIZON_SLACK = 1e-3  # relative and absolute room above the incumbent in H
+
+
+def horizon(spec: Spec, upper: float | None) -> float:
+    """H: a latency no split considered exceeds. From an incumbent, a little above it: with
+    T's range [optimum, H] only 2e-6 wide, HiGHS 1.16's presolve fixed T at H and reported
+    H as the optimum and dual bound (1.000002 for 1.0; right with presolve off)."""
+    safe = safe_horizon(spec)
+    if upper is None or not np.isfinite(upper):
+        return safe
+    return min(safe, upper * (1 + HORIZON_SLACK) + HORIZON_SLACK)
+
+
 def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
     check(spec)
     d = spec.dense
-    n, m = d.n, d.m
+    n = d.n
     q = spec.constraints.subgraphs
     host = d.host[d.dev_class]
     accs = np.flatnonzero(~host)
@@ -74,8 +87,7 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
     slot_rank = np.tile(np.arange(q), len(accs))
     S = len(slot_dev)
     host_cls = np.flatnonzero(d.host)
-    H = min(safe_horizon(spec), upper * (1 + 1e-6) + 1e-6) if upper is not None and np.isfinite(upper) \
-        else safe_horizon(spec)
+    H = horizon(spec, upper)
     nc = 0
     ok_acc = d.allowed[:, slot_dev]  # [n, S]
     xacc = np.full((n, S), -1, dtype=np.int64)
@@ -113,7 +125,6 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
         cols = np.r_[xacc[v][xacc[v] >= 0], xhost[v][xhost[v] >= 0]]
         rows.add_one(cols, np.ones(len(cols)), 1.0, 1.0)
     # (4, 5) transfers: CommIn[u,j] - x[v,j] + x[u,j] >= 0; CommOut[u,j] - x[u,j] + x[v,j] >= 0
-    E = np.arange(m)
     for j in range(S):
         xu, xv = xacc[d.src, j], xacc[d.dst, j]
         for col, a, b in ((cin[:, j], xv, xu), (cout[:, j], xu, xv)):
@@ -122,16 +133,13 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
             rows.add([col[both], a[both], b[both]], [1.0, -1.0, 1.0], 0.0, np.inf)
             only_a = has_a & ~has_b
             rows.add([col[only_a], a[only_a]], [1.0, -1.0], 0.0, np.inf)
-    del E
     cls = d.dev_class
     # (7) Finish_j - Start_j - sum c CommIn - sum p x - sum c CommOut = 0
     for j in range(S):
         c = cls[slot_dev[j]]
         nodes = np.flatnonzero(xacc[:, j] >= 0)
-        pc = np.arange(len(prods))
         rows.add_one(np.r_[finish + j, start + j, xacc[nodes, j], cin_p[:, j], cout_p[:, j]],
                      np.r_[1.0, -1.0, -d.work[nodes, c], -d.comm[prods, c], -d.comm[prods, c]], 0.0, 0.0)
-        del pc
     # (6) Start_j - Lat_u - H CommIn[u,j] >= -H, per producer
     for j in range(S):
         rows.add([np.full(len(prods), start + j), lat + prods, cin_p[:, j]], [1.0, -1.0, -H], -H, np.inf)
@@ -159,7 +167,7 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
                 continue
             js = np.flatnonzero(slot_dev == i)
             vv, jj = np.nonzero(xacc[:, js] >= 0)
-            rows.add_one(xacc[vv, js[jj]], d.params[vv], -np.inf, cap)
+            rows.add_one(xacc[vv, js[jj]], d.params[vv] / cap, -np.inf, 1.0)  # in capacities: bytes are ~1e9
     # (2) contiguity per slot, Lemma 4.1: z >= x; z_v <= z_u; z_v - x_v + x_u <= 1
     zc = z + np.arange(n * S).reshape(n, S)
     vv, jj = np.nonzero(xacc >= 0)

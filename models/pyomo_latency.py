@@ -7,7 +7,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..core.ir import Spec
-from .latency import check, safe_horizon
+from .latency import check, horizon
 from .pyomo_rules import constraint
 
 
@@ -19,9 +19,7 @@ def build(spec: Spec, upper: float | None = None) -> pyo.ConcreteModel:
     edges = list(zip(d.src.tolist(), d.dst.tolist()))
     accs = [i for i in range(d.D) if not d.host[cls[i]]]
     hcls = [c for c in range(len(d.class_names)) if d.host[c]]
-    H = safe_horizon(spec)
-    if upper is not None and np.isfinite(upper):
-        H = min(H, upper * (1 + 1e-6) + 1e-6)
+    H = horizon(spec, upper)
     m = pyo.ConcreteModel(name="latency")
     m.H = H
     m.V = pyo.RangeSet(0, d.n - 1)
@@ -66,8 +64,8 @@ def build(spec: Spec, upper: float | None = None) -> pyo.ConcreteModel:
                             rule=lambda m, i, s: m.start[i, s] >= m.finish[i, s - 1])  # (14)
     if spec.constraints.memory == "hard":
         caps = {i: float(d.memory[cls[i]]) for i in accs if np.isfinite(d.memory[cls[i]])}
-        m.memory = constraint(list(caps), rule=lambda m, i: sum(float(d.params[v]) * x(v, i, s)
-                                                                for v in m.V for s in range(q)) <= caps[i])  # (3*)
+        m.memory = constraint(list(caps), rule=lambda m, i: sum(float(d.params[v]) / caps[i] * x(v, i, s)
+                                                                for v in m.V for s in range(q)) <= 1)  # (3*), in capacities
     m.z = pyo.Var(m.V, m.J, bounds=(0, 1))  # Lemma 4.1 per slot
     m.z_covers = constraint(m.XA, rule=lambda m, v, i, s: m.z[v, i, s] >= m.x[v, i, s])
     m.z_down = constraint(m.EJ, rule=lambda m, u, v, i, s: m.z[v, i, s] <= m.z[u, i, s])

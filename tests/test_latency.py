@@ -195,6 +195,18 @@ def test_every_latency_bound_is_below_the_brute_force_optimum(spec: Spec) -> Non
     assert out.bound <= opt + 1e-6
 
 
+def test_ip_with_h_at_the_optimum_reports_the_optimum() -> None:
+    """Found by the test above: with H a hair above the optimum (1 + 2e-6), HiGHS 1.16's
+    presolve fixed T at H and called 1.000002 optimal and a dual bound for a 1.0 optimum."""
+    nodes = (Node("v0", (Work(0.0, "cpu"), Work(0.0, "acc")), comm=0.0),
+             Node("v1", (Work(2.0, "cpu"), Work(1.0, "acc")), comm=0.0))
+    spec = Spec(Graph("g", nodes, ((0, 1),)), Platform((DeviceClass("acc", 1), DeviceClass("cpu", 1, host=True))),
+                Objective("latency"), Constraints(memory="hard"))
+    assert brute_optimum(spec) == 1.0
+    out = solve_highs(latency_ip.build(spec, 1.0)[0], 10)
+    assert out.status == "optimal" and out.bound <= 1.0 + 1e-6 and out.objective == pytest.approx(1.0)
+
+
 def test_partition_format_with_subgraphs_round_trips(tmp_path: Path) -> None:
     from conftest import run_part
 
