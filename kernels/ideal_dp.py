@@ -228,9 +228,6 @@ def exact_for(spec: Spec) -> bool:
 
 def run(spec: Spec, seed: int = 0, deadline: float = float("inf"),
         progress: Callable[[str], None] | None = None, **_: float) -> Iterator:
-    if spec.objective.kind != "bottleneck":
-        raise PartError("method dp minimizes the bottleneck (max device load)", None,
-                        "for latency or throughput use --method topo")
     # an incumbent first: it prunes the DP and is what the DP must beat
     best_val, best_arr = best_split(spec, seed, deadline)
     if best_arr is not None:

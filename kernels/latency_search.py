@@ -14,8 +14,8 @@
    and the result is kept if the search then improves on it. Parallel branches on
    different devices are what makes the true latency lower than the DP's sum; every move
    is scored by the evaluator (a move that breaks contiguity deadlocks and is rejected).
-Every candidate is re-scored by the evaluator in solve(); the proven bound comes from
-kernels/latency_bound.py.
+Every candidate is re-scored by the evaluator in solve(); solve() gives every latency
+answer the path segmentation bound (kernels/latency_bound.py).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from ..core.evaluate import evaluate
 from ..core.ir import Spec
-from . import Progress, Proven
+from . import Progress
 from .orders import dfs_order, kahn, levels
 from .segments import segment_costs
 from .units import contract
@@ -84,7 +84,6 @@ class Search:
         self.host_cls = [c for c in range(len(d.class_names)) if d.host[c]]
         self.n_acc = int(sum((d.dev_class == c).sum() for c in self.acc_cls))
         self.best = math.inf
-        self.best_split: tuple[np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ orders -> splits
     def positions(self, order: np.ndarray) -> np.ndarray:
@@ -244,28 +243,19 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     """`restarts`: random orders tried after the fixed ones; `iterations`: kicks of the
     iterated local search, which stops after `stall` kicks in a row bring nothing (all
     within the deadline)."""
-    from .latency_bound import path_bound
-
-    if spec.objective.kind != "latency":
-        from ..core.errors import PartError
-
-        raise PartError("method latency_search minimizes single-stream latency", None,
-                        "use it with `minimize latency`; for the bottleneck use dp, topo or load_search")
     s = Search(spec, seed)
-    lb, _ = path_bound(spec, seed=seed, deadline=deadline)
-    yield Proven(lb, "path segmentation bound (kernels/latency_bound.py)")
-    pool: list[tuple[float, np.ndarray, np.ndarray, np.ndarray]] = []  # (true latency, dev, sub, pos)
+    start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # the best DP split: dev, sub, positions
     budget_end = deadline if math.isinf(deadline) else time.monotonic() + 0.5 * (deadline - time.monotonic())
 
     def consider(name: str, order: np.ndarray) -> Iterator:
         out = s.split(order)
         if out is None:
             return
+        nonlocal start
         _, dev, sub, pos = out
         v = s.score(dev, sub)
-        pool.append((v, dev, sub, pos))
         if v < s.best:
-            s.best = v
+            s.best, start = v, (dev, sub, pos)
             yield f"chain DP on the {name} order", dev, sub
 
     for name, order in s.orders():
@@ -284,12 +274,11 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
         if s.best < before:
             keys_best = keys
         if progress and i % 20 == 19:
-            progress(f"latency search: {i + 1} orders, best {s.best:.6g}, bound {lb:.6g}")
-    pool.sort(key=lambda x: x[0])
-    if not pool or not np.isfinite(pool[0][0]):
+            progress(f"latency search: {i + 1} orders, best {s.best:.6g}")
+    if start is None:
         return
-    _, dev, sub, pos = pool[0]
-    yield Progress(f"local search from the best chain DP split ({pool[0][0]:.6g})")
+    dev, sub, pos = start
+    yield Progress(f"local search from the best chain DP split ({s.best:.6g})")
     cur, dev, sub = s.polish(dev.copy(), sub.copy(), deadline)
     if cur < s.best:
         s.best = cur
@@ -306,4 +295,4 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
                 s.best = v
                 yield f"iterated local search (kick {kicks})", dev.copy(), sub.copy()
         if progress and kicks % 10 == 0:
-            progress(f"latency search: {kicks} kicks, best {s.best:.6g}, bound {lb:.6g}")
+            progress(f"latency search: {kicks} kicks, best {s.best:.6g}")

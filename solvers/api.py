@@ -17,7 +17,7 @@ import numpy as np
 from ..core.assignment import subgraph_map
 from ..core.errors import PartError
 from ..core.evaluate import Evaluation, evaluate
-from ..core.ir import Spec
+from ..core.ir import OBJECTIVES, Spec
 from ..kernels import (
     Progress,
     Proven,
@@ -47,6 +47,7 @@ class Method:
     about: str
     options: tuple[str, ...] = ()  # the method's own options (`population 100` in a solve block)
     mip: bool = False  # runs a MIP solver
+    objectives: tuple[str, ...] = OBJECTIVES  # the objectives it optimizes (others are refused up front)
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
@@ -61,7 +62,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            ("population", "generations")),
     Method("mla_weighted", order_search.mla_weighted, False,
            "SliceGraph on a tensor-weighted minimum linear arrangement order", ("population", "generations")),
-    Method("dp", ideal_dp.run, False, "DP over ideals: optimal contiguous splits (Tarnawski sec. 5.1.1)"),
+    Method("dp", ideal_dp.run, False, "DP over ideals: optimal contiguous splits (Tarnawski sec. 5.1.1)",
+           objectives=("bottleneck",)),
     Method("exact", exact.run, False, "Archer's MTPP MIP (Fig. 3) or Tarnawski's max-load IP (Fig. 6), with a "
            "MIP start", ("pyomo", "symmetry", "heuristics", "relax"), mip=True),
     Method("dpl", baselines.dpl, False, "the DP on one DFS linearization (Tarnawski's DPL)"),
@@ -76,7 +78,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "its memory, the rest on CPUs (Tarnawski sec. 7, baseline)"),
     Method("latency_search", latency_search.run, False,
            "latency optimizer: chain DP over many topological orders, then iterated local search scored "
-           "by the evaluator, with the path segmentation bound", ("restarts", "iterations", "stall")),
+           "by the evaluator", ("restarts", "iterations", "stall"), objectives=("latency",)),
     Method("maxload_dp", latency_greedy.maxload_dp, False,
            "the max-load DP's split (Tarnawski sec. 5.1.1), scored for the spec's objective (baseline)"),
     Method("brute", brute_force.run, True, "exhaustive enumeration, exact, tiny graphs only"),
@@ -115,6 +117,11 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
         raise PartError(f"unknown method '{name}'", None,
                         "methods: " + "; ".join(f"{m.name} ({m.about})" for m in METHODS.values()))
     m = METHODS[name]
+    kind = spec.objective.kind
+    if kind not in m.objectives:
+        fits = ", ".join(x.name for x in METHODS.values() if kind in x.objectives and x.name != "brute")
+        raise PartError(f"method {name} optimizes {' or '.join(m.objectives)}, and this spec has the {kind} "
+                        "objective", None, f"methods for {kind}: {fits}")
     log: list[str] = []
     # options of the spec's solve block belong to its method: dropped if another is chosen
     spec_opts = dict(opts.options)
@@ -135,10 +142,10 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     t0 = time.monotonic()
     deadline = t0 + opts.time_limit if opts.time_limit is not None else math.inf
     lb = trivial_bound(spec)
-    if spec.objective.kind == "latency":  # every latency answer gets the path segmentation bound (ms)
+    if kind == "latency":  # every latency answer gets the path segmentation bound (tens of ms)
         from ..kernels.latency_bound import path_bound
 
-        lb = max(lb, path_bound(spec, tries=16, seed=opts.seed or 0)[0])
+        lb = max(lb, path_bound(spec, seed=opts.seed or 0, deadline=deadline)[0])
     rel = max(opts.gap if opts.gap is not None else 0.0, 1e-9)  # 1e-9: float summation order
     best: Evaluation | None = None
     best_dev: np.ndarray | None = None
