@@ -205,9 +205,9 @@ def find_cycle(n: int, src: list[int], dst: list[int]) -> list[int]:
     return []
 
 
-def violations(spec: Spec, dense: Dense, dev: np.ndarray, sub: np.ndarray | None = None) -> list[Violation]:
-    """Every violated constraint. `sub`: under latency, the subgraph numbers; `contiguous`
-    then applies to each accelerator subgraph, not to a device's whole node set, and not to
+def violations(spec: Spec, dense: Dense, dev: np.ndarray, units: latency.Units | None = None) -> list[Violation]:
+    """Every violated constraint. `units`: under latency, the accelerator subgraphs;
+    `contiguous` then applies to each of them, not to a device's whole node set, and not to
     host devices (their nodes run independently, Tarnawski sec. 4)."""
     c, names, devices = spec.constraints, dense.names, dense.devices
     out: list[Violation] = []
@@ -241,8 +241,8 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, sub: np.ndarray | None
             out.append(Violation("colocate", f"colocated nodes {_short(nodes)} are on "
                                  f"{len(np.unique(dev[members]))} different devices", nodes))
     training = spec.graph.is_training
-    if c.contiguous and sub is not None:  # latency: each accelerator subgraph (Fig. 3: i = 1..k, not CPUs)
-        out += _subgraphs_contiguous(dense, dev, sub)
+    if c.contiguous and units is not None:  # latency: each accelerator subgraph (Fig. 3: i = 1..k, not CPUs)
+        out += _subgraphs_contiguous(dense, units)
     elif c.contiguous:
         seen: set[int] = set()
         for lab, v in non_contiguous(dense, dev, training):
@@ -268,9 +268,8 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, sub: np.ndarray | None
     return out
 
 
-def _subgraphs_contiguous(dense: Dense, dev: np.ndarray, sub: np.ndarray) -> list[Violation]:
+def _subgraphs_contiguous(dense: Dense, u: latency.Units) -> list[Violation]:
     """Def. 3.1 for each accelerator subgraph: one violation per broken subgraph."""
-    u = latency.units(dense, dev, sub)
     out = []
     seen: set[int] = set()
     for lab, v in non_contiguous_labels(dense, u.of_node):
@@ -333,12 +332,11 @@ def _bottleneck(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict,
     return _max_load(table), {d: float(x) for d, x in zip(dense.devices, load)}, parts
 
 
-def _latency(spec: Spec, dense: Dense, dev: np.ndarray, sub: np.ndarray
+def _latency(spec: Spec, dense: Dense, dev: np.ndarray, u: latency.Units
              ) -> tuple[float, dict, dict, list[Violation]]:
     """Tarnawski sec. 4 on units (core/latency.py): per device, its subgraphs' compute,
     transfers, first start and last finish."""
-    s = latency.schedule(dense, dev, sub)
-    u = s.units
+    s = latency.schedule(dense, dev, u)
     D = dense.D
     comp, inn, out = (np.bincount(u.device, weights=x, minlength=D)[:D] if u.A else np.zeros(D)
                       for x in (s.compute, s.inn, s.out))
@@ -347,7 +345,7 @@ def _latency(spec: Spec, dense: Dense, dev: np.ndarray, sub: np.ndarray
     q = spec.constraints.subgraphs
     viol = [Violation("subgraphs", f"{dense.devices[d]} runs {c} subgraphs, at most {q} allowed "
                       f"(subject to {{ subgraphs <= {q} }})", device=dense.devices[d])
-            for d, c in latency.too_many(dense, dev, sub, q)]
+            for d, c in enumerate(np.bincount(u.device, minlength=D)[:D]) if c > q]
     if s.cycle is not None:
         def name(x: int) -> str:
             if x >= u.A:
@@ -448,17 +446,18 @@ def evaluate(spec: Spec, assignment: np.ndarray, subgraph: np.ndarray | None = N
     it they are derived."""
     dense = spec.dense
     dev = np.asarray(assignment, dtype=np.int64)
-    sub = None
+    sub = units = None
     if spec.objective.kind == "latency" and not (dev < 0).any():
         sub = latency.resolve(dense, dev, subgraph, spec.constraints.subgraphs)
-    viol = violations(spec, dense, dev, sub)
+        units = latency.units(dense, dev, sub)
+    viol = violations(spec, dense, dev, units)
     if viol and viol[0].kind == "unassigned":
         return Evaluation(INF, spec.objective.sense, _unit(spec), {}, {}, tuple(viol))
     kind = spec.objective.kind
     if kind == "bottleneck":
         value, loads, parts = _bottleneck(spec, dense, dev)
     elif kind == "latency":
-        value, loads, parts, extra = _latency(spec, dense, dev, sub)
+        value, loads, parts, extra = _latency(spec, dense, dev, units)
         viol += extra
     else:
         value, loads, parts, extra = _throughput(spec, dense, dev)

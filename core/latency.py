@@ -118,10 +118,9 @@ def unit_transfers(dense: Dense, dev: np.ndarray, u: Units) -> tuple[np.ndarray,
     return inn, out
 
 
-def schedule(dense: Dense, dev: np.ndarray, sub: np.ndarray) -> Schedule:
+def schedule(dense: Dense, dev: np.ndarray, u: Units) -> Schedule:
     """Start and finish of every unit (Fig. 4: constraints 6, 7, 9, 10 and 14)."""
     n = dense.n
-    u = units(dense, dev, sub)
     A, un = u.A, u.of_node
     cls = dense.dev_class[dev]
     work = dense.work[np.arange(n), cls]
@@ -165,13 +164,3 @@ def resolve(dense: Dense, dev: np.ndarray, sub: np.ndarray | None, q: int) -> np
     if q == 1:
         return np.zeros(dense.n, dtype=np.int64)
     return derive_subgraphs(dense, dev)
-
-
-def too_many(dense: Dense, dev: np.ndarray, sub: np.ndarray, q: int) -> list[tuple[int, int]]:
-    """(device, number of subgraphs) for accelerators holding more than q."""
-    acc = ~dense.host[dense.dev_class[dev]]
-    if not acc.any():
-        return []
-    pairs = np.unique(np.stack([dev[acc], sub[acc]], axis=1), axis=0)
-    devs, counts = np.unique(pairs[:, 0], return_counts=True)
-    return [(int(d), int(c)) for d, c in zip(devs, counts) if c > q]

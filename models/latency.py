@@ -237,8 +237,7 @@ def encode(spec: Spec, vm: VarMap, dev: np.ndarray, sub: np.ndarray | None) -> n
     ev = evaluate(spec, dev, sub)
     if not ev.feasible:
         return None
-    sub = ev.subgraph
-    s = lat_model.schedule(d, dev, sub)
+    s = lat_model.schedule(d, dev, lat_model.units(d, dev, ev.subgraph))
     u = s.units
     slot_of_unit = np.full(u.A, -1, dtype=np.int64)
     for a in range(u.A):
