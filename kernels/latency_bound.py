@@ -29,12 +29,6 @@ from ..core.ir import Spec
 INTERVAL_LIMIT = 4000  # above this many nodes, runs count only their path nodes (still a bound)
 
 
-def critical_path(spec: Spec) -> float:
-    from ..solvers.bounds import bound
-
-    return bound(spec)
-
-
 def longest_path(spec: Spec, w: np.ndarray) -> list[int]:
     """The heaviest source-to-sink path under node weights w."""
     d = spec.dense
@@ -55,14 +49,12 @@ def longest_path(spec: Spec, w: np.ndarray) -> list[int]:
 
 
 def reach_masks(spec: Spec, path: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """[m, n] descendants (inclusive) of each path node, and ancestors (inclusive)."""
+    """[m, n] descendants (inclusive) of each path node, and ancestors (inclusive): one
+    sweep each way over the topological order, a column per path node."""
     d = spec.dense
     m = len(path)
-    desc = np.zeros((m, d.n), dtype=bool)
-    anc = np.zeros((m, d.n), dtype=bool)
     pos = np.full(d.n, -1, dtype=np.int64)
     pos[path] = np.arange(m)
-    # one sweep each way over the topological order, a column per path node
     down = np.zeros((d.n, m), dtype=bool)
     for v in d.topo.tolist():
         if pos[v] >= 0:
@@ -70,17 +62,12 @@ def reach_masks(spec: Spec, path: list[int]) -> tuple[np.ndarray, np.ndarray]:
         for p in d.preds[v]:
             down[v] |= down[p]
     up = np.zeros((d.n, m), dtype=bool)
-    succ = [[] for _ in range(d.n)]
-    for a, b in zip(d.src.tolist(), d.dst.tolist()):
-        succ[a].append(b)
     for v in d.topo[::-1].tolist():
         if pos[v] >= 0:
             up[v, pos[v]] = True
-        for s in succ[v]:
+        for s in d.succ_idx[d.succ_ptr[v]:d.succ_ptr[v + 1]].tolist():
             up[v] |= up[s]
-    desc[:] = down.T
-    anc[:] = up.T
-    return desc, anc
+    return down.T.copy(), up.T.copy()
 
 
 def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray] | None = None) -> float:

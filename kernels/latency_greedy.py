@@ -67,30 +67,25 @@ def fill(spec: Spec) -> np.ndarray:
     hosts = np.flatnonzero(host)
     hard = spec.constraints.memory == "hard"
     dev = np.full(d.n, -1, dtype=np.int64)
-    cur = -1  # position in accs of the accelerator being filled; -1: none open
+    cur = -1  # the accelerator being filled (a device index); -1: none open
     used = 0.0
-    nxt = 0
+    fresh = iter(accs)  # accelerators not opened yet, in device order
+    nxt = next(fresh, -1)
+
+    def fits(a: int, blk: list[int], size: float) -> bool:
+        cap = d.memory[d.dev_class[a]] if hard else np.inf
+        return bool(d.allowed[blk, a].all()) and size <= cap
+
     for blk in blocks(spec):
         size = float(d.params[blk].sum())
-        placed = False
-        for attempt in range(2):  # the open accelerator, else a fresh one
-            if cur >= 0:
-                a = accs[cur]
-                cap = d.memory[d.dev_class[a]] if hard else np.inf
-                if d.allowed[blk, a].all() and used + size <= cap:
-                    dev[blk] = a
-                    used += size
-                    placed = True
-                    break
-            if attempt == 0 and nxt < len(accs):
-                a = accs[nxt]
-                cap = d.memory[d.dev_class[a]] if hard else np.inf
-                if d.allowed[blk, a].all() and size <= cap:
-                    cur, used, nxt = nxt, 0.0, nxt + 1
-                    continue
-            break
-        if not placed:
-            cur = -1  # the accelerator is closed: its set stays contiguous
+        if cur >= 0 and fits(cur, blk, used + size):
+            dev[blk] = cur
+            used += size
+        elif nxt >= 0 and fits(nxt, blk, size):  # close the open accelerator, open the next
+            cur, used, nxt = nxt, size, next(fresh, -1)
+            dev[blk] = cur
+        else:  # on a host device; the open accelerator is closed, so its set stays contiguous
+            cur = -1
             ok = [h for h in hosts if d.allowed[blk, h].all()]
             if not ok:  # no host takes it: the least bad accelerator (the evaluator says why)
                 ok = [a for a in accs if d.allowed[blk, a].all()] or list(range(d.D))

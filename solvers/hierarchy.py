@@ -246,12 +246,17 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
     for name in NAMES:
         if stopped and name in only and name not in bounds:
             bounds[name] = BoundEntry(name, None, 0.0, False, "not computed: interrupted")
-    best = found.best
-    if math.isfinite(best):  # the best solution is an upper bound on the optimum: no bound passes it
-        for e in bounds.values():
-            if e.value is not None and math.isfinite(e.value) and e.value > best * (1 + 1e-6) + 1e-6:
-                raise AssertionError(f"bound {e.name} = {e.value} exceeds a solution of value {best}")
-    return Hierarchy(best, found.method, bounds, found.proven, found.assignment, stopped)
+    _below_best(bounds, found.best)
+    return Hierarchy(found.best, found.method, bounds, found.proven, found.assignment, stopped)
+
+
+def _below_best(bounds: dict[str, BoundEntry], best: float) -> None:
+    """The best solution is an upper bound on the optimum: no proven bound may pass it."""
+    if not math.isfinite(best):
+        return
+    for e in bounds.values():
+        if e.value is not None and math.isfinite(e.value) and e.value > best * (1 + 1e-6) + 1e-6:
+            raise AssertionError(f"bound {e.name} = {e.value} exceeds a solution of value {best}")
 
 
 def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Callable[[str], None],
@@ -358,8 +363,5 @@ def latency_hierarchy(spec: Spec, time_limit: float | None, solver: str | None, 
               warm_start=found.assignment)
     found.consider(r, "exact")
     bounds["exact"] = _exact_entry(r, "latency IP (Figs. 3-4) with the path bound as a floor")
-    best = found.best
-    for e in bounds.values():
-        if e.value is not None and math.isfinite(best) and e.value > best * (1 + 1e-6) + 1e-6:
-            raise AssertionError(f"bound {e.name} = {e.value} exceeds a solution of value {best}")
-    return Hierarchy(best, found.method, bounds, found.proven, found.assignment, False)
+    _below_best(bounds, found.best)
+    return Hierarchy(found.best, found.method, bounds, found.proven, found.assignment, False)
