@@ -1,6 +1,8 @@
 """Method `brute`: enumerate every assignment (colocated nodes moved together) and keep
-the best by the evaluator. Exact, and a proof of infeasibility when nothing is feasible;
-only for tiny instances (it refuses more than `LIMIT` assignments)."""
+the best by the evaluator; under latency with `subgraphs <= q`, q > 1, every subgraph
+number 0..q-1 of every accelerator node too (the derived numbers are not always the
+best). Exact, and a proof of infeasibility when nothing is feasible; only for tiny
+instances (it refuses more than `LIMIT` candidates)."""
 from __future__ import annotations
 
 import itertools
@@ -22,15 +24,31 @@ def choices(spec: Spec) -> tuple[np.ndarray, list[np.ndarray]]:
     return comp, opts
 
 
+def _numbered(spec: Spec) -> int:
+    """q when subgraph numbers are enumerated too, else 1."""
+    return spec.constraints.subgraphs if spec.objective.kind == "latency" else 1
+
+
 def count(spec: Spec) -> int:
-    return math.prod(len(o) for o in choices(spec)[1])
+    """Candidates to score (an upper bound when subgraph numbers are enumerated)."""
+    return math.prod(len(o) for o in choices(spec)[1]) * _numbered(spec) ** spec.dense.n
 
 
 def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: object) -> Iterator[tuple[str, np.ndarray]]:
     total = count(spec)
     if total > LIMIT:
-        raise PartError(f"method brute would enumerate {total:,} assignments (limit {LIMIT:,})", None,
+        raise PartError(f"method brute would enumerate {total:,} candidates (limit {LIMIT:,})", None,
                         "use it on tiny graphs only; try `--method topo`")
     comp, opts = choices(spec)
+    q = _numbered(spec)
+    d = spec.dense
     for combo in itertools.product(*opts):
-        yield "enumeration", np.asarray(combo, dtype=np.int64)[comp]
+        dev = np.asarray(combo, dtype=np.int64)[comp]
+        if q == 1:
+            yield "enumeration", dev
+            continue
+        acc = np.flatnonzero(~d.host[d.dev_class[dev]])
+        for numbers in itertools.product(range(q), repeat=len(acc)):
+            sub = np.zeros(d.n, dtype=np.int64)
+            sub[acc] = numbers
+            yield "enumeration", dev, sub
