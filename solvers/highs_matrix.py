@@ -22,7 +22,6 @@ HiGHS's stdout (its banner, since 1.16) is captured for the whole session and pu
 head of its log (solvers/native.py)."""
 from __future__ import annotations
 
-import math
 import threading
 import time
 from dataclasses import replace
@@ -33,35 +32,19 @@ import numpy as np
 from ..models.matrix import MatrixMIP
 from . import interrupt
 from .native import captured_stdout, solver_call
-from .outcome import GAP_REACHED, NativeSolverError, REPORT_EVERY, MipOutcome, gap_reached, mip_status_line, outcome, solver_gap
+from .outcome import (GAP_REACHED, NativeSolverError, REPORT_EVERY, MipOutcome, checked, gap_reached,
+                      mip_status_line, outcome, solver_gap)
 
 
 def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
                 threads: int | None = None, start: np.ndarray | None = None,
                 progress: Callable[[str], None] | None = None) -> MipOutcome:
-    deadline = None if time_limit is None else time.monotonic() + max(time_limit, 0.01)
     with captured_stdout() as printed:
-        out = _run(mip, time_limit, gap, threads, start, progress)
-        if start is not None and out.x is not None and not _consistent(mip, out) and not interrupt.requested():
-            left = None if deadline is None else max(deadline - time.monotonic(), 0.01)
-            note = (f"partdsl: HiGHS reported objective {out.objective:.9g} for a solution whose objective is "
-                    f"{float(mip.c @ out.x):.9g}; with a MIP start its status and bound cannot be trusted "
-                    "(seen with HiGHS 1.16's presolve aggregator), so it was solved again without the start\n")
-            if progress is not None:
-                progress("HiGHS: its objective disagrees with its solution; solving again without the MIP start")
-            again = _run(mip, left, gap, threads, None, progress)
-            out = replace(again, log=out.log + note + again.log)
-    if out.x is not None and not _consistent(mip, out):  # even without a start: keep the solution, not the claims
-        out = replace(out, status="feasible", bound=-np.inf,
-                      log=out.log + "partdsl: HiGHS's objective disagrees with its solution; its bound is not used\n")
+        out = checked("HiGHS", lambda limit, use_start: _run(mip, limit, gap, threads, start if use_start else None,
+                                                             progress),
+                      lambda o: float(mip.c @ o.x) if o.x is not None else None, time_limit, start is not None,
+                      progress)
     return replace(out, log=printed.text + out.log)
-
-
-def _consistent(mip: MatrixMIP, out: MipOutcome) -> bool:
-    """Does the objective HiGHS reports match c.x of the solution it returns?"""
-    assert out.x is not None
-    ours = float(mip.c @ out.x)
-    return math.isclose(ours, out.objective, rel_tol=1e-6, abs_tol=1e-6)
 
 
 def _run(mip: MatrixMIP, time_limit: float | None, gap: float | None, threads: int | None,

@@ -5,7 +5,9 @@ progress line of a running MIP."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
+from typing import Callable
 
 import numpy as np
 
@@ -66,3 +68,33 @@ def mip_status_line(solver: str, primal: float, dual: float, nodes: int) -> str:
         return f"{v:.6g}" if abs(v) < 1e19 else "none"
 
     return f"{solver}: incumbent {show(primal)}, bound {show(dual)}, {nodes:,} nodes"
+
+
+def checked(name: str, run: Callable[[float | None, bool], MipOutcome], value: Callable[[MipOutcome], float | None],
+            time_limit: float | None, started: bool, progress: Callable[[str], None] | None = None) -> MipOutcome:
+    """`run(time_limit, use_start)`, trusting the solver's claims only if its objective
+    matches `value(out)`, the objective of the solution it returned (None: no solution).
+    With a MIP start a mismatch means a mis-scored start (HiGHS 1.16's presolve aggregator
+    reported "Optimal 0.1" for a 1.1 solution): solve again without it, in the time left.
+    A mismatch that remains keeps the solution but drops the status and bound."""
+    from . import interrupt
+
+    def agrees(out: MipOutcome) -> bool:
+        ours = value(out)
+        return ours is None or math.isclose(ours, out.objective, rel_tol=1e-6, abs_tol=1e-6)
+
+    deadline = None if time_limit is None else time.monotonic() + max(time_limit, 0.01)
+    out = run(time_limit, started)
+    if started and not agrees(out) and not interrupt.requested():
+        note = (f"partdsl: {name} reported objective {out.objective:.9g} for a solution whose objective is "
+                f"{value(out):.9g}; with a MIP start its status and bound cannot be trusted (seen with HiGHS "
+                "1.16's presolve aggregator), so it was solved again without the start\n")
+        if progress is not None:
+            progress(f"{name}: its objective disagrees with its solution; solving again without the MIP start")
+        left = None if deadline is None else max(deadline - time.monotonic(), 0.01)
+        again = run(left, False)
+        out = replace(again, log=out.log + note + again.log)
+    if not agrees(out):
+        out = replace(out, status="feasible", bound=-math.inf,
+                      log=out.log + f"partdsl: {name}'s objective disagrees with its solution; its bound is not used\n")
+    return out

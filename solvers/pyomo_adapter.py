@@ -13,7 +13,6 @@ import io
 import math
 import shutil
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ import pyomo.environ as pyo
 from . import interrupt
 from .highs_matrix import fit_scheduler
 from .native import captured_stdout, solver_call
-from .outcome import MipOutcome, outcome, solver_gap
+from .outcome import MipOutcome, checked, outcome, solver_gap
 
 # our name -> (Pyomo interface, Pyomo solver name)
 INTERFACES = {"highs": ("appsi", "appsi_highs"), "scip": ("contrib", "scip_direct"),
@@ -54,30 +53,15 @@ def cbc_executable() -> str | None:
 def solve_pyomo(model: pyo.ConcreteModel, solver: str = "highs", time_limit: float | None = None,
                 gap: float | None = None, threads: int | None = None, warm: bool = False) -> MipOutcome:
     """Solve with `solver`; whatever the solver prints on stdout goes to the head of its log."""
-    deadline = None if time_limit is None else time.monotonic() + max(time_limit, 0.01)
     with captured_stdout() as printed:
-        out = _solve(model, solver, time_limit, gap, threads, warm)
-        if warm and out.status in ("optimal", "feasible") and not _consistent(model, out) \
-                and not interrupt.requested():  # as in highs_matrix: a start HiGHS 1.16 mis-scores
-            note = (f"partdsl: {solver} reported objective {out.objective:.9g} for a solution whose objective is "
-                    f"{_objective(model):.9g}; solved again without the MIP start\n")
-            left = None if deadline is None else max(deadline - time.monotonic(), 0.01)
-            again = _solve(model, solver, left, gap, threads, False)
-            out = replace(again, log=out.log + note + again.log)
-    if out.status in ("optimal", "feasible") and not _consistent(model, out):
-        out = replace(out, status="feasible", bound=-math.inf,
-                      log=out.log + f"partdsl: {solver}'s objective disagrees with its solution; its bound is not used\n")
+        out = checked(solver, lambda limit, use_start: _solve(model, solver, limit, gap, threads, warm and use_start),
+                      lambda o: _objective(model) if o.status in ("optimal", "feasible") else None, time_limit, warm)
     return replace(out, log=printed.text + out.log)
 
 
 def _objective(model: pyo.ConcreteModel) -> float:
     """The value of the model's active objective at the loaded solution."""
     return float(pyo.value(next(model.component_data_objects(pyo.Objective, active=True))))
-
-
-def _consistent(model: pyo.ConcreteModel, out: MipOutcome) -> bool:
-    """Does the objective the solver reports match the loaded solution's?"""
-    return math.isclose(_objective(model), out.objective, rel_tol=1e-6, abs_tol=1e-6)
 
 
 def _solve(model: pyo.ConcreteModel, solver: str, time_limit: float | None, gap: float | None,
