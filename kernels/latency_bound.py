@@ -10,7 +10,9 @@ class c is one subgraph, so it holds every node on a path from p_j to p_i (the i
 desc(p_j) & anc(p_i), by contiguity): its memory fits one device of class c (memory
 hard), every node of it may run on c, and the subgraph's finish is at least its start +
 the tensor of p_j-1 read in + the interval's compute + the tensor of p_i written out
-(Fig. 3, constraints 6-7); its start is at least the finish of p_j-1. A path node on a
+(Fig. 3, constraints 6-7); its start is at least the finish of p_j-1. Nodes beside the
+interval that exchange tensors with it either join the subgraph (their work and memory
+count) or their tensors move: the run pays the cheaper (`side_costs`). A path node on a
 host device costs its CPU time. So latency >= the cheapest segmentation of the path into
 such runs: a DP over the path, O(m^2) per class. Any path gives a bound; many are tried
 (longest paths under mixed random weights) and the largest kept. It ignores the device
@@ -102,11 +104,13 @@ def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarra
         w = np.where(ok_cls[:, c], d.work[:, c], 0.0)
         comp = (inter * w) @ A
         cost = comp.copy()
+        mem = (inter * d.params) @ A
         if hard and np.isfinite(d.memory[c]):
-            mem = (inter * d.params) @ A
             bad |= mem > d.memory[c] * (1 + 1e-12)
         tin, tout = forced_transfers(spec, path, masks, c)
         cost += tin + tout
+        if masks is not None:
+            cost += side_costs(spec, masks, c, mem)
         cost[bad] = INF
         cost[np.tril_indices(m, -1)] = INF  # j <= i only
         run_cost = np.minimum(run_cost, cost)
@@ -121,11 +125,12 @@ def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarra
 
 def forced_transfers(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray] | None,
                      c: int) -> tuple[np.ndarray, np.ndarray]:
-    """[m, m] transfers a run p_j .. p_i on class c must make. In: every tensor of an
-    ancestor u of p_j-1 (p_j-1 included) read by a node of the run's interval; u cannot be
-    in the subgraph (the path u .. p_j-1 .. p_j would leave it and come back). Out: every
-    tensor of an interval node read by a descendant of p_i+1 (p_i+1 included), which
-    cannot be in the subgraph either. Without masks: the path's own tensors only."""
+    """[m, m] transfers a run p_j .. p_i on class c must make. In: every tensor read by a
+    node of the run's interval from a node u that cannot be in the subgraph: an ancestor
+    of p_j-1 (p_j-1 included; the path u .. p_j-1 .. p_j would leave the subgraph and come
+    back), or a node that cannot be on c at all (`outside`). Out: every tensor of an
+    interval node read by a descendant of p_i+1 (p_i+1 included) or by a node outside c.
+    Without masks: the path's own tensors only."""
     d = spec.dense
     m = len(path)
     P = np.asarray(path)
@@ -138,21 +143,79 @@ def forced_transfers(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.nd
     desc, anc = masks
     src, dst = d.src, d.dst
     comm = d.comm[:, c]
-    for j in range(1, m):  # in: ancestors of p_j-1 feeding desc(p_j)
-        sel = anc[j - 1][src] & desc[j][dst]
+    off = outside(spec, c)
+    for j in range(m):  # in: ancestors of p_j-1 and nodes that cannot be on c, feeding desc(p_j)
+        outer = off[src] | (anc[j - 1][src] if j else False)
+        sel = outer & desc[j][dst]
         if not sel.any():
             continue
         us, ws = src[sel], dst[sel]
         for u in np.unique(us):
             need = anc[:, ws[us == u]].any(axis=1)  # over i: the interval (j, i) reads u
             tin[j] += comm[u] * need
-    for i in range(m - 1):  # out: interval nodes feeding desc(p_i+1)
-        sel = anc[i][src] & desc[i + 1][dst]
+    for i in range(m):  # out: interval nodes feeding desc(p_i+1) or a node that cannot be on c
+        outer = off[dst] | (desc[i + 1][dst] if i + 1 < m else False)
+        sel = anc[i][src] & outer
         if not sel.any():
             continue
         for w in np.unique(src[sel]):
             tout[:, i] += comm[w] * desc[:, w]  # over j: w is in the interval (j, i)
     return tin, tout
+
+
+def side_costs(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int, mem: np.ndarray) -> np.ndarray:
+    """[m, m] more that a run p_j .. p_i on class c pays for tensors between its interval
+    and a node v outside it that `forced_transfers` does not count (v may share the
+    subgraph): either v is in the subgraph, which then also runs v (work on c) and holds
+    its memory, or the tensor moves. A producer u feeding the interval costs comm(u) if u
+    does not fit beside the interval's memory, else min(comm(u), work(u)); an interval
+    node w read by such consumers y costs comm(w) if one of them does not fit, else
+    min(comm(w), sum of work(y) / (number of candidate w feeding y)), so a consumer's work
+    is charged at most once in all. Each charge is for a distinct node's tensor or work (a
+    node both fed by and feeding the interval is inside it), so they add up."""
+    d = spec.dense
+    desc, anc = masks
+    m = desc.shape[0]
+    src, dst = d.src, d.dst
+    comm, work = d.comm[:, c], np.where(d.allowed[:, d.dev_class == c].any(axis=1), d.work[:, c], 0.0)
+    off = outside(spec, c)
+    cap = d.memory[c] if spec.constraints.memory == "hard" else math.inf
+    extra = np.zeros((m, m))
+    for j in range(m):  # producers u outside desc(p_j), not forced (ancestors of p_j-1, outside c)
+        forced = off[src] | (anc[j - 1][src] if j else False)
+        sel = ~forced & ~desc[j][src] & desc[j][dst]
+        if not sel.any():
+            continue
+        us, ws = src[sel], dst[sel]
+        for u in np.unique(us):
+            need = anc[:, ws[us == u]].any(axis=1)  # over i
+            fits = mem[j] + d.params[u] <= cap * (1 + 1e-12)
+            extra[j] += need * np.where(fits, min(comm[u], work[u]), comm[u])
+    for i in range(m):  # interval nodes w (in anc(p_i)) read by consumers y outside anc(p_i), not forced
+        forced_y = off[dst] | (desc[i + 1][dst] if i + 1 < m else False)
+        feeds_out = anc[i][src] & ~anc[i][dst]
+        forced_w = np.unique(src[feeds_out & forced_y])
+        sel = feeds_out & ~forced_y & ~np.isin(src, forced_w)
+        if not sel.any():
+            continue
+        ws, ys = src[sel], dst[sel]
+        share = work / np.maximum(np.bincount(ys, minlength=d.n), 1)  # y's work split over its feeders
+        for w in np.unique(ws):
+            y = ys[ws == w]
+            fits = mem[:, i] + d.params[y].max() <= cap * (1 + 1e-12)
+            extra[:, i] += desc[:, w] * np.where(fits, min(comm[w], share[y].sum()), comm[w])
+    return extra
+
+
+def outside(spec: Spec, c: int) -> np.ndarray:
+    """[n] nodes no subgraph on class c can hold: not allowed on c, or (memory hard) larger
+    than one device's memory. A run's interval containing one is rejected; a tensor
+    between one and the interval is always transferred."""
+    d = spec.dense
+    off = ~d.allowed[:, d.dev_class == c].any(axis=1)
+    if spec.constraints.memory == "hard" and np.isfinite(d.memory[c]):
+        off |= d.params > d.memory[c] * (1 + 1e-12)
+    return off
 
 
 def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: float = math.inf) -> tuple[float, list[int]]:

@@ -197,6 +197,21 @@ def test_every_latency_bound_is_below_the_brute_force_optimum(spec: Spec) -> Non
     assert out.bound <= opt + 1e-6
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(latency_specs(max_nodes=6))
+def test_path_bound_with_side_nodes_is_below_the_brute_force_optimum(spec: Spec) -> None:
+    """Larger graphs than above (up to 6 nodes), so paths have nodes beside them: the
+    charges for side producers and consumers (they share the run's subgraph, then its
+    time and memory, or their tensors move) must never pass the optimum."""
+    d = spec.dense
+    assume(sum(1 if d.host[d.dev_class[j]] else spec.constraints.subgraphs for j in range(d.D)) ** d.n <= 8000)
+    opt = brute_optimum(spec)
+    if math.isinf(opt):
+        return
+    pb, _ = path_bound(spec, tries=16)
+    assert pb <= opt + 1e-9
+
+
 def test_ip_with_h_at_the_optimum_reports_the_optimum() -> None:
     """Found by the test above: with H a hair above the optimum (1 + 2e-6), HiGHS 1.16's
     presolve fixed T at H and called 1.000002 optimal and a dual bound for a 1.0 optimum."""
