@@ -12,7 +12,9 @@ hard), every node of it may run on c, and the subgraph's finish is at least its 
 the tensor of p_j-1 read in + the interval's compute + the tensor of p_i written out
 (Fig. 3, constraints 6-7); its start is at least the finish of p_j-1. Nodes beside the
 interval that exchange tensors with it either join the subgraph (their work and memory
-count) or their tensors move: the run pays the cheaper (`side_costs`). A path node on a
+count) or their tensors move: the run pays the cheaper (`side_costs`), or, better, the
+least in + compute + out of any subgraph that holds the interval and none of the nodes it
+cannot hold, an s-t min cut (`cut_costs`, kernels/latency_runcut.py). A path node on a
 host device costs its CPU time. So latency >= the cheapest segmentation of the path into
 such runs: a DP over the path, O(m^2) per class. Any path gives a bound; many are tried
 (longest paths under mixed random weights) and the largest kept. It ignores the device
@@ -72,7 +74,8 @@ def reach_masks(spec: Spec, path: list[int]) -> tuple[np.ndarray, np.ndarray]:
     return down.T.copy(), up.T.copy()
 
 
-def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray] | None = None) -> float:
+def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray] | None = None,
+                 cuts: bool = True) -> float:
     """The path segmentation bound for one path (see the module docstring)."""
     d = spec.dense
     m = len(path)
@@ -113,6 +116,8 @@ def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarra
             cost += side_costs(spec, masks, c, mem)
         cost[bad] = INF
         cost[np.tril_indices(m, -1)] = INF  # j <= i only
+        if masks is not None and cuts:
+            cost = np.maximum(cost, cut_costs(spec, masks, c, mem, np.isfinite(cost)))
         run_cost = np.minimum(run_cost, cost)
     f = np.full(m + 1, INF)  # f[i]: p_0 .. p_i-1 processed
     f[0] = 0.0
@@ -207,6 +212,30 @@ def side_costs(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int, mem: np
     return extra
 
 
+def cut_costs(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int, mem: np.ndarray,
+              runs: np.ndarray) -> np.ndarray:
+    """[m, m] the min-cut bound of kernels/latency_runcut.py for each run (j, i) in `runs`
+    (0 elsewhere): the subgraph holds the interval and excludes ancestors of p_j-1,
+    descendants of p_i+1 and nodes too large to fit beside the interval."""
+    from .latency_runcut import RunCut
+
+    d = spec.dense
+    desc, anc = masks
+    m = desc.shape[0]
+    net = RunCut(spec, c)
+    cap = d.memory[c] if spec.constraints.memory == "hard" else math.inf
+    out = np.zeros((m, m))
+    for j, i in zip(*np.nonzero(runs)):
+        inside = desc[j] & anc[i]
+        excluded = (d.params > (cap - mem[j, i]) * (1 + 1e-12)) & ~inside
+        if j:
+            excluded |= anc[j - 1]
+        if i + 1 < m:
+            excluded |= desc[i + 1]
+        out[j, i] = net.cost(inside, excluded)
+    return out
+
+
 def outside(spec: Spec, c: int) -> np.ndarray:
     """[n] nodes no subgraph on class c can hold: not allowed on c, or (memory hard) larger
     than one device's memory. A run's interval containing one is rejected; a tensor
@@ -218,9 +247,12 @@ def outside(spec: Spec, c: int) -> np.ndarray:
     return off
 
 
-def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: float = math.inf) -> tuple[float, list[int]]:
+def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: float = math.inf,
+               cut_paths: int = 3) -> tuple[float, list[int]]:
     """The best path segmentation bound over longest paths under several weightings:
-    cheapest time, accelerator time, memory, tensor transfers, and random mixes."""
+    cheapest time, accelerator time, memory, tensor transfers, and random mixes. Every
+    path is scored without the run min-cuts; the `cut_paths` best are scored again with
+    them (the cuts cost a max flow per run)."""
     d = spec.dense
     if d.n == 0:
         return 0.0, []
@@ -230,8 +262,7 @@ def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: float = mat
     comm = d.comm.max(axis=1) if d.comm.size else np.zeros(d.n)
     params = d.params / max(float(d.params.max(initial=0.0)), 1e-300)
     base = [cheapest, comm, params * max(float(cheapest.max(initial=0.0)), 1.0)]
-    seen: set[tuple[int, ...]] = set()
-    best, best_path = 0.0, []
+    scored: dict[tuple[int, ...], float] = {}
     for t in range(tries):
         if time.monotonic() > deadline:
             break
@@ -241,12 +272,15 @@ def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: float = mat
             mix = rng.dirichlet(np.ones(3))
             scale = [max(float(b.max(initial=0.0)), 1e-12) for b in base]
             w = sum(mx * b / s for mx, b, s in zip(mix, base, scale)) * rng.uniform(0.5, 1.5, d.n)
-        path = longest_path(spec, w)
-        key = tuple(path)
-        if key in seen:
-            continue
-        seen.add(key)
-        v = segmentation(spec, path)
+        path = tuple(longest_path(spec, w))
+        if path not in scored:
+            scored[path] = segmentation(spec, list(path), cuts=False)
+    best_path = max(scored, key=scored.__getitem__)
+    best = scored[best_path]
+    for path in sorted(scored, key=scored.__getitem__, reverse=True)[:cut_paths]:
+        if time.monotonic() > deadline:
+            break
+        v = segmentation(spec, list(path))
         if v > best:
             best, best_path = v, path
-    return best, best_path
+    return best, list(best_path)

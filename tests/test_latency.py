@@ -283,12 +283,21 @@ def test_maxload_dp_reproduces_the_published_bert_and_gnmt_values(data_dir: Path
         assert round(r.objective, 2) == pytest.approx(published, abs=0.006)
 
 
-@pytest.mark.parametrize("name", ["bert24_inference", "resnet50_inference"])
+# the issue's targets: beat the hour-long Gurobi runs on ResNet50 and InceptionV3 with a
+# certified gap under 30%, match BERT-24 and GNMT (published to 0.01 and 0.1) with one under 1%
+TARGET_GAP = {"bert24_inference": 0.01, "resnet50_inference": 0.30, "inceptionv3_inference": 0.30,
+              "gnmt_inference": 0.01}
+
+
+@pytest.mark.parametrize("name", sorted(IP))
 def test_latency_search_certifies_and_beats_the_published_ip(data_dir: Path, tmp_path: Path, name: str) -> None:
-    """BERT-24: the published optimum, proven by the path bound. ResNet50: below Gurobi's
-    hour-long 1191.02, with a certified gap under 30% (the paper's was 93.1%)."""
+    """Counted limits (random orders, kicks without gain), not the clock, end the search,
+    so the result does not depend on the machine's speed; the time limit is a backstop."""
     spec = _spec(data_dir, tmp_path, name)
-    r = solve(spec, method="latency_search", time_limit=60, seed=0)
+    r = solve(spec, method="latency_search", time_limit=600, seed=0, options={"stall": 5})
     assert r.evaluation.feasible and r.bound <= r.objective + 1e-9
-    assert r.objective <= IP[name] + 0.005
-    assert r.gap < (0.0001 if name.startswith("bert") else 0.30)
+    if name in ("resnet50_inference", "inceptionv3_inference"):
+        assert r.objective < IP[name]
+    else:
+        assert round(r.objective, 2 if name.startswith("bert") else 1) == IP[name]
+    assert r.gap < TARGET_GAP[name]
