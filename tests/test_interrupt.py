@@ -23,10 +23,14 @@ from tests.conftest import run_part
 
 def interrupted(args: list[str], marker: str, delay: float = 1.0) -> tuple[int, str, str, float]:
     """Run `part args`, send SIGINT (to its process group, as a terminal does) `delay` s
-    after `marker` shows in its progress; (exit code, stdout, stderr, seconds it took to stop)."""
+    after `marker` shows in its progress; (exit code, stdout, stderr, seconds it took to stop).
+    The child starts with SIGINT at its default, as a foreground command does: when the
+    tests run as a background job of a non-interactive shell, SIGINT is inherited as
+    ignored, and Python then installs no KeyboardInterrupt handler at all."""
     exe = shutil.which("part", path=str(Path(sys.executable).parent))
     cmd = ([exe] if exe else [sys.executable, "-m", "partdsl.cli.main"]) + args + ["--progress"]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen = []
     assert p.stderr is not None
     for line in p.stderr:
