@@ -36,19 +36,40 @@ from .outcome import (GAP_REACHED, NativeSolverError, REPORT_EVERY, MipOutcome, 
                       mip_status_line, outcome, solver_gap)
 
 
+# HiGHS (1.12 to 1.16 at least; ERGO-Code/HiGHS issues 2782, 2808) can end a MIP with "MIP
+# solver claims optimality, but with num/max/sum primal(1/1e-06/1e-06) infeasibilities" and
+# a Solve error: its final check finds a violation at its own feasibility tolerance. One
+# re-solve with a tighter tolerance lands inside it (the answer is re-scored anyway).
+CLAIMS_OPTIMALITY = "claims optimality, but with"
+RETRY_TOLERANCE = 1e-7
+
+
 def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
                 threads: int | None = None, start: np.ndarray | None = None,
                 progress: Callable[[str], None] | None = None) -> MipOutcome:
+    def attempt(tolerance: float | None) -> MipOutcome:
+        return checked("HiGHS", lambda limit, use_start: _run(mip, limit, gap, threads, start if use_start else None,
+                                                              progress, tolerance),
+                       lambda o: float(mip.c @ o.x) if o.x is not None else None, time_limit, start is not None,
+                       progress)
+
+    t0 = time.monotonic()
     with captured_stdout() as printed:
-        out = checked("HiGHS", lambda limit, use_start: _run(mip, limit, gap, threads, start if use_start else None,
-                                                             progress),
-                      lambda o: float(mip.c @ o.x) if o.x is not None else None, time_limit, start is not None,
-                      progress)
+        try:
+            out = attempt(None)
+        except NativeSolverError as e:
+            if CLAIMS_OPTIMALITY not in str(e):
+                raise
+            if time_limit is not None:
+                time_limit = max(time_limit - (time.monotonic() - t0), 0.01)
+            out = attempt(RETRY_TOLERANCE)
+            out = replace(out, log=f"{e}; solved again with mip_feasibility_tolerance {RETRY_TOLERANCE:g}\n" + out.log)
     return replace(out, log=printed.text + out.log)
 
 
 def _run(mip: MatrixMIP, time_limit: float | None, gap: float | None, threads: int | None,
-         start: np.ndarray | None, progress: Callable[[str], None] | None) -> MipOutcome:
+         start: np.ndarray | None, progress: Callable[[str], None] | None,
+         tolerance: float | None = None) -> MipOutcome:
     import highspy
 
     h = highspy.Highs()
@@ -64,6 +85,8 @@ def _run(mip: MatrixMIP, time_limit: float | None, gap: float | None, threads: i
     h.setOptionValue("mip_abs_gap", 0.0)
     if threads is not None:
         h.setOptionValue("threads", int(threads))
+    if tolerance is not None:
+        h.setOptionValue("mip_feasibility_tolerance", float(tolerance))
     pass_model(h, mip)
     if start is not None:
         sol = highspy.HighsSolution()

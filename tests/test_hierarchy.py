@@ -42,9 +42,20 @@ def _highs_one_tolerance_low() -> Spec:
                 Constraints(acyclic=True, memory="hard", colocate=True))
 
 
+def _highs_solve_error() -> Spec:
+    """A case hypothesis found: HiGHS 1.16 ends the exact MTPP MIP with "MIP solver claims
+    optimality, but with ... primal infeasibilities" and a Solve error (HiGHS issues 2782,
+    2808); the adapter solves it again with a tighter feasibility tolerance."""
+    nodes = (Node("v0", (Work(12.0),), out=5e7), Node("v1", (Work(0.0),), comm=2.0),
+             Node("v2", (Work(6.0),), comm=2.0), Node("v3", (Work(10.0),)))
+    return Spec(Graph("g", nodes, ((0, 2), (1, 3), (2, 3))), Platform((DeviceClass("stage", 4, link=1e10),)),
+                Objective("bottleneck"), Constraints(acyclic=True, memory="hard"))
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(mtpp_specs(max_nodes=6, max_k=4))
 @example(_highs_one_tolerance_low())
+@example(_highs_solve_error())
 def test_every_relaxation_is_below_the_optimum_and_they_are_ordered(spec: Spec) -> None:
     brute = solve(spec, method="brute", gap=0.0)
     assume(brute.status.value == "optimal")
