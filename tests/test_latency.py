@@ -212,6 +212,28 @@ def test_path_bound_with_side_nodes_is_below_the_brute_force_optimum(spec: Spec)
     assert pb <= opt + 1e-9
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(latency_specs(max_nodes=6))
+def test_reference_order_dp_returns_an_optimal_max_load_split(spec: Spec) -> None:
+    """The paper's code's order only picks among optimal splits: its max load equals the
+    optimum of our DP over ideals on the same (contiguous) max-load twin."""
+    from partdsl.kernels import reference_dp
+    from partdsl.kernels.ideal_dp import ideal_split
+    from partdsl.kernels.latency_greedy import bottleneck_twin
+
+    spec = replace(spec, constraints=replace(spec.constraints, contiguous=True))
+    twin = bottleneck_twin(spec)
+    value, arr, _ = ideal_split(twin)
+    try:
+        dev = reference_dp.split(spec, value if math.isfinite(value) else 1e29)
+    except reference_dp.NotApplicable:
+        assume(False)
+    if not math.isfinite(value):
+        return
+    ev = evaluate(twin, dev)
+    assert ev.feasible and ev.objective == pytest.approx(value, rel=1e-9, abs=1e-9)
+
+
 def test_ip_with_h_at_the_optimum_reports_the_optimum() -> None:
     """Found by the test above: with H a hair above the optimum (1 + 2e-6), HiGHS 1.16's
     presolve fixed T at H and called 1.000002 optimal and a dual bound for a 1.0 optimum."""
@@ -277,8 +299,12 @@ def test_fill_reproduces_the_published_greedy(data_dir: Path, tmp_path: Path, na
     assert round(r.objective, 2) == pytest.approx(GREEDY[name], abs=0.006)
 
 
-def test_maxload_dp_reproduces_the_published_bert_and_gnmt_values(data_dir: Path, tmp_path: Path) -> None:
-    for name, published in (("bert24_inference", 108.03), ("gnmt_inference", 244.33)):
+def test_maxload_dp_reproduces_the_published_values(data_dir: Path, tmp_path: Path) -> None:
+    """BERT-24 and ResNet50 by the paper's code's order among optimal splits
+    (kernels/reference_dp.py), GNMT by DPL as the paper's code falls back to. InceptionV3
+    (1621.74) is not reproduced: its 36,596 ideals are beyond that kernel."""
+    for name, published in (("bert24_inference", 108.03), ("resnet50_inference", 1443.79),
+                            ("gnmt_inference", 244.33)):
         r = solve(_spec(data_dir, tmp_path, name), method="maxload_dp")
         assert round(r.objective, 2) == pytest.approx(published, abs=0.006)
 
