@@ -6,8 +6,8 @@ latency it published, is decided by the order it visits them in. This kernel fol
 order (our own DP, kernels/ideal_dp.py, orders ideals by cost and returns another split):
 
 - units: colocation classes, then strongly connected classes fused, then each unit with
-  no work and a single incident edge merged into its neighbour, one at a time, in node
-  order (units are numbered by first appearance);
+  no work and a single incident edge merged into its neighbour (when that loses nothing),
+  one at a time, in node order (units are numbered by first appearance);
 - ideals numbered as a depth-first growth from the empty set finds them (adding units in
   number order), each ideal remembering the ideals it was grown from;
 - sub-ideals of an ideal visited depth first from the ideal itself over those links;
@@ -67,8 +67,18 @@ def units(spec: Spec, acc: int, cpu: int) -> tuple[np.ndarray, int]:
         for a, b in pairs:
             nbrs[a].append(b)
             nbrs[b].append(a)
+        # classes each unit may run on, and its memory: a leaf joins only a neighbour whose
+        # classes it may run on, only without memory and only with no work at all, so no
+        # optimal split is lost (the paper's code merges below 1e-6 of work, regardless of
+        # classes and memory; its files never notice)
+        ok = np.zeros((k, 2), dtype=bool)
+        for col, c in enumerate((acc, cpu)):
+            bad = np.bincount(L, weights=~d.allowed[:, d.dev_class == c].any(axis=1), minlength=k)
+            ok[:, col] = bad == 0
+        size = np.bincount(L, weights=d.params, minlength=k)
         order = list(dict.fromkeys(lab))
-        leaf = next((x for x in order if cpu_t[x] < 1e-6 and acc_t[x] < 1e-6 and len(nbrs[x]) == 1), None)
+        leaf = next((x for x in order if cpu_t[x] == 0 and acc_t[x] == 0 and len(nbrs[x]) == 1
+                     and size[x] == 0 and (ok[x] | ~ok[nbrs[x][0]]).all()), None)
         if leaf is None:
             return L, k
         lab = _relabel([nbrs[leaf][0] if x == leaf else x for x in lab])
@@ -179,6 +189,8 @@ def split(spec: Spec, bound: float, limit_ideals: int = IDEAL_LIMIT) -> np.ndarr
             cur[0] = 0.0
             dp[c, f] = cur
     full = int(np.flatnonzero(member.all(axis=1))[0]) if NI else 0
+    if NI and dp[C, F][full] >= INF / 2:  # no chain of contiguous sets, one per device, fits
+        raise NotApplicable("no split with one contiguous set per device")
     dev = np.full(d.n, -1, dtype=np.int64)
     acc_devs = np.flatnonzero(d.dev_class == acc)
     cpu_devs = np.flatnonzero(d.dev_class == cpu) if hosts else np.zeros(0, np.int64)
