@@ -169,16 +169,18 @@ def test_contiguous_exact_is_certified_by_the_non_contiguous_relaxation(data_dir
 
 def test_a_mip_stopped_by_the_time_limit_keeps_its_dual_bound(data_dir: Path, tmp_path: Path) -> None:
     """Regression: the MIP's last incumbent and dual bound arrive just after the deadline,
-    and solve() used to drop both, reporting the cheap bound (13.20 here) instead of
-    HiGHS's root bound (about 15.26 within a second on this machine)."""
+    and solve() used to drop both, reporting the cheap bound (26.08 here) instead of
+    HiGHS's bound (29.94 after 3 s on this machine). GNMT, not BERT-24: HiGHS 1.16 proves
+    BERT-24's optimum in about 3 s on an idle machine, so that test depended on the load;
+    GNMT takes it a minute or two."""
     from partdsl.solvers.bounds import bound
 
-    spec = parse_file(converted(data_dir / "throughput" / "bert24_inference.json", tmp_path, split="any"))
-    r = solve(spec, method="exact", time_limit=3, gap=0.0, options={"heuristics": 0})
+    spec = parse_file(converted(data_dir / "throughput" / "gnmt_inference.json", tmp_path, split="any"))
+    r = solve(spec, method="exact", time_limit=5, gap=0.0, options={"heuristics": 0})
     assert r.stopped == "time limit" and r.status.value == "feasible"
     assert any("HiGHS dual bound (Time limit reached)" in ln for ln in r.log)
     assert r.bound > bound(spec) + 1.0
-    assert r.bound <= NON_CONTIGUOUS_IP["bert24_inference"] + 0.005
+    assert r.bound <= NON_CONTIGUOUS_IP["gnmt_inference"] + 0.005
 
 
 def test_scip_keeps_the_time_limit_and_reports_no_placeholder_bound(data_dir: Path, tmp_path: Path) -> None:
