@@ -47,29 +47,32 @@ RETRY_TOLERANCE = 1e-7
 def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
                 threads: int | None = None, start: np.ndarray | None = None,
                 progress: Callable[[str], None] | None = None) -> MipOutcome:
-    def attempt(tolerance: float | None) -> MipOutcome:
-        return checked("HiGHS", lambda limit, use_start: _run(mip, limit, gap, threads, start if use_start else None,
-                                                              progress, tolerance),
-                       lambda o: float(mip.c @ o.x) if o.x is not None else None, time_limit, start is not None,
-                       progress)
-
-    t0 = time.monotonic()
     with captured_stdout() as printed:
-        try:
-            out = attempt(None)
-        except NativeSolverError as e:
-            if CLAIMS_OPTIMALITY not in str(e):
-                raise
-            if time_limit is not None:
-                time_limit = max(time_limit - (time.monotonic() - t0), 0.01)
-            out = attempt(RETRY_TOLERANCE)
-            out = replace(out, log=f"{e}; solved again with mip_feasibility_tolerance {RETRY_TOLERANCE:g}\n" + out.log)
+        out = checked("HiGHS", lambda limit, use_start: _run(mip, limit, gap, threads, start if use_start else None,
+                                                             progress),
+                      lambda o: float(mip.c @ o.x) if o.x is not None else None, time_limit, start is not None,
+                      progress)
     return replace(out, log=printed.text + out.log)
 
 
 def _run(mip: MatrixMIP, time_limit: float | None, gap: float | None, threads: int | None,
-         start: np.ndarray | None, progress: Callable[[str], None] | None,
-         tolerance: float | None = None) -> MipOutcome:
+         start: np.ndarray | None, progress: Callable[[str], None] | None) -> MipOutcome:
+    """One HiGHS run, solved once more with a tighter tolerance, in the time left, when it
+    ends with HiGHS's "claims optimality" Solve error."""
+    t0 = time.monotonic()
+    try:
+        return _run_once(mip, time_limit, gap, threads, start, progress, None)
+    except NativeSolverError as e:
+        if CLAIMS_OPTIMALITY not in str(e):
+            raise
+        left = None if time_limit is None else max(time_limit - (time.monotonic() - t0), 0.01)
+        out = _run_once(mip, left, gap, threads, start, progress, RETRY_TOLERANCE)
+        return replace(out, log=f"{e}; solved again with mip_feasibility_tolerance {RETRY_TOLERANCE:g}\n" + out.log)
+
+
+def _run_once(mip: MatrixMIP, time_limit: float | None, gap: float | None, threads: int | None,
+              start: np.ndarray | None, progress: Callable[[str], None] | None,
+              tolerance: float | None) -> MipOutcome:
     import highspy
 
     h = highspy.Highs()
