@@ -142,7 +142,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     t0 = time.monotonic()
     deadline = t0 + opts.time_limit if opts.time_limit is not None else math.inf
     lb = trivial_bound(spec)
-    if kind == "latency":  # every latency answer gets the path segmentation bound (tens of ms)
+    if kind == "latency":  # every latency answer gets the path segmentation bound (kept per spec)
         from ..kernels.latency_bound import path_bound
 
         lb = max(lb, path_bound(spec, seed=opts.seed or 0, deadline=deadline)[0])
