@@ -15,25 +15,17 @@ from __future__ import annotations
 from typing import Iterator
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from ..core.errors import PartError
 from ..core.ir import Spec
+from .units import colocation_blocks
 
 
 def blocks(spec: Spec) -> list[list[int]]:
     """Colocation components, merged along strongly connected components of the contracted
     graph, in the depth-first topological order."""
     d = spec.dense
-    _, comp = np.unique(d.colo, return_inverse=True)
-    k = int(comp.max()) + 1 if d.n else 0
-    cs, cd = comp[d.src], comp[d.dst]
-    keep = cs != cd
-    g = csr_matrix((np.ones(int(keep.sum())), (cs[keep], cd[keep])), shape=(k, k))
-    _, scc = connected_components(g, directed=True, connection="strong")
-    _, scc = np.unique(scc, return_inverse=True)  # numbered by first member
-    blk = scc[comp]
+    blk = colocation_blocks(d)
     b = int(blk.max()) + 1 if d.n else 0
     written = np.asarray(spec.graph.written_order, dtype=np.int64)
     edges = np.asarray(spec.graph.edges, dtype=np.int64).reshape(-1, 2)[written]

@@ -27,10 +27,8 @@ import math
 import sys
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
-
 from ..core.ir import Spec
+from .units import colocation_blocks
 
 INF = 1e30
 
@@ -47,21 +45,15 @@ def _relabel(labels: list[int]) -> list[int]:
 def units(spec: Spec, acc: int, cpu: int) -> tuple[np.ndarray, int]:
     """Node -> unit (numbered by first appearance) after the three contractions."""
     d = spec.dense
-    lab = _relabel(d.colo.tolist())
-    while True:  # fuse strongly connected classes
-        k = max(lab) + 1 if lab else 0
-        L = np.asarray(lab)
-        cross = L[d.src] != L[d.dst]
-        g = csr_matrix((np.ones(int(cross.sum())), (L[d.src][cross], L[d.dst][cross])), shape=(k, k))
-        nc, scc = connected_components(g, directed=True, connection="strong")
-        if nc == k:
-            break
-        lab = _relabel(scc[L].tolist())
+    lab = _relabel(colocation_blocks(d).tolist())
+    node_ok = [d.allowed[:, d.dev_class == c].any(axis=1) for c in (acc, cpu)]
+    cpu_w = np.where(np.isfinite(d.work[:, cpu]), d.work[:, cpu], 0.0)
+    acc_w = np.where(np.isfinite(d.work[:, acc]), d.work[:, acc], 0.0)
     while True:  # merge work-free leaves into their only neighbour, first in node order
         L = np.asarray(lab)
         k = max(lab) + 1
-        cpu_t = np.bincount(L, weights=np.where(np.isfinite(d.work[:, cpu]), d.work[:, cpu], 0.0), minlength=k)
-        acc_t = np.bincount(L, weights=np.where(np.isfinite(d.work[:, acc]), d.work[:, acc], 0.0), minlength=k)
+        cpu_t = np.bincount(L, weights=cpu_w, minlength=k)
+        acc_t = np.bincount(L, weights=acc_w, minlength=k)
         pairs = {(int(a), int(b)) for a, b in zip(L[d.src], L[d.dst]) if a != b}
         nbrs: list[list[int]] = [[] for _ in range(k)]
         for a, b in pairs:
@@ -71,10 +63,7 @@ def units(spec: Spec, acc: int, cpu: int) -> tuple[np.ndarray, int]:
         # classes it may run on, only without memory and only with no work at all, so no
         # optimal split is lost (the paper's code merges below 1e-6 of work, regardless of
         # classes and memory; its files never notice)
-        ok = np.zeros((k, 2), dtype=bool)
-        for col, c in enumerate((acc, cpu)):
-            bad = np.bincount(L, weights=~d.allowed[:, d.dev_class == c].any(axis=1), minlength=k)
-            ok[:, col] = bad == 0
+        ok = np.stack([np.bincount(L, weights=~m, minlength=k) == 0 for m in node_ok], axis=1)
         size = np.bincount(L, weights=d.params, minlength=k)
         order = list(dict.fromkeys(lab))
         leaf = next((x for x in order if cpu_t[x] == 0 and acc_t[x] == 0 and len(nbrs[x]) == 1
@@ -150,21 +139,17 @@ def split(spec: Spec, bound: float, limit_ideals: int = IDEAL_LIMIT) -> np.ndarr
     ideals, parents = grow_ideals(n, preds, limit_ideals)
     NI = len(ideals)
     member = np.array([[(I >> v) & 1 for v in range(n)] for I in ideals], dtype=bool) if NI else np.zeros((0, n), bool)
-    cpu_sum = (member @ np.minimum(u_cpu, INF)).tolist()
-    acc_sum = member @ u_acc
-    size_sum = member @ u_size
+    cpu_sum, acc_sum, size_sum = ((member @ u).tolist() for u in (u_cpu, u_acc, u_size))
     # sub-ideals of each ideal, depth first from itself, left out where neither a CPU (its
     # time > B) nor an accelerator (time > B, or memory exceeded) can take the difference:
     # both only grow further down, so everything below is left out too
-    acc_reach = acc_sum.tolist()
-    size_l = size_sum.tolist()
     pi, pj = [], []
     for i in range(NI):
         stack, seen = [i], {i}
-        ci, ai, si = cpu_sum[i], acc_reach[i], size_l[i]
+        ci, ai, si = cpu_sum[i], acc_sum[i], size_sum[i]
         while stack:
             s = stack.pop()
-            if ci - cpu_sum[s] > B and (ai - acc_reach[s] > B or si - size_l[s] > cap * (1 + 1e-12)):
+            if ci - cpu_sum[s] > B and (ai - acc_sum[s] > B or si - size_sum[s] > cap * (1 + 1e-12)):
                 continue
             pi.append(i)
             pj.append(s)
@@ -201,7 +186,7 @@ def split(spec: Spec, bound: float, limit_ideals: int = IDEAL_LIMIT) -> np.ndarr
         s, e = seg.get(i, (0, 0))
         choice = None
         for on_acc, prev, costs in ((False, dp.get((c - 1, f)), c_cpu), (True, dp.get((c, f - 1)), c_acc)):
-            if prev is None or (on_acc and f == 0) or (not on_acc and c == 0):
+            if prev is None:  # no CPU (c = 0) or no accelerator (f = 0) left
                 continue
             if prev[i] == target:
                 choice = (on_acc, i)

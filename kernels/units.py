@@ -64,6 +64,18 @@ def memory_can_bind(dense: Dense, mode: str) -> bool:
     return bool(len(cap)) and dense.params.sum() > cap.min()
 
 
+def colocation_blocks(dense: Dense) -> np.ndarray:
+    """[n] colocation components merged along the strongly connected components of the
+    graph they contract to (every edge), labelled by scipy's component numbers."""
+    _, comp = np.unique(dense.colo, return_inverse=True)
+    k = int(comp.max()) + 1 if dense.n else 0
+    cs, cd = comp[dense.src], comp[dense.dst]
+    keep = cs != cd
+    g = coo_matrix((np.ones(int(keep.sum())), (cs[keep], cd[keep])), shape=(k, k)).tocsr()
+    _, scc = connected_components(g, directed=True, connection="strong")
+    return scc[comp].astype(np.int64)
+
+
 def contract(dense: Dense, absorb: list[tuple[int, int]] | None = None) -> Units:
     """Units over the colocation components, plus any (pred, sink) pairs in `absorb`."""
     n = dense.n
