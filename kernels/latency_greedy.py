@@ -123,7 +123,7 @@ def maxload_dp(spec: Spec, seed: int = 0, deadline: float = float("inf"), progre
     inc, arr = best_split(twin, seed, deadline)
     if np.isfinite(inc):  # the paper's code's own order among equally good splits, where it is cheap
         try:
-            dev = reference_dp.split(spec, inc)
+            dev = reference_dp.split(spec, inc, deadline=deadline, progress=progress)
             how = "max-load DP in the paper's code's order (Tarnawski sec. 5.1.1)"
             yield Progress(f"{how}: max load {evaluate(twin, dev).objective:.6g}")
             yield how, dev

@@ -352,14 +352,17 @@ def test_fill_reproduces_the_published_greedy(data_dir: Path, tmp_path: Path, na
     assert round(r.objective, 2) == pytest.approx(GREEDY[name], abs=0.006)
 
 
-def test_maxload_dp_reproduces_the_published_values(data_dir: Path, tmp_path: Path) -> None:
-    """BERT-24 and ResNet50 by the paper's code's order among optimal splits
-    (kernels/reference_dp.py), GNMT by DPL as the paper's code falls back to. InceptionV3
-    (1621.74) is not reproduced: its 36,596 ideals are beyond that kernel."""
-    for name, published in (("bert24_inference", 108.03), ("resnet50_inference", 1443.79),
-                            ("gnmt_inference", 244.33)):
-        r = solve(_spec(data_dir, tmp_path, name), method="maxload_dp")
-        assert round(r.objective, 2) == pytest.approx(published, abs=0.006)
+@pytest.mark.parametrize("name, published", [("bert24_inference", 108.03), ("resnet50_inference", 1443.79),
+                                               ("gnmt_inference", 244.33), ("inceptionv3_inference", 1621.74)])
+def test_maxload_dp_reproduces_the_published_values(data_dir: Path, tmp_path: Path, name: str,
+                                                    published: float) -> None:
+    """BERT-24, ResNet50 and InceptionV3 by the paper's code's order among optimal splits
+    (kernels/reference_dp.py; InceptionV3's split depends on the code's hash-map order of
+    units and takes about 30 s), GNMT by DPL, as the paper's code falls back to above its
+    60,000 ideals."""
+    spec = _spec(data_dir, tmp_path, name)
+    r = solve(spec, method="maxload_dp")
+    assert round(r.objective, 2) == pytest.approx(published, abs=0.006)
 
 
 # the issue's targets: beat the hour-long Gurobi runs on ResNet50 and InceptionV3 with a
