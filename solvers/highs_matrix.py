@@ -57,22 +57,34 @@ def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | No
 
 def _run(mip: MatrixMIP, time_limit: float | None, gap: float | None, threads: int | None,
          start: np.ndarray | None, progress: Callable[[str], None] | None) -> MipOutcome:
-    """One HiGHS run, solved once more with a tighter tolerance, in the time left, when it
-    ends with HiGHS's "claims optimality" Solve error."""
+    """One HiGHS run, checked where HiGHS is known to be wrong, each time solved once more
+    in the time left: its "claims optimality" Solve error, with a tighter feasibility
+    tolerance; an "infeasible" verdict, with presolve off, since its MIP presolve has
+    declared feasible models infeasible (HiGHS issues 1958, 2388, 3090; 1.16 on a latency
+    IP with a 1e-6 work, tests/test_latency.py) and only an agreeing second run is kept."""
     t0 = time.monotonic()
+
+    def left() -> float | None:
+        return None if time_limit is None else max(time_limit - (time.monotonic() - t0), 0.01)
+
     try:
-        return _run_once(mip, time_limit, gap, threads, start, progress, None)
+        out = _run_once(mip, time_limit, gap, threads, start, progress, {})
     except NativeSolverError as e:
         if CLAIMS_OPTIMALITY not in str(e):
             raise
-        left = None if time_limit is None else max(time_limit - (time.monotonic() - t0), 0.01)
-        out = _run_once(mip, left, gap, threads, start, progress, RETRY_TOLERANCE)
+        out = _run_once(mip, left(), gap, threads, start, progress, {"mip_feasibility_tolerance": RETRY_TOLERANCE})
         return replace(out, log=f"{e}; solved again with mip_feasibility_tolerance {RETRY_TOLERANCE:g}\n" + out.log)
+    if out.status != "infeasible" or not mip.integer.any():
+        return out
+    again = _run_once(mip, left(), gap, threads, start, progress, {"presolve": "off"})
+    note = "HiGHS said infeasible; solved again with presolve off: " + (
+        "infeasible too" if again.status == "infeasible" else f"{again.status} ({again.why})")
+    return replace(again, log=out.log + "\n" + note + "\n" + again.log)
 
 
 def _run_once(mip: MatrixMIP, time_limit: float | None, gap: float | None, threads: int | None,
               start: np.ndarray | None, progress: Callable[[str], None] | None,
-              tolerance: float | None) -> MipOutcome:
+              options: dict[str, float | str]) -> MipOutcome:
     import highspy
 
     h = highspy.Highs()
@@ -88,8 +100,8 @@ def _run_once(mip: MatrixMIP, time_limit: float | None, gap: float | None, threa
     h.setOptionValue("mip_abs_gap", 0.0)
     if threads is not None:
         h.setOptionValue("threads", int(threads))
-    if tolerance is not None:
-        h.setOptionValue("mip_feasibility_tolerance", float(tolerance))
+    for name, value in options.items():
+        h.setOptionValue(name, value)
     pass_model(h, mip)
     if start is not None:
         sol = highspy.HighsSolution()

@@ -13,6 +13,7 @@ import io
 import math
 import shutil
 import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -79,7 +80,9 @@ def _solve(model: pyo.ConcreteModel, solver: str, time_limit: float | None, gap:
 
 
 def _appsi(model: pyo.ConcreteModel, limit: float | None, rel: float, threads: int | None,
-           warm: bool, log: Path) -> MipOutcome:
+           warm: bool, log: Path, presolve: bool = True) -> MipOutcome:
+    """HiGHS through appsi. An "infeasible" MIP verdict is checked as on the matrix path
+    (solvers/highs_matrix._run): solved again with presolve off, and only kept if that agrees."""
     from pyomo.contrib.appsi.base import TerminationCondition as TC
     from pyomo.contrib.appsi.solvers import Highs
 
@@ -90,11 +93,21 @@ def _appsi(model: pyo.ConcreteModel, limit: float | None, rel: float, threads: i
     opt.config.logfile = str(log)
     if limit is not None:
         opt.config.time_limit = limit
-    opt.highs_options = {"mip_abs_gap": 0.0, **({"threads": int(threads)} if threads else {})}
+    opt.highs_options = {"mip_abs_gap": 0.0, **({"threads": int(threads)} if threads else {}),
+                         **({} if presolve else {"presolve": "off"})}
     fit_scheduler(threads or None)  # the same process-wide HiGHS scheduler as the matrix path
+    t0 = time.monotonic()
     with solver_call():
         res = opt.solve(model)
     tc = res.termination_condition
+    if tc == TC.infeasible and presolve and any(v.is_integer() or v.is_binary() for v in
+                                                model.component_data_objects(pyo.Var, active=True)):
+        first = _read(log)
+        rest = None if limit is None else max(limit - (time.monotonic() - t0), 0.01)
+        again = _appsi(model, rest, rel, threads, warm, log, presolve=False)
+        note = "HiGHS said infeasible; solved again with presolve off: " + (
+            "infeasible too" if again.status == "infeasible" else f"{again.status} ({again.why})")
+        return replace(again, log=first + "\n" + note + "\n" + again.log)
     has = res.best_feasible_objective is not None
     if has:
         res.solution_loader.load_vars()
