@@ -68,14 +68,28 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from ..core.assignment import read_partition, subgraph_map
+    from ..core.assignment import parse_partition, read_json, subgraph_map
+    from ..core.errors import PartError
     from ..core.evaluate import evaluate
+    from ..core.schedule import evaluate_schedule
+    from ..core.schedule import from_json as schedule_from_json
     from .report import evaluation_report
 
     spec = _load(args)
-    arr, sub = read_partition(spec, args.partition)
+    data = read_json(args.partition)
+    if isinstance(data, dict) and "schedule" in data and data["schedule"] is not None:  # DiviML: pieces and starts
+        if not spec.objective.scheduled:
+            raise PartError(f"{args.partition} holds a schedule, but the spec's objective is {spec.objective.kind}",
+                            None, "schedules are scored under `minimize latency by tasks` or `maximize throughput`")
+        ev = evaluate_schedule(spec, schedule_from_json(spec, data["schedule"], f"{args.partition}: schedule"))
+        doc = ev.to_json() | {"schedule": ev.schedule.to_json(spec)}
+        _emit(args, doc, evaluation_report(spec, ev, ev.schedule.node_devices(spec.dense.n)))
+        return EXIT_INFEASIBLE if (args.strict and not ev.feasible) else EXIT_OK
+    arr, sub = parse_partition(spec, data, str(args.partition))
     ev = evaluate(spec, arr, sub)
     doc = ev.to_json()
+    if ev.schedule is not None:
+        doc["schedule"] = ev.schedule.to_json(spec)
     if ev.subgraph is not None and spec.constraints.subgraphs > 1:
         doc["subgraphs"] = subgraph_map(spec, arr, ev.subgraph)
     _emit(args, doc, evaluation_report(spec, ev, arr))
@@ -121,8 +135,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
     def one(spec):  # type: ignore[no-untyped-def]
         obj, text, code, row, r = _solve_one(spec, args)
-        if args.output and obj.get("assignment") is not None and not args.sweeping:
-            Path(args.output).write_text(json.dumps({"assignment": obj["assignment"]}, indent=1) + "\n")
+        if args.output and not args.sweeping and (obj.get("assignment") is not None or obj.get("schedule")):
+            keep = {k: obj[k] for k in ("assignment", "schedule") if obj.get(k) is not None}
+            Path(args.output).write_text(json.dumps(keep, indent=1) + "\n")
         if args.solver_log:  # a sweep appends one part per point
             with open(args.solver_log, "a") as f:
                 f.write((f"#### {args.point}\n" if args.sweeping else "")
@@ -258,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gap", type=float, metavar="FRACTION", help="stop when the gap is at most this")
     p.add_argument("--seed", type=int, metavar="N")
     p.add_argument("--threads", type=int, metavar="N")
-    p.add_argument("--output", "-o", metavar="FILE", help="also write the assignment as JSON")
+    p.add_argument("--output", "-o", metavar="FILE", help="also write the assignment (and, for DiviML objectives, the schedule) as JSON")
     p.add_argument("--solver-log", metavar="FILE", help="write the MIP solvers' own logs (method exact)")
     p.add_argument("--progress", action="store_true", help="progress on stderr even when not a terminal")
     p.set_defaults(func=cmd_solve)

@@ -41,8 +41,10 @@ def objective_name(spec: Spec) -> str:
         extra += [f"overlap {o.overlap}"] if o.overlap else []
         return "bottleneck (max device load)" + (f", {', '.join(extra)}" if extra else "")
     if o.kind == "latency":
-        return "latency (single stream)"
-    return f"batched throughput, batch {o.batch}"
+        return "latency (single stream, subgraph invocations)"
+    if o.kind == "task_latency":
+        return "latency (single stream, tasks scheduled on devices)"
+    return f"batched throughput, batch {o.batch}" + (f", split in {o.split}" if o.split > 1 else "")
 
 
 def describe(spec: Spec, bound: float) -> str:
@@ -84,8 +86,11 @@ def describe(spec: Spec, bound: float) -> str:
 def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str:
     d = spec.dense
     counts = np.bincount(assignment[assignment >= 0], minlength=d.D)
+    if ev.schedule is not None:  # nodes with a piece on each device
+        counts = np.bincount(list({(p.node, p.device): p.device for p in ev.schedule.pieces}.values()),
+                             minlength=d.D)
     rows = []
-    kind = spec.objective.kind
+    kind = "throughput" if spec.objective.scheduled else spec.objective.kind
     for j, dev in enumerate(d.devices):
         p = ev.parts.get(dev, {})
         if kind == "throughput":
@@ -127,8 +132,9 @@ def result_report(spec: Spec, r: Result) -> str:
              f"time       {r.wall_time_s:.3f} s"]
     notes = [ln.strip() for ln in r.log if any(w in ln for w in ("proven bound", "not a proof", "not used by"))]
     lines += [f"note       {n.split('  ', 1)[-1].strip()}" for n in notes]
-    if r.evaluation is not None and r.assignment is not None:
-        arr = np.array([spec.platform.devices.index(r.assignment[nm]) for nm in spec.dense.names])
+    if r.evaluation is not None and (r.assignment is not None or r.evaluation.schedule is not None):
+        arr = (np.array([spec.platform.devices.index(r.assignment[nm]) for nm in spec.dense.names])
+               if r.assignment is not None else np.full(spec.dense.n, -1))
         lines += ["", evaluation_report(spec, r.evaluation, arr)]
     return "\n".join(lines)
 

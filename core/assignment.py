@@ -123,12 +123,15 @@ def read_assignment(spec: Spec, path: str | Path) -> np.ndarray:
     return read_partition(spec, path)[0]
 
 
-def read_partition(spec: Spec, path: str | Path) -> tuple[np.ndarray, np.ndarray | None]:
+def read_json(path: str | Path) -> Any:
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        return json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PartError(f"no such file: {p}", None) from None
     except json.JSONDecodeError as e:
         raise PartError(f"{p} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})", None) from None
-    return parse_partition(spec, data, str(p))
+
+
+def read_partition(spec: Spec, path: str | Path) -> tuple[np.ndarray, np.ndarray | None]:
+    return parse_partition(spec, read_json(path), str(path))

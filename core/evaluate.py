@@ -16,10 +16,9 @@ Cost semantics
   all its inputs are in host memory; host nodes run as soon as their inputs are ready
   (the paper assumes at least as many CPU cores as the graph is wide). A cycle among
   device subgraphs deadlocks (infinite latency, reported as a violation).
-- Batched throughput (DiviML sec. III): the whole batch of L samples of each node runs on
-  its device in sub-batches of supported sizes; devices run one node at a time, in
-  topological order (list scheduling); tensors cross a direct link at its bandwidth, else
-  through host memory; throughput = L / makespan (samples/s), maximized.
+- Batched throughput and latency by tasks (DiviML sec. III-IV): scored on a schedule
+  (core/schedule.py); an assignment runs each node's L samples on its device in the
+  batch sizes that are fastest there, list-scheduled in topological order.
 """
 from __future__ import annotations
 
@@ -30,6 +29,7 @@ import numpy as np
 from . import latency
 from .dense import INF, Dense, adjacency, topological_order, work_time
 from .ir import Spec
+from .schedule import Schedule, evaluate_schedule, whole_batches
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class Evaluation:
     parts: dict[str, dict[str, float]] = field(default_factory=dict)  # device -> compute/in/out/overflow/fw/bw/memory
     violations: tuple[Violation, ...] = ()
     subgraph: np.ndarray | None = field(default=None, compare=False)  # latency: each node's subgraph number
+    schedule: Schedule | None = field(default=None, compare=False)  # scheduled objectives: the timed schedule
 
     @property
     def feasible(self) -> bool:
@@ -385,82 +386,26 @@ def link_table(spec: Spec) -> dict[tuple[int, int], float]:
     return table
 
 
-def batch_time(spec: Spec, node_i: int, cls_i: int, L: int) -> float:
-    """Fastest way to run L samples of a node on one device of a class, in sub-batches of
-    the class's supported sizes (any size if none are declared)."""
-    k = spec.platform.classes[cls_i]
-    node = spec.graph.nodes[node_i]
-    if not k.batches:
-        return work_time(node, k.name, k.speed, L)
-    best = [0.0] + [INF] * L
-    for x in range(1, L + 1):
-        for b in k.batches:
-            if b <= x:
-                best[x] = min(best[x], best[x - b] + work_time(node, k.name, k.speed, b))
-    return best[L]
-
-
-def _throughput(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict, dict, list[Violation]]:
-    L = spec.objective.batch
-    cls = dense.dev_class[dev]
-    links = link_table(spec)
-    preds = dense.preds
-    finish = np.zeros(dense.n)
-    free = np.zeros(dense.D)
-    busy = np.zeros(dense.D)
-    bad: list[str] = []
-    for v in dense.topo.tolist():
-        d = dev[v]
-        t = batch_time(spec, v, cls[v], L)
-        if not np.isfinite(t) and np.isfinite(dense.work[v, cls[v]]):
-            bad.append(dense.names[v])
-        ready = 0.0
-        for u in preds[v]:
-            du = dev[u]
-            if du == d:
-                x = 0.0
-            elif (du, d) in links:
-                x = dense.out_bytes[u] * L / links[(du, d)] * 1e3
-            else:
-                x = (dense.comm[u, cls[u]] + dense.comm[u, cls[v]]) * L
-            ready = max(ready, finish[u] + x)
-        start = max(ready, free[d])
-        finish[v] = start + t
-        free[d] = finish[v]
-        busy[d] += t
-    makespan = float(finish.max()) if dense.n else 0.0
-    value = L / makespan * 1e3 if makespan > 0 else (INF if np.isfinite(makespan) else 0.0)
-    if not np.isfinite(makespan):
-        value = 0.0
-    parts = {d: {"busy": busy[j], "finish": free[j]} for j, d in enumerate(dense.devices)}
-    viol = []
-    if bad:
-        viol.append(Violation("batch", f"batch {L} cannot be split into supported sizes for "
-                              f"{_short(tuple(bad))}", tuple(bad)))
-    return value, {d: float(x) for d, x in zip(dense.devices, busy)}, parts, viol
-
-
 def evaluate(spec: Spec, assignment: np.ndarray, subgraph: np.ndarray | None = None) -> Evaluation:
     """Score an assignment (int array: node index -> device index, -1 = unassigned). Under
     latency, `subgraph` numbers each accelerator node's subgraph (core/latency.py); without
     it they are derived."""
     dense = spec.dense
     dev = np.asarray(assignment, dtype=np.int64)
+    if spec.objective.scheduled and not (dev < 0).any():  # DiviML: the assignment's list schedule
+        return evaluate_schedule(spec, whole_batches(spec, dev))
     sub = units = None
     if spec.objective.kind == "latency" and not (dev < 0).any():
         sub = latency.resolve(dense, dev, subgraph, spec.constraints.subgraphs)
         units = latency.units(dense, dev, sub)
     viol = violations(spec, dense, dev, units)
     if viol and viol[0].kind == "unassigned":
-        return Evaluation(INF, spec.objective.sense, _unit(spec), {}, {}, tuple(viol))
-    kind = spec.objective.kind
-    if kind == "bottleneck":
+        worst = 0.0 if spec.objective.sense == "max" else INF
+        return Evaluation(worst, spec.objective.sense, _unit(spec), {}, {}, tuple(viol))
+    if spec.objective.kind == "bottleneck":
         value, loads, parts = _bottleneck(spec, dense, dev)
-    elif kind == "latency":
-        value, loads, parts, extra = _latency(spec, dense, dev, units)
-        viol += extra
     else:
-        value, loads, parts, extra = _throughput(spec, dense, dev)
+        value, loads, parts, extra = _latency(spec, dense, dev, units)
         viol += extra
     used = memory_used(dense, dev)
     for j, d in enumerate(dense.devices):

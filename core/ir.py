@@ -133,7 +133,8 @@ class Platform:
         return {c.name: i for i, c in enumerate(self.classes)}
 
 
-OBJECTIVES = ("bottleneck", "latency", "throughput")
+OBJECTIVES = ("bottleneck", "latency", "task_latency", "throughput")
+SCHEDULED = ("task_latency", "throughput")  # objectives scored on a schedule (DiviML, core/schedule.py)
 
 
 @dataclass(frozen=True)
@@ -141,14 +142,24 @@ class Objective:
     """bottleneck: pipelined max load (Archer MTPP / Tarnawski max-load), with optional
     training form (pipedream: max FW+BW; gpipe: max FW + max BW) and overlap of transfers
     with compute (Tarnawski App. C.1: simplex = max(compute, comm), duplex = max(in,
-    compute, out)). latency: single stream (Tarnawski sec. 4). throughput: batched
-    (DiviML sec. III), maximized."""
+    compute, out)). latency (`minimize latency`, or `by subgraphs`): single stream, each
+    accelerator runs its subgraphs as invocations (Tarnawski sec. 4). task_latency
+    (`minimize latency by tasks`): single stream, each device runs its tasks one at a
+    time in the schedule's order (DiviML sec. III-IV, L = 1). throughput: a batch of
+    `batch` inputs, each node's samples split over devices in pieces of whole multiples
+    of batch / `split` (DiviML sec. III; the paper splits in quarters), maximized."""
 
     kind: str = "bottleneck"
     training: str | None = None
     overlap: str | None = None
     batch: int = 1
+    split: int = 1
     span: Span | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def scheduled(self) -> bool:
+        """Scored on a schedule of pieces with start times (core/schedule.py)."""
+        return self.kind in SCHEDULED
 
     @property
     def sense(self) -> str:

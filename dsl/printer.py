@@ -62,8 +62,10 @@ def _device(k: DeviceClass) -> str:
 def _objective(o: Objective) -> str:
     if o.kind == "latency":
         return "minimize latency"
+    if o.kind == "task_latency":
+        return "minimize latency by tasks"
     if o.kind == "throughput":
-        return f"maximize throughput batch {o.batch}"
+        return f"maximize throughput batch {o.batch}" + (f" split {o.split}" if o.split != 1 else "")
     s = "minimize bottleneck"
     if o.training:
         s += f" training {o.training}"

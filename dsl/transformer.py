@@ -342,12 +342,23 @@ class ToIR(Transformer):
 
     @v_args(meta=True)
     def min_latency(self, meta: Any, ch: list) -> Objective:
-        return Objective("latency", span=self.span(meta))
+        by = str(ch[0]) if ch else "subgraphs"
+        return Objective("task_latency" if by == "tasks" else "latency", span=self.span(meta))
 
     @v_args(meta=True)
     def max_throughput(self, meta: Any, ch: list) -> Objective:
         batch = self.need_batch(ch[0]) if ch else 1
-        return Objective("throughput", batch=batch, span=self.span(meta))
+        split = ch[1] if len(ch) > 1 else 1
+        if batch % split:
+            raise PartError(f"split {split} does not divide batch {batch}", self.span(meta),
+                            f"pieces are whole multiples of batch / split: use a divisor of {batch}, e.g. "
+                            f"`split {next(k for k in (4, 2, 1) if batch % k == 0)}`")
+        return Objective("throughput", batch=batch, split=split, span=self.span(meta))
+
+    def split(self, ch: list) -> int:
+        k = self.need_int(ch[0], "split", 1)
+        check_count(k, MAX_BATCH, "split is too large", ch[0].span, "pieces of batch / split samples: e.g. `split 4`")
+        return k
 
     # ------------------------------------------------------------------ constraints
     def acyclic(self, ch: list) -> tuple:

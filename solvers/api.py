@@ -18,6 +18,7 @@ from ..core.assignment import subgraph_map
 from ..core.errors import PartError
 from ..core.evaluate import Evaluation, evaluate
 from ..core.ir import OBJECTIVES, Spec
+from ..core.schedule import Schedule, evaluate_schedule
 from ..kernels import (
     Progress,
     Proven,
@@ -36,7 +37,7 @@ from . import backends, exact, interrupt
 from .bounds import bound as trivial_bound
 from .result import Result, Status, relative_gap
 
-Candidates = Iterator[tuple[str, np.ndarray] | tuple[str, np.ndarray, np.ndarray]]  # label, devices[, subgraphs]
+Candidates = Iterator[tuple[str, np.ndarray] | tuple[str, np.ndarray, np.ndarray] | tuple[str, Schedule]]  # label, devices[, subgraphs] | label, schedule
 
 
 @dataclass(frozen=True)
@@ -183,9 +184,14 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
                 lb = max(lb, item.bound) if spec.objective.sense == "min" else min(lb, item.bound)
                 log.append(f"proven bound {item.bound:.6g}: {item.why}")
                 continue
-            label, dev, sub = item if len(item) == 3 else (*item, None)
             n_cand += 1  # scored even past the deadline: a MIP's last incumbent arrives just after it
-            ev = evaluate(spec, dev, sub)
+            if isinstance(item[1], Schedule):  # a DiviML schedule (pieces, starts): scored as it is
+                label, sched = item
+                ev = evaluate_schedule(spec, sched)
+                dev, sub = sched.node_devices(spec.dense.n), None
+            else:
+                label, dev, sub = item if len(item) == 3 else (*item, None)
+                ev = evaluate(spec, dev, sub)
             if _better(spec, ev, best):
                 best, best_dev, best_label, best_sub = ev, dev, label, ev.subgraph
                 if ev.feasible:
@@ -209,8 +215,12 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
                 stopped = "interrupted"
             elif time.monotonic() > deadline:  # the method itself stopped at the deadline
                 stopped = "time limit"
-            elif m.exhaustive:
+            elif m.exhaustive and not spec.objective.scheduled:
+                # under a schedule objective an assignment's list schedule is one schedule of many
+                # (other orders on a device, other batchings, data-parallel splits): no proof
                 stopped = "exhausted"
+            elif m.exhaustive:
+                log.append("every assignment tried, but list-scheduled: not a proof for a schedule objective")
     except (KeyboardInterrupt, SystemError) as e:  # Ctrl-C in a kernel: keep the best candidate so far
         if not interrupt.is_ctrl_c(e):
             raise
@@ -232,9 +242,12 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     g = relative_gap(value, lb)
     # near zero a relative gap means nothing: ABS_TOL absolute is the solvers' tolerance
     status = Status.OPTIMAL if g <= rel or abs(value - lb) <= ABS_TOL else Status.FEASIBLE
-    assignment = {spec.dense.names[i]: spec.dense.devices[j] for i, j in enumerate(best_dev.tolist())}
+    # a node whose samples run on several devices has no one device: the schedule says where
+    assignment = None if (best_dev < 0).any() else {
+        spec.dense.names[i]: spec.dense.devices[j] for i, j in enumerate(best_dev.tolist())}
     log.append(f"best: {best_label}")
     subgraphs = subgraph_map(spec, best_dev, best_sub) if spec.constraints.subgraphs > 1 else None
+    schedule = best.schedule.to_json(spec) if best.schedule is not None else None
     return Result(status, name, solver_name, value, lb, g, sense, unit, wall,
-                  assignment, best, tuple(log), stopped, "\n".join(solver_logs), subgraphs)
+                  assignment, best, tuple(log), stopped, "\n".join(solver_logs), subgraphs, schedule)
 

@@ -4,15 +4,18 @@ bottleneck: a device's load is at least the compute of its nodes, so OPT >= the 
 colocated component's cheapest compute, and >= total cheapest compute / devices usable.
 latency: OPT >= the critical path with each node at its cheapest allowed time (Tarnawski
 sec. 4: a subgraph's finish includes every node of it on the path).
-throughput: makespan >= critical path and total work / devices at batch L, so
-throughput <= L / that (an upper bound, the objective being maximized).
+throughput and latency by tasks (DiviML schedules, core/schedule.py): every sample passes
+each node in some piece, so the makespan >= the critical path of each node's shortest
+piece; and the devices' busy time >= the cheapest way to run each node's L samples in
+pieces of supported sizes on allowed classes, so makespan >= that total / devices.
+Throughput <= L / that makespan (an upper bound, the objective being maximized).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..core.dense import INF
-from ..core.evaluate import batch_time
+from ..core.dense import work_time
 from ..core.ir import Spec
 from ..kernels.orders import kahn, successors
 
@@ -51,9 +54,37 @@ def bound(spec: Spec) -> float:
         return float(max(per.min(axis=1).max(), _spread(spec, _cheapest(spec, d.work))))
     if kind == "latency":
         return _critical_path(spec, _cheapest(spec, d.work))
+    shortest, least = piece_costs(spec)
+    makespan = max(_critical_path(spec, shortest), _spread(spec, least))
+    if kind == "task_latency":
+        return makespan
     L = spec.objective.batch
-    C = len(spec.platform.classes)
-    tb = np.array([[batch_time(spec, v, c, L) for c in range(C)] for v in range(d.n)]).reshape(d.n, C)
-    w = _cheapest(spec, tb)
-    makespan = max(_critical_path(spec, w), _spread(spec, w))
     return L / makespan * 1e3 if makespan > 0 else INF
+
+
+def piece_costs(spec: Spec) -> tuple[np.ndarray, np.ndarray]:
+    """Per node: the shortest piece on any allowed class and size, and the least total
+    time of pieces covering its L samples (a DP over sample counts)."""
+    d = spec.dense
+    L = spec.objective.batch
+    shortest = np.full(d.n, INF)
+    least = np.full(d.n, INF)
+    classes = [c for c in range(len(spec.platform.classes))]
+    for v, nd in enumerate(spec.graph.nodes):
+        options = []
+        for c in classes:
+            if not d.allowed[v, d.dev_class == c].any():
+                continue
+            k = spec.platform.classes[c]
+            for b in (k.batches or range(1, L + 1)):
+                if b <= L:
+                    options.append((b, work_time(nd, k.name, k.speed, b)))
+        if not options:
+            continue
+        shortest[v] = min(t for _, t in options)
+        best = np.full(L + 1, INF)
+        best[0] = 0.0
+        for x in range(1, L + 1):
+            best[x] = min((best[x - b] + t for b, t in options if b <= x), default=INF)
+        least[v] = best[L]
+    return shortest, least

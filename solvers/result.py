@@ -45,6 +45,7 @@ class Result:
     stopped: str = ""  # why it stopped: "bound reached", "time limit", "interrupted", "all candidates tried"
     solver_log: str = field(default="", repr=False)  # the MIP solvers' own logs, one section per run
     subgraphs: dict[str, int] | None = None  # latency with `subgraphs <= q`: each accelerator node's subgraph
+    schedule: list[dict] | None = None  # scheduled objectives (DiviML): the pieces with their starts, JSON form
 
     @property
     def lower_bound(self) -> float:
@@ -63,5 +64,6 @@ class Result:
                 "wall_time_s": round(self.wall_time_s, 6), "stopped": self.stopped,
                 "assignment": self.assignment,
                 **({"subgraphs": self.subgraphs} if self.subgraphs is not None else {}),
+                **({"schedule": self.schedule} if self.schedule is not None else {}),
                 "loads": {d: _num(v) for d, v in ev.loads.items()} if ev else {},
                 "violations": [v.to_json() for v in ev.violations] if ev else []}

@@ -56,7 +56,7 @@ def graphs(draw, max_nodes: int = 7, training: bool | None = None) -> Graph:
 
 
 @st.composite
-def specs(draw, max_nodes: int = 7, kinds: tuple[str, ...] = ("bottleneck", "latency", "throughput"),
+def specs(draw, max_nodes: int = 7, kinds: tuple[str, ...] = ("bottleneck", "latency", "task_latency", "throughput"),
           max_devices: int = 4) -> Spec:
     g = draw(graphs(max_nodes))
     n_acc = draw(st.integers(1, max(1, max_devices - 1)))
@@ -74,10 +74,11 @@ def specs(draw, max_nodes: int = 7, kinds: tuple[str, ...] = ("bottleneck", "lat
     if kind == "bottleneck":
         training = draw(st.sampled_from([None, "pipedream", "gpipe"])) if g.is_training else None
         obj = Objective("bottleneck", training, draw(st.sampled_from([None, "simplex", "duplex"])))
-    elif kind == "latency":
-        obj = Objective("latency")
+    elif kind in ("latency", "task_latency"):
+        obj = Objective(kind)
     else:
-        obj = Objective("throughput", batch=draw(st.integers(1, 5)))
+        batch = draw(st.integers(1, 5))
+        obj = Objective("throughput", batch=batch, split=draw(st.sampled_from([k for k in (1, 2, 4) if batch % k == 0])))
     names = [nd.name for nd in g.nodes]
     pins = ()
     if draw(st.integers(0, 3)) == 0:

@@ -1,0 +1,243 @@
+"""Schedules (DiviML, Ghannane & Abdelfattah sec. III-IV): each node's L samples split
+into pieces, each piece a set of samples run as one batch on one device from a start
+time, and the schedule evaluator, the one scorer of `minimize latency by tasks` and
+`maximize throughput batch L`.
+
+Semantics (sec. IV-A):
+- every sample of every node runs in exactly one piece (eq. 1, 4); a piece's size is a
+  batch size its device's class supports (eq. 5; any size if the class declares none)
+  and takes the node's time for that batch size on that class (t_{i,u,l});
+- a piece starts once, for each sample it shares with a piece of a predecessor, that
+  piece has finished and the sample's tensor has arrived (eq. 3): one input's tensor
+  (om_i / beta_{u,v}: inputs cross separately, in parallel) over the direct link between
+  the two devices if there is one, else out to and back from host memory; nothing on one
+  device;
+- a device runs one piece at a time (eq. 7);
+- memory (eq. 6, unless `memory ignore`): on each device, every sample it holds of a
+  node keeps its input and output tensors, and every node with a piece there its
+  parameters;
+- colocated nodes run each sample on one device; pins and forbids apply to every piece.
+The makespan C is the last finish: latency is C (ms), throughput L / C (samples/s).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+import numpy as np
+
+from .dense import INF, work_time
+from .errors import PartError
+from .ir import Spec
+
+
+@dataclass(frozen=True)
+class Piece:
+    node: int  # node index
+    device: int  # device index
+    samples: tuple[int, ...]  # sorted sample numbers 0..L-1
+    start: float | None = None  # ms; None: list-scheduled
+
+    @property
+    def size(self) -> int:
+        return len(self.samples)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    pieces: tuple[Piece, ...]
+    batch: int = 1
+
+    @property
+    def timed(self) -> bool:
+        return all(p.start is not None for p in self.pieces)
+
+    def node_devices(self, n: int) -> np.ndarray:
+        """The device of each node if it runs on one device only, else -1."""
+        out = np.full(n, -2, dtype=np.int64)
+        for p in self.pieces:
+            out[p.node] = p.device if out[p.node] in (-2, p.device) else -1
+        out[out == -2] = -1
+        return out
+
+    def to_json(self, spec: Spec) -> list[dict[str, Any]]:
+        dense = spec.dense
+        return [{"node": dense.names[p.node], "device": dense.devices[p.device],
+                 "samples": _ranges(p.samples), **({} if p.start is None else {"start": p.start})}
+                for p in self.pieces]
+
+
+def _ranges(samples: tuple[int, ...]) -> list[list[int]]:
+    """Sample numbers as half-open [lo, hi) ranges."""
+    out: list[list[int]] = []
+    for s in samples:
+        if out and out[-1][1] == s:
+            out[-1][1] = s + 1
+        else:
+            out.append([s, s + 1])
+    return out
+
+
+def from_json(spec: Spec, data: Any, where: str = "schedule") -> Schedule:
+    """A schedule from its JSON form: a list of {"node", "device", "samples": [[lo, hi), ...],
+    "start"?}; all pieces have a start or none has (then it is list-scheduled)."""
+    dense = spec.dense
+    L = spec.objective.batch
+    if not isinstance(data, list) or not data:
+        raise PartError(f"{where}: expected a non-empty list of pieces", None,
+                        'write [{"node": "a", "device": "gpu[0]", "samples": [[0, 4]], "start": 0.0}, ...]')
+    names = {x: i for i, x in enumerate(dense.names)}
+    devices = {x: i for i, x in enumerate(dense.devices)}
+    pieces = []
+    for k, item in enumerate(data):
+        at = f"{where}, piece {k + 1}"
+        if not isinstance(item, Mapping) or "node" not in item or "device" not in item:
+            raise PartError(f"{at}: a piece needs \"node\" and \"device\"", None,
+                            '{"node": "a", "device": "gpu[0]", "samples": [[0, 4]]}')
+        if item["node"] not in names:
+            raise PartError(f"{at}: unknown node '{item['node']}'", None, "nodes: " + ", ".join(dense.names[:8]))
+        if item["device"] not in devices:
+            raise PartError(f"{at}: unknown device '{item['device']}'", None,
+                            "devices: " + ", ".join(dense.devices[:8]))
+        samples: list[int] = []
+        for r in item.get("samples", [[0, L]]):
+            if (not isinstance(r, (list, tuple)) or len(r) != 2 or not all(isinstance(x, int) for x in r)
+                    or not 0 <= r[0] < r[1] <= L):
+                raise PartError(f"{at}: samples must be [lo, hi) ranges within 0..{L}, got {r!r}", None,
+                                f'write e.g. "samples": [[0, {L}]]')
+            samples += range(r[0], r[1])
+        start = item.get("start")
+        if start is not None and not isinstance(start, (int, float)):
+            raise PartError(f"{at}: start must be a number of ms, got {start!r}", None)
+        pieces.append(Piece(names[item["node"]], devices[item["device"]], tuple(sorted(samples)),
+                            None if start is None else float(start)))
+    if len({p.start is None for p in pieces}) > 1:
+        raise PartError(f"{where}: some pieces have a start and some do not", None,
+                        "give every piece a start, or none (then they are list-scheduled in topological order)")
+    return Schedule(tuple(pieces), L)
+
+
+def batch_split(spec: Spec, node: int, cls: int, L: int) -> list[int] | None:
+    """The fastest sizes to run L samples of a node on one device of a class, in batches
+    the class supports (any size if it declares none): a DP over sample counts."""
+    k = spec.platform.classes[cls]
+    nd = spec.graph.nodes[node]
+    if not k.batches:
+        return [L] if np.isfinite(work_time(nd, k.name, k.speed, L)) else None
+    best = [0.0] + [INF] * L
+    last = [0] * (L + 1)
+    for x in range(1, L + 1):
+        for b in k.batches:
+            if b <= x:
+                t = best[x - b] + work_time(nd, k.name, k.speed, b)
+                if t < best[x]:
+                    best[x], last[x] = t, b
+    if not np.isfinite(best[L]):
+        return None
+    sizes, x = [], L
+    while x:
+        sizes.append(last[x])
+        x -= last[x]
+    return sorted(sizes, reverse=True)
+
+
+def whole_batches(spec: Spec, dev: np.ndarray) -> Schedule:
+    """An assignment as a schedule without times: each node's L samples on its device, in
+    the batch sizes that run them fastest there (one piece of L where none fit)."""
+    L = spec.objective.batch
+    cls = spec.dense.dev_class
+    pieces = []
+    for v, d in enumerate(np.asarray(dev).tolist()):
+        lo = 0
+        for b in batch_split(spec, v, int(cls[d]), L) or [L]:
+            pieces.append(Piece(v, int(d), tuple(range(lo, lo + b))))
+            lo += b
+    return Schedule(tuple(pieces), L)
+
+
+@dataclass
+class _Timing:
+    """Per-piece times and transfers of a schedule, shared by list scheduling and checks."""
+
+    duration: np.ndarray
+    preds: list[list[tuple[int, float]]]  # piece -> (predecessor piece, one input's transfer ms)
+    order: list[int] = field(default_factory=list)  # pieces, nodes in topological order
+
+
+def _timing(spec: Spec, s: Schedule) -> _Timing:
+    from .evaluate import link_table
+
+    dense = spec.dense
+    links = link_table(spec)
+    cls = dense.dev_class
+    duration = np.array([work_time(spec.graph.nodes[p.node], dense.class_names[cls[p.device]],
+                                   spec.platform.classes[cls[p.device]].speed, p.size) for p in s.pieces])
+    holder: dict[tuple[int, int], int] = {}  # (node, sample) -> piece
+    by_node: list[list[int]] = [[] for _ in range(dense.n)]
+    for k, p in enumerate(s.pieces):
+        by_node[p.node].append(k)
+        for x in p.samples:
+            holder.setdefault((p.node, x), k)
+    preds: list[list[tuple[int, float]]] = [[] for _ in s.pieces]
+    for k, q in enumerate(s.pieces):
+        for u in dense.preds[q.node]:
+            for j in sorted({holder[(u, x)] for x in q.samples if (u, x) in holder}):
+                a, b = s.pieces[j].device, q.device
+                if a == b:
+                    t = 0.0
+                elif (a, b) in links:
+                    t = dense.out_bytes[u] / links[(a, b)] * 1e3
+                else:
+                    t = float(dense.comm[u, cls[a]] + dense.comm[u, cls[b]])
+                preds[k].append((j, t))
+    order = [k for v in dense.topo.tolist() for k in by_node[v]]
+    return _Timing(duration, preds, order)
+
+
+def list_schedule(spec: Spec, s: Schedule) -> Schedule:
+    """Start times for a schedule without them: pieces in topological order of their
+    nodes (a node's pieces in the order given), each as early as its inputs and its
+    device allow."""
+    tm = _timing(spec, s)
+    start = np.zeros(len(s.pieces))
+    free = np.zeros(spec.dense.D)
+    for k in tm.order:
+        ready = max((start[j] + tm.duration[j] + t for j, t in tm.preds[k]), default=0.0)
+        d = s.pieces[k].device
+        start[k] = max(ready, free[d])
+        free[d] = start[k] + tm.duration[k]
+    return replace(s, pieces=tuple(replace(p, start=float(start[k])) for k, p in enumerate(s.pieces)))
+
+
+def evaluate_schedule(spec: Spec, s: Schedule):  # type: ignore[no-untyped-def]  # -> Evaluation
+    """Score a schedule (list-scheduled first if it has no times) and name every
+    violation. Returns core.evaluate.Evaluation with the timed schedule."""
+    from .evaluate import Evaluation
+    from .schedule_checks import violations
+
+    if not s.timed:
+        s = list_schedule(spec, s)
+    dense = spec.dense
+    tm = _timing(spec, s)
+    start = np.array([p.start for p in s.pieces], dtype=float)
+    finish = start + tm.duration
+    viol = violations(spec, s, tm.preds, start, finish)
+    C = float(finish.max()) if len(finish) else 0.0
+    L = spec.objective.batch
+    if spec.objective.kind == "throughput":
+        value = 0.0 if not np.isfinite(C) else (L / C * 1e3 if C > 0 else INF)
+    else:
+        value = C
+    busy = np.zeros(dense.D)
+    last = np.zeros(dense.D)
+    for k, p in enumerate(s.pieces):
+        busy[p.device] += tm.duration[k]
+        last[p.device] = max(last[p.device], finish[k])
+    from .schedule_checks import memory
+
+    used = memory(spec, s)
+    parts = {d: {"busy": float(busy[j]), "finish": float(last[j]), "memory": float(used[j])}
+             for j, d in enumerate(dense.devices)}
+    unit = "samples/s" if spec.objective.kind == "throughput" else "ms"
+    return Evaluation(value, spec.objective.sense, unit, {d: float(b) for d, b in zip(dense.devices, busy)},
+                      parts, tuple(viol), schedule=s)

@@ -1,0 +1,135 @@
+"""Every violated constraint of a timed schedule (core/schedule.py; DiviML eqs. 1-7)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .ir import Spec
+from .schedule import Schedule
+
+SPLIT_FREE = ("contiguous", "acyclic", "stages")  # device-level constraints, checked on unsplit schedules
+
+
+def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], start: np.ndarray,
+               finish: np.ndarray) -> list:
+    from .evaluate import Violation, _short
+    from .evaluate import violations as assignment_violations
+
+    dense = spec.dense
+    names, devices = dense.names, dense.devices
+    L = s.batch
+    eps = 1e-9 * max(1.0, float(np.max(finish, initial=0.0)) if np.isfinite(finish).all() else 1.0)
+    out: list = []
+    count = np.zeros((dense.n, L), dtype=np.int64)
+    for p in s.pieces:
+        count[p.node, list(p.samples)] += 1
+    bad = np.flatnonzero((count != 1).any(axis=1))
+    if len(bad):
+        nodes = tuple(names[v] for v in bad)
+        v = bad[0]
+        miss, twice = np.flatnonzero(count[v] == 0), np.flatnonzero(count[v] > 1)
+        what = (f"sample {miss[0]} of {names[v]} runs nowhere" if len(miss)
+                else f"sample {twice[0]} of {names[v]} runs twice")
+        out.append(Violation("samples", f"each sample of each node must run exactly once: {what}"
+                             + (f" ({len(bad)} nodes: {_short(nodes)})" if len(bad) > 1 else ""), nodes))
+    for kind, test, why in (
+            ("unsupported", lambda k, p: not np.isfinite(finish[k]), "no work given for its class at that batch"),
+            ("placement", lambda k, p: not dense.allowed[p.node, p.device], "only/not/pin/forbid"),
+            ("batch", lambda k, p: _unsupported_size(spec, p.device, p.size), "batch size not supported")):
+        hit = [(k, p) for k, p in enumerate(s.pieces) if test(k, p)]
+        for d in sorted({p.device for _, p in hit}):
+            nodes = tuple(dict.fromkeys(names[p.node] for _, p in hit if p.device == d))
+            sizes = sorted({p.size for _, p in hit if p.device == d})
+            extra = f" (pieces of {', '.join(map(str, sizes))}; supported: " \
+                    f"{', '.join(map(str, spec.platform.classes[dense.dev_class[d]].batches))})" if kind == "batch" else ""
+            out.append(Violation(kind, f"{_short(nodes)} cannot run on {devices[d]} ({why}){extra}", nodes,
+                                 devices[d]))
+    late = [(k, j) for k in range(len(s.pieces)) for j, t in preds[k] if start[k] + eps < finish[j] + t]
+    if late:
+        k, j = late[0]
+        q, p = s.pieces[k], s.pieces[j]
+        out.append(Violation("precedence", f"{names[q.node]} on {devices[q.device]} starts at {start[k]:.6g} ms, "
+                             f"before its input from {names[p.node]} on {devices[p.device]} arrives"
+                             + (f" ({len(late)} such pieces)" if len(late) > 1 else ""),
+                             tuple(dict.fromkeys(names[s.pieces[k].node] for k, _ in late))))
+    for d in range(dense.D):
+        on = sorted((k for k, p in enumerate(s.pieces) if p.device == d), key=lambda k: (start[k], finish[k]))
+        clash = [(a, b) for a, b in zip(on, on[1:]) if start[b] + eps < finish[a]]
+        if clash:
+            a, b = clash[0]
+            out.append(Violation("overlap", f"{devices[d]} runs {names[s.pieces[a].node]} and "
+                                 f"{names[s.pieces[b].node]} at the same time (at {start[b]:.6g} ms)",
+                                 (names[s.pieces[a].node], names[s.pieces[b].node]), devices[d]))
+    if spec.constraints.memory != "ignore":
+        used = memory(spec, s)
+        cap = dense.memory[dense.dev_class]
+        for d in np.flatnonzero(used > cap * (1 + 1e-12)):
+            out.append(Violation("memory", f"{devices[d]} holds {used[d]:.6g} B (inputs and outputs of its "
+                                 f"samples, parameters of its nodes), capacity {cap[d]:.6g} B", device=devices[d]))
+    out += _colocate(spec, s)
+    out += _granularity(spec, s)
+    c = spec.constraints
+    if c.contiguous or c.acyclic or c.max_stages is not None:
+        dev = s.node_devices(dense.n)
+        if (dev < 0).any():
+            split = tuple(names[v] for v in np.flatnonzero(dev < 0))
+            out.append(Violation("split", f"{_short(split)} run on several devices, but contiguous/acyclic/stages "
+                                 "constrain one device per node", split))
+        else:
+            out += [v for v in assignment_violations(spec, dense, dev) if v.kind in SPLIT_FREE]
+    return out
+
+
+def _unsupported_size(spec: Spec, device: int, size: int) -> bool:
+    sizes = spec.platform.classes[spec.dense.dev_class[device]].batches
+    return bool(sizes) and size not in sizes
+
+
+def memory(spec: Spec, s: Schedule) -> np.ndarray:
+    """Bytes per device (DiviML eq. 6): (input + output tensors) per sample held, plus the
+    parameters of each node with a piece there."""
+    dense = spec.dense
+    im = np.zeros(dense.n)
+    np.add.at(im, dense.dst, dense.out_bytes[dense.src])
+    used = np.zeros(dense.D)
+    seen: set[tuple[int, int]] = set()
+    for p in s.pieces:
+        used[p.device] += (im[p.node] + dense.out_bytes[p.node]) * p.size
+        if (p.node, p.device) not in seen:
+            seen.add((p.node, p.device))
+            used[p.device] += dense.params[p.node]
+    return used
+
+
+def _colocate(spec: Spec, s: Schedule) -> list:
+    """Colocated nodes run each sample on one device."""
+    from .evaluate import Violation, _short
+
+    dense = spec.dense
+    where: dict[tuple[int, int], set[int]] = {}
+    for p in s.pieces:
+        for x in p.samples:
+            where.setdefault((int(dense.colo[p.node]), x), set()).add(p.device)
+    out = []
+    for r in sorted({r for (r, _), devs in where.items() if len(devs) > 1}):
+        nodes = tuple(dense.names[v] for v in np.flatnonzero(dense.colo == r))
+        out.append(Violation("colocate", f"colocated nodes {_short(nodes)} run a sample on different devices", nodes))
+    return out
+
+
+def _granularity(spec: Spec, s: Schedule) -> list:
+    """`split K`: each node's samples go to devices in K equal chunks (samples c*L/K ..
+    (c+1)*L/K - 1 on one device); how a device batches what it holds is free."""
+    from .evaluate import Violation, _short
+
+    dense = spec.dense
+    K = spec.objective.split
+    size = max(s.batch // K, 1)
+    where: dict[tuple[int, int], set[int]] = {}
+    for p in s.pieces:
+        for x in p.samples:
+            where.setdefault((p.node, x // size), set()).add(p.device)
+    bad = tuple(dict.fromkeys(dense.names[v] for (v, _), devs in where.items() if len(devs) > 1))
+    if not bad:
+        return []
+    return [Violation("granularity", f"{_short(bad)} split a chunk of {size} sample(s) over devices: with "
+                      f"batch {s.batch} split {K}, each chunk of {size} runs on one device", bad)]

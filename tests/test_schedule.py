@@ -1,0 +1,184 @@
+"""Schedules with data-parallel batch splits (DiviML sec. III-IV, core/schedule.py): the
+schedule evaluator's numbers by hand, each violation named, the JSON form through
+`part eval`, and list schedules of random assignments checked against the cheap bounds."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from partdsl.core.errors import PartError
+from partdsl.core.evaluate import evaluate
+from partdsl.core.schedule import Piece, Schedule, evaluate_schedule, from_json, list_schedule, whole_batches
+from partdsl.dsl.parser import parse
+from partdsl.solvers.bounds import bound
+
+from strategies import assignments, specs
+
+TWO_GPUS = """
+graph g {
+  node a { work 2 ms on gpu, 3 ms on gpu batch 2; out 1 MB }
+  node b { work 1 ms on gpu, 1.5 ms on gpu batch 2; out 1 MB }
+  a -> b
+}
+platform { device gpu[2] { link 1 GB/s; batch 1, 2; memory 1 GB } }
+"""
+
+
+def spec_of(objective: str, links: str = ""):  # type: ignore[no-untyped-def]
+    platform = "platform { device gpu[2] { link 1 GB/s; batch 1, 2; memory 1 GB } "
+    return parse(TWO_GPUS.replace(platform + "}", platform + links + " }") + objective)
+
+
+def P(node: int, device: int, lo: int, hi: int, start: float | None = None) -> Piece:
+    return Piece(node, device, tuple(range(lo, hi)), start)
+
+
+def test_a_split_batch_runs_on_both_devices() -> None:
+    spec = spec_of("maximize throughput batch 4 split 2")
+    one = evaluate(spec, np.array([0, 0]))  # a: 2 x 3 ms, b: 2 x 1.5 ms on gpu[0]
+    assert one.feasible and one.objective == pytest.approx(4 / 9 * 1e3)
+    half = Schedule((P(0, 0, 0, 2), P(0, 1, 2, 4), P(1, 0, 0, 2), P(1, 1, 2, 4)), 4)
+    ev = evaluate_schedule(spec, half)
+    # each GPU: a on 2 samples (3 ms), then b on the same 2 (1.5 ms): no transfer at all
+    assert ev.feasible and ev.objective == pytest.approx(4 / 4.5 * 1e3)
+    assert [p.start for p in ev.schedule.pieces] == [0.0, 0.0, 3.0, 3.0]
+
+
+def test_one_input_crosses_through_host_memory_or_a_direct_link() -> None:
+    spec = spec_of("maximize throughput batch 2")
+    crossed = Schedule((P(0, 0, 0, 2), P(1, 1, 0, 2)), 2)
+    # a on gpu[0] (3 ms), one input's 1 MB out to host and back in at 1 GB/s (1 + 1 ms), b (1.5 ms)
+    assert evaluate_schedule(spec, crossed).objective == pytest.approx(2 / 6.5 * 1e3)
+    linked = spec_of("maximize throughput batch 2", "link gpu[0] <-> gpu[1] 10 GB/s")
+    assert evaluate_schedule(linked, crossed).objective == pytest.approx(2 / 4.6 * 1e3)
+
+
+def test_latency_by_tasks_serializes_a_device_and_by_subgraphs_does_not_apply() -> None:
+    spec = parse("""
+    graph g { node s { work 1 ms } node x { work 5 ms } node y { work 5 ms } s -> {x, y} }
+    platform { device gpu[2] { link 1 GB/s } }
+    minimize latency by tasks
+    """)
+    assert spec.objective.kind == "task_latency"
+    assert evaluate(spec, np.array([0, 0, 0])).objective == pytest.approx(11.0)
+    assert evaluate(spec, np.array([0, 0, 1])).objective == pytest.approx(6.0)
+    assert parse("graph g { node a { work 1 ms } } platform { device d[1] } minimize latency by subgraphs"
+                 ).objective.kind == "latency"
+
+
+@pytest.mark.parametrize("pieces, kind", [
+    ([P(0, 0, 0, 1, 0.0), P(1, 0, 0, 2, 3.0)], "samples"),  # sample 1 of a runs nowhere
+    ([P(0, 0, 0, 2, 0.0), P(0, 1, 1, 2, 0.0), P(1, 0, 0, 2, 3.0)], "samples"),  # sample 1 of a twice
+    ([P(0, 0, 0, 2, 0.0), P(1, 1, 0, 2, 3.0)], "precedence"),  # b's inputs need 2 ms from host memory
+    ([P(0, 0, 0, 2, 0.0), P(1, 0, 0, 2, 2.0)], "overlap"),  # b starts on gpu[0] before a ends (and early)
+])
+def test_each_violation_is_named(pieces: list[Piece], kind: str) -> None:
+    spec = spec_of("maximize throughput batch 2")
+    ev = evaluate_schedule(spec, Schedule(tuple(pieces), 2))
+    assert not ev.feasible and kind in {v.kind for v in ev.violations}
+
+
+def test_unsupported_batch_sizes_memory_and_pins_are_violations() -> None:
+    spec = spec_of("maximize throughput batch 3")
+    ev = evaluate_schedule(spec, Schedule((P(0, 0, 0, 3), P(1, 0, 0, 3)), 3))
+    assert {v.kind for v in ev.violations} == {"batch"} and "supported: 1, 2" in ev.violations[0].message
+    tight = parse(TWO_GPUS.replace("memory 1 GB", "memory 4 MB") + "maximize throughput batch 2")
+    # per sample, a holds its 1 MB output, b its 1 MB input and 1 MB output (eq. 6): on one
+    # GPU 2 x 3 MB = 6 MB, on two 2 MB and 4 MB
+    kinds = {v.kind for v in evaluate(tight, np.array([0, 0])).violations}
+    assert kinds == {"memory"}
+    assert evaluate(tight, np.array([0, 1])).feasible
+    pinned = parse(TWO_GPUS + "maximize throughput batch 2\nsubject to { pin a to gpu[1] }")
+    assert {v.kind for v in evaluate(pinned, np.array([0, 0])).violations} == {"placement"}
+
+
+def test_device_level_constraints_need_one_device_per_node() -> None:
+    spec = parse(TWO_GPUS + "maximize throughput batch 2 split 2\nsubject to { contiguous }")
+    split = Schedule((P(0, 0, 0, 1), P(0, 1, 1, 2), P(1, 0, 0, 2)), 2)
+    assert {v.kind for v in evaluate_schedule(spec, split).violations} == {"split"}
+    assert evaluate_schedule(spec, Schedule((P(0, 0, 0, 2), P(1, 1, 0, 2)), 2)).feasible
+
+
+def test_split_sets_the_granularity_of_data_parallelism() -> None:
+    """`split K`: each chunk of L/K samples of a node runs on one device (batched freely there)."""
+    halves = Schedule((P(0, 0, 0, 2), P(0, 1, 2, 4), P(1, 0, 0, 2), P(1, 1, 2, 4)), 4)
+    assert evaluate_schedule(spec_of("maximize throughput batch 4 split 2"), halves).feasible
+    whole = evaluate_schedule(spec_of("maximize throughput batch 4"), halves)
+    assert {v.kind for v in whole.violations} == {"granularity"}
+    odd = Schedule((P(0, 0, 0, 1), P(0, 1, 1, 2), P(0, 1, 2, 4), P(1, 0, 0, 2), P(1, 0, 2, 4)), 4)
+    assert {v.kind for v in evaluate_schedule(spec_of("maximize throughput batch 4 split 2"), odd).violations} \
+        == {"granularity"}
+
+
+def test_split_must_divide_the_batch() -> None:
+    with pytest.raises(PartError) as e:
+        parse(TWO_GPUS + "maximize throughput batch 6 split 4")
+    assert "split 4 does not divide batch 6" in str(e.value)
+
+
+def test_the_json_form_round_trips_and_part_eval_reads_it(tmp_path: Path) -> None:
+    spec = spec_of("maximize throughput batch 4 split 2")
+    s = Schedule((P(0, 0, 0, 2), P(0, 1, 2, 4), P(1, 0, 0, 2), P(1, 1, 2, 4)), 4)
+    ev = evaluate_schedule(spec, s)
+    doc = ev.schedule.to_json(spec)
+    assert doc[1] == {"node": "a", "device": "gpu[1]", "samples": [[2, 4]], "start": 0.0}
+    again = evaluate_schedule(spec, from_json(spec, doc))
+    assert again.objective == ev.objective and again.schedule == ev.schedule
+    f = tmp_path / "s.part"
+    f.write_text(TWO_GPUS + "maximize throughput batch 4 split 2\n")
+    (tmp_path / "s.json").write_text(json.dumps({"schedule": doc}))
+    out = subprocess.run([sys.executable, "-m", "partdsl.cli.main", "eval", str(f), str(tmp_path / "s.json"),
+                          "--json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["feasible"] and got["objective"] == pytest.approx(ev.objective) and len(got["schedule"]) == 4
+
+
+@pytest.mark.parametrize("doc, says", [
+    ([{"node": "zz", "device": "gpu[0]"}], "unknown node 'zz'"),
+    ([{"node": "a", "device": "gpu[0]", "samples": [[0, 9]]}], "ranges within 0..4"),
+    ([{"node": "a", "device": "gpu[0]", "start": 0}, {"node": "b", "device": "gpu[0]"}], "some pieces have a start"),
+    ({"a": 1}, "non-empty list of pieces"),
+])
+def test_bad_schedules_get_a_clear_error(doc: object, says: str) -> None:
+    with pytest.raises(PartError) as e:
+        from_json(spec_of("maximize throughput batch 4"), doc)
+    assert says in str(e.value)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_list_schedules_are_valid_and_within_the_bounds(data: st.DataObject) -> None:
+    """An assignment's list schedule never breaks precedence or overlaps on a device, and its
+    value respects the proven bound (an upper bound on throughput, a lower one on latency)."""
+    spec = data.draw(specs(max_nodes=6, kinds=("task_latency", "throughput")))
+    dev = np.array(data.draw(assignments(spec)))
+    ev = evaluate(spec, dev)
+    assert ev.schedule is not None and ev.schedule.timed
+    assert not {"precedence", "overlap", "samples"} & {v.kind for v in ev.violations}
+    assert list_schedule(spec, whole_batches(spec, dev)) == ev.schedule
+    b = bound(spec)
+    if ev.feasible and ev.objective > 0:
+        if spec.objective.sense == "max":
+            assert ev.objective <= b * (1 + 1e-9)
+        else:
+            assert b <= ev.objective * (1 + 1e-9)
+
+
+def test_brute_over_assignments_is_no_proof_for_a_schedule_objective() -> None:
+    """Every assignment list-scheduled is one schedule of many: here splitting the batch
+    beats every assignment, so `brute` must not call its best optimal."""
+    from partdsl.solvers.api import solve
+
+    spec = spec_of("maximize throughput batch 4 split 2")
+    r = solve(spec, method="brute")
+    halves = evaluate_schedule(spec, Schedule((P(0, 0, 0, 2), P(0, 1, 2, 4), P(1, 0, 0, 2), P(1, 1, 2, 4)), 4))
+    assert halves.feasible and halves.objective > r.objective
+    assert r.status.value == "feasible" and any("not a proof" in ln for ln in r.log)
