@@ -34,16 +34,24 @@ def better_or_equal(spec: Spec, a: float, b: float) -> bool:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(specs(max_nodes=7, max_devices=3))
 def test_brute_is_exact_and_bounds_hold(spec: Spec) -> None:
+    """brute enumerates assignments: exact for bottleneck and latency; under a schedule
+    objective (DiviML) it is the best list-scheduled assignment, which no assignment method
+    beats, but not a proof (core/schedule.py), and the bound holds against it all the same."""
+    scheduled = spec.objective.scheduled
     # the generated spec's own solve block may ask for a loose gap or a tiny time limit
     exact = solve(spec, method="brute", gap=0.0, time_limit=1e6)
-    assert exact.status in (Status.OPTIMAL, Status.INFEASIBLE)
+    if scheduled:  # optimal only where the bound meets it
+        assert exact.status != Status.INFEASIBLE and (exact.status != Status.OPTIMAL or exact.gap <= 1e-9
+                                                      or abs(exact.objective - exact.bound) <= 1e-5)
+    else:
+        assert exact.status in (Status.OPTIMAL, Status.INFEASIBLE)
     for method, opts in HEURISTICS:
         if method == "dp" and spec.objective.kind != "bottleneck":
             continue
         r = solve(spec, method=method, gap=0.0, time_limit=1e6, options=opts)
         if r.status.has_solution():
-            assert exact.status == Status.OPTIMAL
-            # re-scored by the evaluator, feasible, never better than the optimum
+            assert exact.status.has_solution()
+            # re-scored by the evaluator, feasible, never better than the best assignment
             ev = evaluate(spec, to_array(spec, r.assignment))
             assert ev.feasible and ev.objective == r.objective
             assert better_or_equal(spec, exact.objective, r.objective)
@@ -52,10 +60,10 @@ def test_brute_is_exact_and_bounds_hold(spec: Spec) -> None:
         if method in ("random", "brkga", "local_search", "load_search"):  # seeded: the same answer twice
             again = solve(spec, method=method, gap=0.0, time_limit=1e6, options=opts)
             assert again.assignment == r.assignment
-    if exact.status == Status.OPTIMAL:
+    if exact.status.has_solution():
         ev = evaluate(spec, to_array(spec, exact.assignment))
         assert ev.feasible and ev.objective == exact.objective
-        # the cheap bound is valid: never beyond the optimum
+        # the cheap bound is valid: never beyond the optimum (nor, so, beyond any solution)
         from partdsl.solvers.bounds import bound
 
         b, opt = bound(spec), exact.objective
