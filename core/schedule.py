@@ -155,6 +155,17 @@ def whole_batches(spec: Spec, dev: np.ndarray) -> Schedule:
     return Schedule(tuple(pieces), L)
 
 
+def transfer_time(spec: Spec, links: Mapping[tuple[int, int], float], node: int, a: int, b: int) -> float:
+    """One input's tensor of `node` from device a to device b (eq. 3): nothing on one device,
+    over their direct link if there is one, else out to host memory and back in."""
+    dense = spec.dense
+    if a == b:
+        return 0.0
+    if (a, b) in links:
+        return float(dense.out_bytes[node] / links[(a, b)] * 1e3)
+    return float(dense.comm[node, dense.dev_class[a]] + dense.comm[node, dense.dev_class[b]])
+
+
 @dataclass
 class _Timing:
     """Per-piece times and transfers of a schedule, shared by list scheduling and checks."""
@@ -182,14 +193,7 @@ def _timing(spec: Spec, s: Schedule) -> _Timing:
     for k, q in enumerate(s.pieces):
         for u in dense.preds[q.node]:
             for j in sorted({holder[(u, x)] for x in q.samples if (u, x) in holder}):
-                a, b = s.pieces[j].device, q.device
-                if a == b:
-                    t = 0.0
-                elif (a, b) in links:
-                    t = dense.out_bytes[u] / links[(a, b)] * 1e3
-                else:
-                    t = float(dense.comm[u, cls[a]] + dense.comm[u, cls[b]])
-                preds[k].append((j, t))
+                preds[k].append((j, transfer_time(spec, links, u, s.pieces[j].device, q.device)))
     order = [k for v in dense.topo.tolist() for k in by_node[v]]
     return _Timing(duration, preds, order)
 

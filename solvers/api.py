@@ -17,7 +17,7 @@ import numpy as np
 from ..core.assignment import subgraph_map
 from ..core.errors import PartError
 from ..core.evaluate import Evaluation, evaluate
-from ..core.ir import OBJECTIVES, Spec
+from ..core.ir import OBJECTIVES, SCHEDULED, Spec
 from ..core.schedule import Schedule, evaluate_schedule
 from ..kernels import (
     Progress,
@@ -28,6 +28,7 @@ from ..kernels import (
     ideal_dp,
     latency_greedy,
     latency_search,
+    list_schedulers,
     load_search,
     order_search,
     single_device,
@@ -83,6 +84,12 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("maxload_dp", latency_greedy.maxload_dp, False,
            "the max-load DP's split (Tarnawski sec. 5.1.1), scored for the spec's objective (baseline)"),
     Method("brute", brute_force.run, True, "exhaustive enumeration, exact, tiny graphs only"),
+    Method("met", list_schedulers.run("met"), False, "DiviML's MET (bMET under a batch): each node where it runs "
+           "fastest, list-scheduled (baseline)", objectives=SCHEDULED),
+    Method("eft", list_schedulers.run("eft"), False, "DiviML's Greedy (bGreedy under a batch): each node where it "
+           "finishes earliest, in topological order (baseline)", objectives=SCHEDULED),
+    Method("heft", list_schedulers.run("heft"), False, "HEFT (bHEFT under a batch): upward rank, earliest finish "
+           "with insertion (DiviML sec. V-A baseline)", objectives=SCHEDULED),
 )}
 ALIASES = {"mla-weighted": "mla_weighted"}
 DEFAULT_METHOD = "topo"
