@@ -22,7 +22,7 @@ The makespan C is the last finish: latency is C (ms), throughput L / C (samples/
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -198,11 +198,14 @@ def _timing(spec: Spec, s: Schedule) -> _Timing:
     return _Timing(duration, preds, order)
 
 
-def list_schedule(spec: Spec, s: Schedule) -> Schedule:
+def list_schedule(spec: Spec, s: Schedule, node_order: Sequence[int] | None = None) -> Schedule:
     """Start times for a schedule without them: pieces in topological order of their
-    nodes (a node's pieces in the order given), each as early as its inputs and its
-    device allow."""
+    nodes (`node_order`, default the graph's; a node's pieces in the order given), each as
+    early as its inputs and its device allow."""
     tm = _timing(spec, s)
+    if node_order is not None:
+        rank = {v: i for i, v in enumerate(node_order)}
+        tm.order.sort(key=lambda k: rank[s.pieces[k].node])  # stable: a node's pieces keep their order
     start = np.zeros(len(s.pieces))
     free = np.zeros(spec.dense.D)
     for k in tm.order:

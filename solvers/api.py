@@ -30,6 +30,7 @@ from ..kernels import (
     latency_search,
     list_schedulers,
     load_search,
+    schedule_search,
     order_search,
     single_device,
     topo_split,
@@ -90,6 +91,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "finishes earliest, in topological order (baseline)", objectives=SCHEDULED),
     Method("heft", list_schedulers.run("heft"), False, "HEFT (bHEFT under a batch): upward rank, earliest finish "
            "with insertion (DiviML sec. V-A baseline)", objectives=SCHEDULED),
+    Method("sa", schedule_search.sa, False, "simulated annealing on DiviML's integer strings (a device per node, "
+           "per chunk under a batch), breadth-first list schedules (baseline)", ("iterations",), objectives=SCHEDULED),
+    Method("ea", schedule_search.ea, False, "DiviML's biased (1+1) EA on the same strings, from each chunk where "
+           "it runs fastest (baseline)", ("iterations",), objectives=SCHEDULED),
 )}
 ALIASES = {"mla-weighted": "mla_weighted"}
 DEFAULT_METHOD = "topo"

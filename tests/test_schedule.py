@@ -221,13 +221,14 @@ def test_heft_inserts_into_an_idle_gap() -> None:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(specs(max_nodes=6, kinds=("task_latency", "throughput")), st.sampled_from(["met", "eft", "heft"]))
+@given(specs(max_nodes=6, kinds=("task_latency", "throughput")), st.sampled_from(["met", "eft", "heft", "sa", "ea"]))
 def test_the_baselines_return_valid_schedules(spec, method: str) -> None:  # type: ignore[no-untyped-def]
     """Whatever the spec, the schedule is a schedule: every sample once, in K chunks, no
     overlap, inputs before use; the result is the evaluator's score of it, within the bound."""
     from partdsl.solvers.api import solve
 
-    r = solve(spec, method=method, gap=0.0, time_limit=1e6)
+    opts = {"iterations": 40} if method in ("sa", "ea") else {}
+    r = solve(spec, method=method, gap=0.0, time_limit=1e6, options=opts)
     ev = r.evaluation
     assert ev is not None and ev.schedule is not None
     assert not {"samples", "granularity", "overlap", "precedence"} & {v.kind for v in ev.violations}
@@ -235,3 +236,16 @@ def test_the_baselines_return_valid_schedules(spec, method: str) -> None:  # typ
         assert r.objective == ev.objective and ev.feasible
         assert (r.objective <= bound(spec) * (1 + 1e-9)) if spec.objective.sense == "max" \
             else (bound(spec) <= r.objective * (1 + 1e-9))
+
+
+@pytest.mark.parametrize("method", ["sa", "ea"])
+def test_the_searches_are_seeded_and_improve_on_their_biased_start(method: str) -> None:
+    from partdsl.solvers.api import solve
+
+    spec = parse(Path(__file__).parents[1].joinpath("examples", "diviml_batched.part").read_text()
+                 .replace("batch 16", "batch 16 split 4"))
+    a = solve(spec, method=method, seed=3, options={"iterations": 300})
+    b = solve(spec, method=method, seed=3, options={"iterations": 300})
+    assert a.schedule == b.schedule and a.evaluation.feasible
+    start = solve(spec, method=method, seed=3, options={"iterations": 0})
+    assert a.objective >= start.objective  # maximized: never below the biased string
