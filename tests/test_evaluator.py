@@ -70,9 +70,13 @@ def test_constraint_checks_match_definitions(data) -> None:
     if c.acyclic:
         labels = [a * 2 + int(nd.backward) if g.is_training else a for a, nd in zip(assign, g.nodes)]
         assert ("acyclic" not in kinds) == ref.quotient_acyclic(spec, labels)
-    if c.memory == "hard":
-        over = any(sum(g.nodes[v].params for v in S) > (spec.platform.classes[spec.platform.device_class[d]].memory or math.inf)
-                   for d, S in enumerate(ref.device_sets(spec, assign)))
+    if c.memory == "hard" or (spec.objective.scheduled and c.memory != "ignore"):
+        # schedule objectives (DiviML eq. 6): each sample's input and output tensors too
+        L = spec.objective.batch if spec.objective.scheduled else 0
+        inputs = [sum(g.nodes[a].out or 0.0 for a, b in g.edges if b == v) for v in range(len(g.nodes))]
+        held = [nd.params + L * (inputs[v] + (nd.out or 0.0)) for v, nd in enumerate(g.nodes)]
+        over = any(sum(held[v] for v in S) > (spec.platform.classes[spec.platform.device_class[d]].memory or math.inf)
+                   * (1 + 1e-12) for d, S in enumerate(ref.device_sets(spec, assign)))
         assert ("memory" in kinds) == over
     if c.max_stages is not None:
         assert ("stages" in kinds) == (len(set(assign)) > c.max_stages)

@@ -17,6 +17,7 @@ from tests.conftest import EXAMPLES
 
 SPEC = str(EXAMPLES / "mtpp_overflow.part")  # every method for the bottleneck accepts it
 LATENCY_SPEC = str(EXAMPLES / "latency.part")  # for the latency-only methods
+DIVIML_SPEC = str(EXAMPLES / "diviml_batched.part")  # for the schedule-only methods (DiviML)
 INSTALLED = [s for s in SOLVERS if is_installed(s)]
 
 
@@ -37,7 +38,8 @@ def test_the_usual_solvers_are_installed() -> None:
 def test_solve_json_is_one_document_for_every_method(method: str, capfd: pytest.CaptureFixture[str],
                                                      tmp_path: Path) -> None:
     log = tmp_path / "solver.log"
-    spec = SPEC if "bottleneck" in METHODS[method].objectives else LATENCY_SPEC
+    takes = METHODS[method].objectives
+    spec = SPEC if "bottleneck" in takes else LATENCY_SPEC if "latency" in takes else DIVIML_SPEC
     code, doc = one_document(capfd, ["solve", spec, "--method", method, "--json", "--progress", "--time-limit",
                                      "20", "--solver-log", str(log)])
     assert code == 0 and doc["method"] == method and doc["status"] in ("optimal", "feasible")
