@@ -7,9 +7,10 @@ Semantics (sec. IV-A):
 - every sample of every node runs in exactly one piece (eq. 1, 4); a piece's size is a
   batch size its device's class supports (eq. 5; any size if the class declares none)
   and takes the node's time for that batch size on that class (t_{i,u,l});
-- a piece starts once, for each sample it shares with a piece of a predecessor, that
-  piece has finished and the sample's tensor has arrived (eq. 3): one input's tensor
-  (om_i / beta_{u,v}: inputs cross separately, in parallel) over the direct link between
+- a piece starts once every piece of each predecessor has finished, and, from a piece it
+  shares a sample with, that sample's tensor has arrived (eq. 3, for every device pair and
+  sample: s_{i,u} + T_{i,u} + (om_i / beta_{u,v}) (x_{j,v,l} + x_{i,u,l} - 1) <= s_{j,v}):
+  one input's tensor (inputs cross separately, in parallel) over the direct link between
   the two devices if there is one, else out to and back from host memory; nothing on one
   device;
 - a device runs one piece at a time (eq. 7);
@@ -183,17 +184,17 @@ def _timing(spec: Spec, s: Schedule) -> _Timing:
     cls = dense.dev_class
     duration = np.array([work_time(spec.graph.nodes[p.node], dense.class_names[cls[p.device]],
                                    spec.platform.classes[cls[p.device]].speed, p.size) for p in s.pieces])
-    holder: dict[tuple[int, int], int] = {}  # (node, sample) -> piece
     by_node: list[list[int]] = [[] for _ in range(dense.n)]
     for k, p in enumerate(s.pieces):
         by_node[p.node].append(k)
-        for x in p.samples:
-            holder.setdefault((p.node, x), k)
     preds: list[list[tuple[int, float]]] = [[] for _ in s.pieces]
     for k, q in enumerate(s.pieces):
+        mine = set(q.samples)
         for u in dense.preds[q.node]:
-            for j in sorted({holder[(u, x)] for x in q.samples if (u, x) in holder}):
-                preds[k].append((j, transfer_time(spec, links, u, s.pieces[j].device, q.device)))
+            for j in by_node[u]:  # every piece of a predecessor; a transfer where they share a sample
+                p = s.pieces[j]
+                shared = not mine.isdisjoint(p.samples)
+                preds[k].append((j, transfer_time(spec, links, u, p.device, q.device) if shared else 0.0))
     order = [k for v in dense.topo.tolist() for k in by_node[v]]
     return _Timing(duration, preds, order)
 

@@ -44,15 +44,17 @@ class _Board:
     busy: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
 
     def ready(self, node: int, device: int, samples: tuple[int, ...]) -> float:
-        """When every input of these samples can be on `device`."""
+        """When every predecessor's pieces have finished and the inputs of these samples can
+        be on `device` (eq. 3)."""
         dense = self.spec.dense
         want = set(samples)
         t = 0.0
         for u in dense.preds[node]:
             for k in self.of_node.get(int(u), []):
                 p = self.pieces[k]
-                if want.intersection(p.samples):
-                    t = max(t, self.finish[k] + transfer_time(self.spec, self.links, int(u), p.device, device))
+                move = transfer_time(self.spec, self.links, int(u), p.device, device) if want.intersection(p.samples) \
+                    else 0.0
+                t = max(t, self.finish[k] + move)
         return t
 
     def slot(self, device: int, ready: float, duration: float) -> float:
