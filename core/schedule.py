@@ -13,7 +13,9 @@ Semantics (sec. IV-A):
   one input's tensor (inputs cross separately, in parallel) over the direct link between
   the two devices if there is one, else out to and back from host memory; nothing on one
   device;
-- a device runs one piece at a time (eq. 7);
+- a device runs one piece at a time (eq. 7), and its share of a node in one go (eq. 5 has
+  one batch per node and device; a share that is no supported size runs as back-to-back
+  batches of supported sizes, with no other node between them);
 - memory (eq. 6, unless `memory ignore`): on each device, every sample it holds of a
   node keeps its input and output tensors, and every node with a piece there its
   parameters;

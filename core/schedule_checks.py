@@ -59,6 +59,18 @@ def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], st
             out.append(Violation("overlap", f"{devices[d]} runs {names[s.pieces[a].node]} and "
                                  f"{names[s.pieces[b].node]} at the same time (at {start[b]:.6g} ms)",
                                  (names[s.pieces[a].node], names[s.pieces[b].node]), devices[d]))
+    for d in range(dense.D):  # a device runs its share of a node in one go (eq. 5, as back-to-back batches)
+        on = [k for k, p in enumerate(s.pieces) if p.device == d]
+        for v in dict.fromkeys(s.pieces[k].node for k in on):
+            mine = [k for k in on if s.pieces[k].node == v]
+            if len(mine) < 2:
+                continue
+            lo, hi = min(start[k] for k in mine), max(finish[k] for k in mine)
+            other = [k for k in on if s.pieces[k].node != v and lo - eps < start[k] < hi - eps]
+            if other:
+                out.append(Violation("block", f"{devices[d]} runs {names[s.pieces[other[0]].node]} between the "
+                                     f"batches of {names[v]}: a device runs its share of a node in one go",
+                                     (names[v], names[s.pieces[other[0]].node]), devices[d]))
     if spec.constraints.memory != "ignore":
         used = memory(spec, s)
         cap = dense.memory[dense.dev_class]

@@ -75,16 +75,21 @@ class _Board:
         the node's finish (placing them for real if `commit`)."""
         saved = {d: list(v) for d, v in self.busy.items()} if not commit else None
         end = 0.0
-        for device, samples, dur in plan:
-            start = self.slot(device, self.ready(node, device, samples), dur)
+        for device in dict.fromkeys(d for d, _, _ in plan):  # a device's share in one go (one block)
+            block = [(samples, dur) for d, samples, dur in plan if d == device]
+            total = sum(dur for _, dur in block)
+            start = self.slot(device, max(self.ready(node, device, smp) for smp, _ in block), total)
             spans = self.busy.setdefault(device, [])
-            spans.append((start, start + dur))
+            spans.append((start, start + total))
             spans.sort()
-            end = max(end, start + dur)
-            if commit:
-                self.of_node.setdefault(node, []).append(len(self.pieces))
-                self.pieces.append(Piece(node, device, samples, start))
-                self.finish.append(start + dur)
+            end = max(end, start + total)
+            t = start
+            for samples, dur in block:
+                if commit:
+                    self.of_node.setdefault(node, []).append(len(self.pieces))
+                    self.pieces.append(Piece(node, device, samples, t))
+                    self.finish.append(t + dur)
+                t += dur
         if saved is not None:
             self.busy = saved
         return end

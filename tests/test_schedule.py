@@ -85,6 +85,16 @@ def test_each_violation_is_named(pieces: list[Piece], kind: str) -> None:
     assert not ev.feasible and kind in {v.kind for v in ev.violations}
 
 
+def test_a_device_runs_its_share_of_a_node_in_one_go() -> None:
+    """eq. 5 has one batch per node and device; with batch sizes {1, 2} a share of 2 may run
+    as two batches of 1, but back to back, not with another node between them."""
+    spec = parse(TWO_GPUS.replace("a -> b", "node c { work 1 ms on gpu } a -> {b, c}") + "maximize throughput batch 2")
+    split = Schedule((P(0, 0, 0, 2, 0.0), P(2, 0, 0, 1, 3.0), P(1, 0, 0, 2, 4.0), P(2, 0, 1, 2, 5.5)), 2)
+    assert {v.kind for v in evaluate_schedule(spec, split).violations} == {"block"}
+    together = Schedule((P(0, 0, 0, 2, 0.0), P(2, 0, 0, 1, 3.0), P(2, 0, 1, 2, 4.0), P(1, 0, 0, 2, 5.0)), 2)
+    assert evaluate_schedule(spec, together).feasible
+
+
 def test_unsupported_batch_sizes_memory_and_pins_are_violations() -> None:
     spec = spec_of("maximize throughput batch 3")
     ev = evaluate_schedule(spec, Schedule((P(0, 0, 0, 3), P(1, 0, 0, 3)), 3))
