@@ -7,8 +7,9 @@ Semantics (sec. IV-A):
 - every sample of every node runs in exactly one piece (eq. 1, 4); a piece's size is a
   batch size its device's class supports (eq. 5; any size if the class declares none)
   and takes the node's time for that batch size on that class (t_{i,u,l});
-- a piece starts once every piece of each predecessor has finished, and, from a piece it
-  shares a sample with, that sample's tensor has arrived (eq. 3, for every device pair and
+- a piece starts once every share of each predecessor (what a device runs of it, in one
+  go) has finished, and, from a share it has a sample in common with, that sample's
+  tensor has arrived (eq. 3, for every device pair and
   sample: s_{i,u} + T_{i,u} + (om_i / beta_{u,v}) (x_{j,v,l} + x_{i,u,l} - 1) <= s_{j,v}):
   one input's tensor (inputs cross separately, in parallel) over the direct link between
   the two devices if there is one, else out to and back from host memory; nothing on one
@@ -171,11 +172,19 @@ def transfer_time(spec: Spec, links: Mapping[tuple[int, int], float], node: int,
 
 @dataclass
 class _Timing:
-    """Per-piece times and transfers of a schedule, shared by list scheduling and checks."""
+    """Per-piece times and transfers of a schedule, shared by list scheduling and checks.
+    A share is what a device runs of a node (its pieces, in one go); its outputs are ready
+    when the share ends."""
 
     duration: np.ndarray
-    preds: list[list[tuple[int, float]]]  # piece -> (predecessor piece, one input's transfer ms)
+    share: np.ndarray  # piece -> its share
+    preds: list[list[tuple[int, float]]]  # piece -> (predecessor's share, one input's transfer ms)
     order: list[int] = field(default_factory=list)  # pieces, nodes in topological order
+
+    def share_ends(self, finish: np.ndarray) -> np.ndarray:
+        end = np.zeros(int(self.share.max(initial=-1)) + 1)
+        np.maximum.at(end, self.share, finish)
+        return end
 
 
 def _timing(spec: Spec, s: Schedule) -> _Timing:
@@ -186,36 +195,51 @@ def _timing(spec: Spec, s: Schedule) -> _Timing:
     cls = dense.dev_class
     duration = np.array([work_time(spec.graph.nodes[p.node], dense.class_names[cls[p.device]],
                                    spec.platform.classes[cls[p.device]].speed, p.size) for p in s.pieces])
-    by_node: list[list[int]] = [[] for _ in range(dense.n)]
+    ids: dict[tuple[int, int], int] = {}
+    share = np.array([ids.setdefault((p.node, p.device), len(ids)) for p in s.pieces], dtype=np.int64)
+    held: list[set[int]] = [set() for _ in ids]
     for k, p in enumerate(s.pieces):
-        by_node[p.node].append(k)
+        held[share[k]].update(p.samples)
+    of_node: list[list[int]] = [[] for _ in range(dense.n)]
+    where = [0] * len(ids)
+    for (v, dev), h in ids.items():
+        of_node[v].append(h)
+        where[h] = dev
     preds: list[list[tuple[int, float]]] = [[] for _ in s.pieces]
     for k, q in enumerate(s.pieces):
         mine = set(q.samples)
         for u in dense.preds[q.node]:
-            for j in by_node[u]:  # every piece of a predecessor; a transfer where they share a sample
-                p = s.pieces[j]
-                shared = not mine.isdisjoint(p.samples)
-                preds[k].append((j, transfer_time(spec, links, u, p.device, q.device) if shared else 0.0))
+            for h in of_node[u]:  # every share of a predecessor; a transfer where they share a sample
+                shared = not mine.isdisjoint(held[h])
+                preds[k].append((h, transfer_time(spec, links, u, where[h], q.device) if shared else 0.0))
+    by_node: list[list[int]] = [[] for _ in range(dense.n)]
+    for k, p in enumerate(s.pieces):
+        by_node[p.node].append(k)
     order = [k for v in dense.topo.tolist() for k in by_node[v]]
-    return _Timing(duration, preds, order)
+    return _Timing(duration, share, preds, order)
 
 
-def list_schedule(spec: Spec, s: Schedule, node_order: Sequence[int] | None = None) -> Schedule:
+def list_schedule(spec: Spec, s: Schedule, node_order: Sequence[int] | None = None,
+                  piece_order: Sequence[int] | None = None) -> Schedule:
     """Start times for a schedule without them: pieces in topological order of their
-    nodes (`node_order`, default the graph's; a node's pieces in the order given), each as
-    early as its inputs and its device allow."""
+    nodes (`node_order`, default the graph's; a node's pieces in the order given), or in
+    `piece_order` (which must respect precedence), each as early as its inputs and its
+    device allow."""
     tm = _timing(spec, s)
-    if node_order is not None:
+    if piece_order is not None:
+        tm.order = list(piece_order)
+    elif node_order is not None:
         rank = {v: i for i, v in enumerate(node_order)}
         tm.order.sort(key=lambda k: rank[s.pieces[k].node])  # stable: a node's pieces keep their order
     start = np.zeros(len(s.pieces))
     free = np.zeros(spec.dense.D)
+    end = np.zeros(len(tm.share) and int(tm.share.max()) + 1)
     for k in tm.order:
-        ready = max((start[j] + tm.duration[j] + t for j, t in tm.preds[k]), default=0.0)
+        ready = max((end[h] + t for h, t in tm.preds[k]), default=0.0)
         d = s.pieces[k].device
         start[k] = max(ready, free[d])
         free[d] = start[k] + tm.duration[k]
+        end[tm.share[k]] = max(end[tm.share[k]], free[d])
     return replace(s, pieces=tuple(replace(p, start=float(start[k])) for k, p in enumerate(s.pieces)))
 
 
@@ -231,7 +255,7 @@ def evaluate_schedule(spec: Spec, s: Schedule):  # type: ignore[no-untyped-def] 
     tm = _timing(spec, s)
     start = np.array([p.start for p in s.pieces], dtype=float)
     finish = start + tm.duration
-    viol = violations(spec, s, tm.preds, start, finish)
+    viol = violations(spec, s, tm.preds, start, finish, tm.share_ends(finish))
     C = float(finish.max()) if len(finish) else 0.0
     L = spec.objective.batch
     if spec.objective.kind == "throughput":

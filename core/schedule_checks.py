@@ -10,7 +10,7 @@ SPLIT_FREE = ("contiguous", "acyclic", "stages")  # device-level constraints, ch
 
 
 def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], start: np.ndarray,
-               finish: np.ndarray) -> list:
+               finish: np.ndarray, share_end: np.ndarray) -> list:
     from .evaluate import Violation, _short
     from .evaluate import violations as assignment_violations
 
@@ -43,14 +43,13 @@ def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], st
                     f"{', '.join(map(str, spec.platform.classes[dense.dev_class[d]].batches))})" if kind == "batch" else ""
             out.append(Violation(kind, f"{_short(nodes)} cannot run on {devices[d]} ({why}){extra}", nodes,
                                  devices[d]))
-    late = [(k, j) for k in range(len(s.pieces)) for j, t in preds[k] if start[k] + eps < finish[j] + t]
+    late = [k for k in range(len(s.pieces)) if any(start[k] + eps < share_end[h] + t for h, t in preds[k])]
     if late:
-        k, j = late[0]
-        q, p = s.pieces[k], s.pieces[j]
-        out.append(Violation("precedence", f"{names[q.node]} on {devices[q.device]} starts at {start[k]:.6g} ms, "
-                             f"before its input from {names[p.node]} on {devices[p.device]} arrives"
+        q = s.pieces[late[0]]
+        out.append(Violation("precedence", f"{names[q.node]} on {devices[q.device]} starts at {start[late[0]]:.6g} ms, "
+                             "before all its inputs have arrived"
                              + (f" ({len(late)} such pieces)" if len(late) > 1 else ""),
-                             tuple(dict.fromkeys(names[s.pieces[k].node] for k, _ in late))))
+                             tuple(dict.fromkeys(names[s.pieces[k].node] for k in late))))
     for d in range(dense.D):
         on = sorted((k for k, p in enumerate(s.pieces) if p.device == d), key=lambda k: (start[k], finish[k]))
         clash = [(a, b) for a, b in zip(on, on[1:]) if start[b] + eps < finish[a]]

@@ -39,7 +39,7 @@ class _Board:
     insertion: bool
     links: dict = field(default_factory=dict)
     pieces: list[Piece] = field(default_factory=list)
-    finish: list[float] = field(default_factory=list)
+    finish: list[float] = field(default_factory=list)  # when each piece's outputs are ready (its share's end)
     of_node: dict[int, list[int]] = field(default_factory=dict)
     busy: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
 
@@ -84,11 +84,11 @@ class _Board:
             spans.sort()
             end = max(end, start + total)
             t = start
-            for samples, dur in block:
+            for samples, dur in block:  # a share's outputs are ready when it ends
                 if commit:
                     self.of_node.setdefault(node, []).append(len(self.pieces))
                     self.pieces.append(Piece(node, device, samples, t))
-                    self.finish.append(t + dur)
+                    self.finish.append(start + total)
                 t += dur
         if saved is not None:
             self.busy = saved

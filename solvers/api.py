@@ -67,8 +67,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "SliceGraph on a tensor-weighted minimum linear arrangement order", ("population", "generations")),
     Method("dp", ideal_dp.run, False, "DP over ideals: optimal contiguous splits (Tarnawski sec. 5.1.1)",
            objectives=("bottleneck",)),
-    Method("exact", exact.run, False, "Archer's MTPP MIP (Fig. 3) or Tarnawski's max-load IP (Fig. 6), with a "
-           "MIP start", ("pyomo", "symmetry", "heuristics", "relax"), mip=True),
+    Method("exact", exact.run, False, "Archer's MTPP MIP (Fig. 3), Tarnawski's max-load IP (Fig. 6) or latency IP "
+           "(Figs. 3-4), or the DiviML MILP (eqs. 1-7) for schedule objectives, with a MIP start", ("pyomo", "symmetry", "heuristics", "relax"), mip=True),
     Method("dpl", baselines.dpl, False, "the DP on one DFS linearization (Tarnawski's DPL)"),
     Method("pipedream", baselines.pipedream, False, "PipeDream's linear DP on a chain, accelerators only (baseline)"),
     Method("greedy", baselines.greedy, False, "fill devices in topological order up to an even share (baseline)"),

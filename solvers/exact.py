@@ -45,6 +45,9 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     if spec.objective.kind == "latency":
         yield from _latency(spec, seed, deadline, progress, solver, via_pyomo, gap, threads, heuristics, start)
         return
+    if spec.objective.scheduled:
+        yield from _schedule(spec, seed, deadline, progress, solver, via_pyomo, gap, threads, heuristics)
+        return
     model = formulation(spec)
     model.check(spec)
     start_dev, start_value = yield from mip_start(spec, seed, budget(deadline, heuristics), start, progress)
@@ -153,6 +156,63 @@ def _latency(spec: Spec, seed: int, deadline: float, progress: Callable[[str], N
         yield Proven(min(float(out.bound), best[0]), f"{name} dual bound ({out.why})")
     if out.status in ("optimal", "feasible"):
         yield (f"exact latency IP ({name}: {out.why})", *decode())
+
+
+def _schedule(spec: Spec, seed: int, deadline: float, progress: Callable[[str], None] | None, solver: str,
+              via_pyomo: bool, gap: float | None, threads: int | None, heuristics: float) -> Iterator:
+    """The DiviML MILP (models/diviml.py), H from the best of HEFT, Greedy and the biased
+    (1+1) EA (also its MIP start); its dual bound, as a makespan, is proven for every
+    schedule the evaluator accepts (the MILP's space is exactly that: whole chunks, one
+    share per node and device in one go, starts free)."""
+    from ..core.errors import PartError
+    from ..core.schedule import Schedule, evaluate_schedule
+    from ..kernels import list_schedulers, schedule_search
+    from ..models import diviml
+
+    diviml.check(spec)
+    if via_pyomo:
+        raise PartError("the DiviML MILP has no Pyomo model yet", None, "use --solver highs or --solver scip")
+    L = spec.objective.batch
+    makespan = (lambda v: L / v * 1e3 if v > 0 else math.inf) if spec.objective.kind == "throughput" else (lambda v: v)
+    best: tuple[float, Schedule | None] = (math.inf, None)
+    until = budget(deadline, heuristics)
+    found = [(f"exact: MIP start ({r})", list_schedulers.schedule(spec, r)) for r in ("heft", "eft")]
+    for item in schedule_search.ea(spec, seed, until, iterations=300):
+        if isinstance(item, tuple):
+            found.append((f"exact: MIP start ({item[0]})", item[1]))
+    for label, sched in found:
+        ev = evaluate_schedule(spec, sched)
+        if ev.feasible and makespan(ev.objective) < best[0]:
+            best = (makespan(ev.objective), ev.schedule)
+        yield label, sched
+    H = best[0] if best[1] is not None else diviml.safe_horizon(spec)
+    mip, vm = diviml.build(spec, H)
+    x0 = diviml.encode(spec, vm, best[1]) if best[1] is not None else None
+    name = NAMES[solver]
+    if progress:
+        progress(f"{name} on {mip.A.shape[0]:,} rows x {mip.A.shape[1]:,} columns (DiviML MILP, H = {H:.6g} ms)")
+    t0 = time.monotonic()
+    out = solve_matrix(mip, solver, _left(deadline), gap, threads, x0, progress)
+    if progress:
+        progress(f"{name}: {out.why} after {time.monotonic() - t0:.1f} s")
+    yield SolverLog(name, out.log)
+    if out.status == "infeasible":
+        if best[1] is None:  # H is safe: no schedule at all
+            yield Proven(math.inf if spec.objective.sense == "min" else 0.0, f"{name} proved the DiviML MILP infeasible")
+        return
+    found = diviml.decode(spec, vm, out.x) if out.status in ("optimal", "feasible") else None
+    if np.isfinite(out.bound):
+        C = min(float(out.bound), best[0])
+        if out.status == "optimal" and found is not None:  # optimal within the solver's tolerance (1e-6 ms)
+            ev = evaluate_schedule(spec, found)
+            mine = makespan(ev.objective) if ev.feasible else math.inf
+            if abs(mine - C) <= 1e-6 * max(1.0, C):
+                C = mine
+        value = L / C * 1e3 if spec.objective.kind == "throughput" and C > 0 else (math.inf if spec.objective.kind
+                                                                                     == "throughput" else C)
+        yield Proven(value, f"{name} dual bound on the makespan, {C:.6g} ms ({out.why})")
+    if found is not None:
+        yield f"exact DiviML MILP ({name}: {out.why})", found
 
 
 def _left(deadline: float) -> float | None:

@@ -1,0 +1,273 @@
+"""The DiviML MILP (Ghannane & Abdelfattah sec. IV-A, eqs. 1-7) in matrix form, for the
+schedule objectives (`minimize latency by tasks`, `maximize throughput batch L split K`).
+
+Samples go to devices in K chunks of g = L / K (the spec's granularity; the paper's
+x_{i,u,l} per sample is K = L). Columns:
+- x[i, u, c] binary: chunk c of node i on device u (allowed pairs only); sum_u x = 1 (1, 4);
+- b[i, u, m] binary: device u holds m chunks of node i, m = 0..K, one m (5), sum_m m b =
+  sum_c x; m g samples run in one go in their fastest supported batches, taking
+  t[i, u, m] (no such m where they cannot run);
+- s[i, u] >= 0 the start of that share, C the makespan: s + sum_m t b <= C (2);
+- precedence (3), for each edge j -> i, devices u, v and chunk c:
+  s[j, u] + T[j, u] + tr(j, u, v) (x[j, u, c] + x[i, v, c] - 1) <= s[i, v], relaxed by
+  M (b[j, u, 0] + b[i, v, 0]) where a share is empty;
+- no overlap (7): for node pairs on no common path (the transitive closure prunes the
+  rest: precedence already orders them) and each device both may use, y binary picks
+  the order, relaxed where either share is empty;
+- memory (6): sum_i (in_i + out_i) g sum_c x + params_i (1 - b[i, u, 0]) <= M_u;
+- colocation: colocated nodes put each chunk on the same device.
+Minimizing C serves both objectives (throughput = L / C). H, a proven upper bound on C
+(the incumbent's makespan), caps C, and every big-M is H plus the largest transfer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.dense import work_time
+from ..core.errors import PartError
+from ..core.evaluate import link_table
+from ..core.ir import Spec
+from ..core.schedule import Piece, Schedule, batch_split, list_schedule, transfer_time
+from .matrix import MatrixMIP, Rows
+
+
+@dataclass(frozen=True)
+class VarMap:
+    x: np.ndarray  # [n, D, K] column or -1
+    b: np.ndarray  # [n, D, K+1] column or -1
+    s: np.ndarray  # [n, D] column or -1
+    t: np.ndarray  # [n, D, K+1] time of m chunks in one go (inf: cannot)
+    y: dict  # (i, j, u) -> column: 1 when j's share runs before i's on u
+    C: int
+    ncols: int
+    H: float
+
+
+def check(spec: Spec) -> None:
+    if not spec.objective.scheduled:
+        raise PartError("the DiviML MILP is for `minimize latency by tasks` or `maximize throughput`", spec.objective.span)
+    c = spec.constraints
+    if c.contiguous or c.acyclic or c.max_stages is not None:
+        raise PartError("the DiviML MILP does not model contiguous, acyclic or stages", None,
+                        "drop them from `subject to`, or use the list-scheduling methods (heft, ea)")
+
+
+def share_times(spec: Spec) -> np.ndarray:
+    """t[i, u, m]: m chunks of node i on device u in one go, in the fastest supported batches."""
+    d = spec.dense
+    K = spec.objective.split
+    g = spec.objective.batch // K
+    t = np.full((d.n, d.D, K + 1), np.inf)
+    t[:, :, 0] = 0.0
+    for v in range(d.n):
+        for u in range(d.D):
+            if not d.allowed[v, u]:
+                continue
+            cls = int(d.dev_class[u])
+            k = spec.platform.classes[cls]
+            for m in range(1, K + 1):
+                sizes = batch_split(spec, v, cls, m * g)
+                if sizes:
+                    t[v, u, m] = sum(work_time(spec.graph.nodes[v], k.name, k.speed, q) for q in sizes)
+    return t
+
+
+def safe_horizon(spec: Spec) -> float:
+    """A makespan no optimal schedule exceeds: every share of every node on every device,
+    and every transfer, one after another."""
+    d = spec.dense
+    t = share_times(spec)
+    finite = np.where(np.isfinite(t), t, 0.0)
+    links = link_table(spec)
+    move = sum(max((transfer_time(spec, links, j, a, c) for a in range(d.D) for c in range(d.D)), default=0.0)
+               for j in d.src.tolist())
+    return float(finite.max(axis=2).sum() + move + 1.0)
+
+
+def reachable(spec: Spec) -> np.ndarray:
+    """[n, n] bool: a path from i to j (the transitive closure, in topological order)."""
+    d = spec.dense
+    R = np.zeros((d.n, d.n), dtype=bool)
+    for v in d.topo[::-1].tolist():
+        for w in d.succ_idx[d.succ_ptr[v]:d.succ_ptr[v + 1]].tolist():
+            R[v, w] = True
+            R[v] |= R[w]
+    return R
+
+
+def build(spec: Spec, H: float) -> tuple[MatrixMIP, VarMap]:
+    check(spec)
+    d = spec.dense
+    K = spec.objective.split
+    g = spec.objective.batch // K
+    t = share_times(spec)
+    ok = d.allowed & np.isfinite(t[:, :, 1:]).any(axis=2)
+    col = 0
+
+    def take(shape: tuple[int, ...], mask: np.ndarray) -> np.ndarray:
+        nonlocal col
+        out = np.full(shape, -1, dtype=np.int64)
+        k = int(mask.sum())
+        out[mask] = np.arange(col, col + k)
+        col += k
+        return out
+
+    x = take((d.n, d.D, K), np.repeat(ok[:, :, None], K, axis=2))
+    b = take((d.n, d.D, K + 1), ok[:, :, None] & np.isfinite(t))
+    s = take((d.n, d.D), ok)
+    C = col
+    col += 1
+    links = link_table(spec)
+    tr = np.zeros((d.n, d.D, d.D))
+    for v in range(d.n):
+        for a in range(d.D):
+            for c2 in range(d.D):
+                tr[v, a, c2] = transfer_time(spec, links, v, a, c2)
+    M = H + float(tr.max(initial=0.0)) + 1.0
+    rows = Rows()
+    # (1, 4) every chunk somewhere
+    for v in range(d.n):
+        for c in range(K):
+            cols = x[v, :, c][x[v, :, c] >= 0]
+            if not len(cols):
+                raise PartError(f"node {d.names[v]} can run on no device", None)
+            rows.add_one(cols, np.ones(len(cols)), 1.0, 1.0)
+    for v, u in zip(*np.nonzero(ok)):
+        bs = b[v, u][b[v, u] >= 0]
+        ms = np.flatnonzero(b[v, u] >= 0)
+        rows.add_one(bs, np.ones(len(bs)), 1.0, 1.0)  # (5) one share size
+        rows.add_one(np.r_[bs, x[v, u]], np.r_[ms.astype(float), -np.ones(K)], 0.0, 0.0)
+        # (2) the share ends by C
+        rows.add_one(np.r_[s[v, u], bs, C], np.r_[1.0, t[v, u, ms], -1.0], -np.inf, 0.0)
+    # (3) precedence, per chunk where a transfer may apply
+    for j, i in zip(d.src.tolist(), d.dst.tolist()):
+        for u in np.flatnonzero(ok[j]):
+            bj = b[j, u][b[j, u] >= 0]
+            tj = t[j, u, np.flatnonzero(b[j, u] >= 0)]
+            for v in np.flatnonzero(ok[i]):
+                base_c, base_v = np.r_[s[j, u], bj, s[i, v], b[j, u, 0], b[i, v, 0]], np.r_[1.0, tj, -1.0, -M, -M]
+                if tr[j, u, v] == 0:
+                    rows.add_one(base_c, base_v, -np.inf, 0.0)
+                    continue
+                for c in range(K):
+                    rows.add_one(np.r_[base_c, x[j, u, c], x[i, v, c]], np.r_[base_v, tr[j, u, v], tr[j, u, v]],
+                                 -np.inf, tr[j, u, v])
+    # (7) no overlap for pairs on no common path
+    R = reachable(spec)
+    ys: dict[tuple[int, int, int], int] = {}
+    for i in range(d.n):
+        for j in range(i + 1, d.n):
+            if R[i, j] or R[j, i]:
+                continue
+            for u in np.flatnonzero(ok[i] & ok[j]):
+                y = ys[(i, j, int(u))] = col
+                col += 1
+                bi, bj = b[i, u][b[i, u] >= 0], b[j, u][b[j, u] >= 0]
+                ti, tj = t[i, u, np.flatnonzero(b[i, u] >= 0)], t[j, u, np.flatnonzero(b[j, u] >= 0)]
+                rows.add_one(np.r_[s[i, u], bi, s[j, u], y, b[i, u, 0], b[j, u, 0]],
+                             np.r_[1.0, ti, -1.0, M, -M, -M], -np.inf, M)  # i before j when y = 0
+                rows.add_one(np.r_[s[j, u], bj, s[i, u], y, b[i, u, 0], b[j, u, 0]],
+                             np.r_[1.0, tj, -1.0, -M, -M, -M], -np.inf, 0.0)  # j before i when y = 1
+    # (6) memory
+    if spec.constraints.memory != "ignore":
+        held = np.zeros(d.n)
+        np.add.at(held, d.dst, d.out_bytes[d.src])
+        held += d.out_bytes
+        cap = d.memory[d.dev_class]
+        for u in range(d.D):
+            vs = np.flatnonzero(ok[:, u])
+            if not len(vs) or not np.isfinite(cap[u]):
+                continue
+            cols = np.r_[x[vs, u].ravel(), b[vs, u, 0]]
+            vals = np.r_[np.repeat(held[vs] * g, K), -d.params[vs]]
+            rows.add_one(cols, vals, -np.inf, cap[u] * (1 + 1e-12) - d.params[vs].sum())
+    # colocation: each chunk of colocated nodes on one device
+    for r, v in d.colocated_pairs:
+        for u in range(d.D):
+            for c in range(K):
+                a, z = x[r, u, c], x[v, u, c]
+                if a >= 0 and z >= 0:
+                    rows.add_one([a, z], [1.0, -1.0], 0.0, 0.0)
+                elif a >= 0 or z >= 0:
+                    rows.add_one([max(a, z)], [1.0], 0.0, 0.0)
+    A, lo, hi = rows.matrix(col)
+    cvec = np.zeros(col)
+    cvec[C] = 1.0
+    col_lo = np.zeros(col)
+    col_hi = np.ones(col)
+    col_hi[s[s >= 0]] = H
+    col_hi[C] = H
+    integer = np.ones(col, dtype=bool)
+    integer[s[s >= 0]] = False
+    integer[C] = False
+    return MatrixMIP(cvec, A, lo, hi, col_lo, col_hi, integer), VarMap(x, b, s, t, ys, C, col, H)
+
+
+def decode(spec: Spec, vm: VarMap, xs: np.ndarray) -> Schedule:
+    """The shares the MILP chose, each in its fastest batches back to back, ordered by the
+    MILP's starts and list-scheduled (so solver tolerances never show as violations)."""
+    d = spec.dense
+    K = spec.objective.split
+    g = spec.objective.batch // K
+    shares = []
+    for v in range(d.n):
+        for u in range(d.D):
+            if vm.s[v, u] < 0:
+                continue
+            chunks = [c for c in range(K) if vm.x[v, u, c] >= 0 and xs[vm.x[v, u, c]] > 0.5]
+            if chunks:
+                shares.append((float(xs[vm.s[v, u]]), v, u, chunks))
+    pos = np.empty(d.n, dtype=np.int64)
+    pos[d.topo] = np.arange(d.n)
+    shares.sort(key=lambda z: (z[0], pos[z[1]]))
+    pieces = []
+    for _, v, u, chunks in shares:
+        samples = [q for c in chunks for q in range(c * g, (c + 1) * g)]
+        lo = 0
+        for size in batch_split(spec, v, int(d.dev_class[u]), len(samples)) or [len(samples)]:
+            pieces.append(Piece(v, u, tuple(samples[lo:lo + size])))
+            lo += size
+    return list_schedule(spec, Schedule(tuple(pieces), spec.objective.batch), piece_order=range(len(pieces)))
+
+
+def encode(spec: Spec, vm: VarMap, sched: Schedule) -> np.ndarray | None:
+    """A MIP start from a timed schedule in the MILP's space (chunks whole, one share per
+    node and device in one go), else None."""
+    d = spec.dense
+    K = spec.objective.split
+    g = spec.objective.batch // K
+    xs = np.zeros(vm.ncols)
+    start: dict[tuple[int, int], float] = {}
+    end: dict[tuple[int, int], float] = {}
+    held: dict[tuple[int, int], set[int]] = {}
+    for p in sched.pieces:
+        key = (p.node, p.device)
+        held.setdefault(key, set()).update(p.samples)
+        start[key] = min(start.get(key, np.inf), p.start or 0.0)
+    for (v, u), samples in held.items():
+        chunks = {q // g for q in samples}
+        if any(set(range(c * g, (c + 1) * g)) - samples for c in chunks) or vm.s[v, u] < 0:
+            return None
+        for c in chunks:
+            if vm.x[v, u, c] < 0:
+                return None
+            xs[vm.x[v, u, c]] = 1.0
+        m = len(chunks)
+        if vm.b[v, u, m] < 0:
+            return None
+        xs[vm.b[v, u, m]] = 1.0
+        xs[vm.s[v, u]] = start[(v, u)]
+        end[(v, u)] = start[(v, u)] + vm.t[v, u, m]
+    for v in range(d.n):
+        for u in range(d.D):
+            if vm.s[v, u] >= 0 and (v, u) not in held:
+                xs[vm.b[v, u, 0]] = 1.0
+    for (i, j, u), col in vm.y.items():
+        if (i, u) in start and (j, u) in start and start[(j, u)] < start[(i, u)]:
+            xs[col] = 1.0
+    if not end or max(end.values()) > vm.H * (1 + 1e-9):
+        return None
+    xs[vm.C] = max(end.values())
+    return xs
