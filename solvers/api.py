@@ -39,6 +39,8 @@ from . import backends, exact, interrupt
 from .bounds import bound as trivial_bound
 from .result import Result, Status, relative_gap
 
+MAX_LOAD = ("bottleneck", "latency")  # methods that optimize the max load (scored under latency); schedule
+# objectives (DiviML) refuse them: an assignment cannot express a batch split, and max load is not makespan
 Candidates = Iterator[tuple[str, np.ndarray] | tuple[str, np.ndarray, np.ndarray] | tuple[str, Schedule]]  # label, devices[, subgraphs] | label, schedule
 
 
@@ -55,35 +57,41 @@ class Method:
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("topo", topo_split.run, False,
-           "best of several topological-order splits, each split optimally by a DP (default)"),
-    Method("slicegraph", order_search.slicegraph, False, "SliceGraph on Kahn's order (Archer sec. 4)"),
+           "best of several topological-order splits, each split optimally by a DP (default)", objectives=MAX_LOAD),
+    Method("slicegraph", order_search.slicegraph, False, "SliceGraph on Kahn's order (Archer sec. 4)",
+           objectives=MAX_LOAD),
     Method("random", order_search.random_orders, False, "random-T: best SliceGraph of T random orders",
-           ("samples",)),
+           ("samples",), objectives=MAX_LOAD),
     Method("brkga", order_search.brkga, False, "BRKGA over orders, decoded by SliceGraph",
-           ("population", "generations")),
+           ("population", "generations"), objectives=MAX_LOAD),
     Method("mla", order_search.mla, False, "SliceGraph on a minimum linear arrangement order",
-           ("population", "generations")),
+           ("population", "generations"), objectives=MAX_LOAD),
     Method("mla_weighted", order_search.mla_weighted, False,
-           "SliceGraph on a tensor-weighted minimum linear arrangement order", ("population", "generations")),
+           "SliceGraph on a tensor-weighted minimum linear arrangement order", ("population", "generations"),
+           objectives=MAX_LOAD),
     Method("dp", ideal_dp.run, False, "DP over ideals: optimal contiguous splits (Tarnawski sec. 5.1.1)",
            objectives=("bottleneck",)),
     Method("exact", exact.run, False, "Archer's MTPP MIP (Fig. 3), Tarnawski's max-load IP (Fig. 6) or latency IP "
-           "(Figs. 3-4), or the DiviML MILP (eqs. 1-7) for schedule objectives, with a MIP start", ("pyomo", "symmetry", "heuristics", "relax"), mip=True),
-    Method("dpl", baselines.dpl, False, "the DP on one DFS linearization (Tarnawski's DPL)"),
-    Method("pipedream", baselines.pipedream, False, "PipeDream's linear DP on a chain, accelerators only (baseline)"),
-    Method("greedy", baselines.greedy, False, "fill devices in topological order up to an even share (baseline)"),
+           "(Figs. 3-4), or the DiviML MILP (eqs. 1-7) for schedule objectives, with a MIP start",
+           ("pyomo", "symmetry", "heuristics", "relax"), mip=True),
+    Method("dpl", baselines.dpl, False, "the DP on one DFS linearization (Tarnawski's DPL)", objectives=MAX_LOAD),
+    Method("pipedream", baselines.pipedream, False, "PipeDream's linear DP on a chain, accelerators only (baseline)",
+           objectives=MAX_LOAD),
+    Method("greedy", baselines.greedy, False, "fill devices in topological order up to an even share (baseline)",
+           objectives=MAX_LOAD),
     Method("local_search", baselines.local_search, False, "single-node moves with restarts (baseline)",
-           ("restarts", "passes")),
+           ("restarts", "passes"), objectives=MAX_LOAD),
     Method("load_search", load_search.run, False, "iterated local search on max load from the best topo split: "
-           "unit moves scored by (max load, sum of squared loads), any split", ("stall",)),
+           "unit moves scored by (max load, sum of squared loads), any split", ("stall",), objectives=MAX_LOAD),
     Method("single", single_device.run, False, "everything on one device (baseline)"),
     Method("fill", latency_greedy.run, False, "latency greedy: fill each accelerator in topological order up to "
-           "its memory, the rest on CPUs (Tarnawski sec. 7, baseline)"),
+           "its memory, the rest on CPUs (Tarnawski sec. 7, baseline)", objectives=MAX_LOAD),
     Method("latency_search", latency_search.run, False,
            "latency optimizer: chain DP over many topological orders, then iterated local search scored "
            "by the evaluator", ("restarts", "iterations", "stall"), objectives=("latency",)),
     Method("maxload_dp", latency_greedy.maxload_dp, False,
-           "the max-load DP's split (Tarnawski sec. 5.1.1), scored for the spec's objective (baseline)"),
+           "the max-load DP's split (Tarnawski sec. 5.1.1), scored for the spec's objective (baseline)",
+           objectives=MAX_LOAD),
     Method("brute", brute_force.run, True, "exhaustive enumeration, exact, tiny graphs only"),
     Method("met", list_schedulers.run("met"), False, "DiviML's MET (bMET under a batch): each node where it runs "
            "fastest, list-scheduled (baseline)", objectives=SCHEDULED),
@@ -98,6 +106,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
 )}
 ALIASES = {"mla-weighted": "mla_weighted"}
 DEFAULT_METHOD = "topo"
+DEFAULT_SCHEDULE_METHOD = "heft"  # the default under a schedule objective (DiviML)
 ABS_TOL = 1e-5  # ms: 10 ns, above HiGHS's default feasibility tolerances
 KERNEL_SOLVER = "numpy"  # the solver reported by methods that run no MIP (NumPy kernels)
 
@@ -124,7 +133,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     method's own settings (e.g. {"population": 50} for brkga)."""
     opts = spec.solve.merged(method=method, solver=solver, time_limit=time_limit, gap=gap,
                              seed=seed, threads=threads)
-    name = opts.method or DEFAULT_METHOD
+    name = opts.method or (DEFAULT_SCHEDULE_METHOD if spec.objective.scheduled else DEFAULT_METHOD)
     name = ALIASES.get(name, name)
     if name not in METHODS:
         raise PartError(f"unknown method '{name}'", None,
