@@ -6,12 +6,14 @@ multi-module network between a stem and a head.
 
 Consecutive modules talk through `channels` edges, output O_t of one module to input I_t
 of the next (Fig. 2):
-- `sdep` (strongly dependent): the inputs are the module's only sources and the outputs
-  its only sinks (other sources hang off a random input, other sinks feed a random
-  output), so every path in a module stems from an input and ends at an output;
-- `wdep` (weakly dependent): inputs and outputs are random nodes (the first and the last
-  node always among them); a source that is not an input hangs off a random
-  lower-numbered input, a sink that is not an output feeds a random higher-numbered one.
+- `sdep` (strongly dependent): the inputs are sources of the module and the outputs
+  sinks (the first node always an input, the last always an output), and every other
+  source hangs off an input, every other sink feeds an output, so every path in a
+  module stems from an input and ends at an output;
+- `wdep` (weakly dependent): inputs and outputs are random nodes (again with the first
+  and the last node), other sources and sinks attached the same way.
+Added edges go from a lower-numbered to a higher-numbered node (an input before a source,
+a sink before an output), so modules stay acyclic.
 Either way every node is reachable from the stem and reaches the head, as in a real DNN.
 
 Every node is a RandWire node (weighted sum of its inputs, ReLU, 3x3 separable
@@ -78,20 +80,27 @@ def _module(rw: RandWire, rng: np.random.Generator) -> tuple[list[tuple[int, int
     sources = [v for v in range(n) if v not in has_in]
     sinks = [v for v in range(n) if v not in has_out]
     c = rw.channels
+
+    def pick(first: int, pool: list[int], rest: list[int]) -> list[int]:
+        """`first`, then c - 1 more from `pool` (then from `rest` if the pool runs out)."""
+        pool = [v for v in pool if v != first]
+        more = rng.permutation(pool)[:c - 1].tolist()
+        spare = [v for v in rest if v != first and v not in more]
+        more += rng.permutation(spare)[:c - 1 - len(more)].tolist()
+        return sorted({first, *map(int, more)})
+
+    everything = list(range(n))
     if rw.variant == "sdep":
-        ins = sorted(rng.permutation(sources)[:c].tolist())
-        ins += sorted(rng.permutation([v for v in range(n) if v not in ins])[:c - len(ins)].tolist())
-        outs = sorted(rng.permutation(sinks)[:c].tolist())
-        outs += sorted(rng.permutation([v for v in range(n) if v not in outs])[:c - len(outs)].tolist())
+        ins, outs = pick(0, sources, everything), pick(n - 1, sinks, everything)
     else:
-        ins = sorted({0} | set(rng.permutation(np.arange(1, n))[:c - 1].tolist()))
-        outs = sorted({n - 1} | set(rng.permutation(np.arange(n - 1))[:c - 1].tolist()))
-    for s in sources:  # an edge from a source or a lower-numbered node keeps the module acyclic
+        ins, outs = pick(0, everything, []), pick(n - 1, everything, [])
+    # added edges go from a lower to a higher index, so the module stays acyclic
+    for s in sources:
         if s not in ins:
-            edges.add((int(rng.choice([i for i in ins if i in sources or i < s])), s))
+            edges.add((int(rng.choice([i for i in ins if i < s])), s))
     for t in sinks:
         if t not in outs:
-            edges.add((t, int(rng.choice([o for o in outs if o in sinks or o > t]))))
+            edges.add((t, int(rng.choice([o for o in outs if o > t]))))
     return sorted(edges), ins, outs
 
 

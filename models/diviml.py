@@ -97,7 +97,10 @@ def reachable(spec: Spec) -> np.ndarray:
     return R
 
 
-def build(spec: Spec, H: float) -> tuple[MatrixMIP, VarMap]:
+def build(spec: Spec, H: float, release: np.ndarray | None = None) -> tuple[MatrixMIP, VarMap]:
+    """The MILP with makespan cap H; `release[i, u]` (ms, optional) is the earliest start
+    of node i's share on device u when it is not empty (MILP-SPLIT's modules after the
+    first: inputs from earlier modules, devices busy until then)."""
     check(spec)
     d = spec.dense
     K = spec.objective.split
@@ -170,6 +173,10 @@ def build(spec: Spec, H: float) -> tuple[MatrixMIP, VarMap]:
                              np.r_[1.0, ti, -1.0, M, -M, -M], -np.inf, M)  # i before j when y = 0
                 rows.add_one(np.r_[s[j, u], bj, s[i, u], y, b[i, u, 0], b[j, u, 0]],
                              np.r_[1.0, tj, -1.0, -M, -M, -M], -np.inf, 0.0)  # j before i when y = 1
+    if release is not None:  # s >= r (1 - b0): only a share that runs waits
+        for v, u in zip(*np.nonzero(ok & (np.asarray(release) > 0))):
+            r = float(release[v, u])
+            rows.add_one([s[v, u], b[v, u, 0]], [1.0, r], r, np.inf)
     # (6) memory
     if spec.constraints.memory != "ignore":
         held = np.zeros(d.n)
@@ -205,9 +212,9 @@ def build(spec: Spec, H: float) -> tuple[MatrixMIP, VarMap]:
     return MatrixMIP(cvec, A, lo, hi, col_lo, col_hi, integer), VarMap(x, b, s, t, ys, C, col, H)
 
 
-def decode(spec: Spec, vm: VarMap, xs: np.ndarray) -> Schedule:
-    """The shares the MILP chose, each in its fastest batches back to back, ordered by the
-    MILP's starts and list-scheduled (so solver tolerances never show as violations)."""
+def decode_pieces(spec: Spec, vm: VarMap, xs: np.ndarray) -> list[tuple[float, Piece]]:
+    """The shares the MILP chose, each in its fastest batches back to back, with the
+    MILP's start of its share, in order of those starts."""
     d = spec.dense
     K = spec.objective.split
     g = spec.objective.batch // K
@@ -223,13 +230,20 @@ def decode(spec: Spec, vm: VarMap, xs: np.ndarray) -> Schedule:
     pos[d.topo] = np.arange(d.n)
     shares.sort(key=lambda z: (z[0], pos[z[1]]))
     pieces = []
-    for _, v, u, chunks in shares:
+    for at, v, u, chunks in shares:
         samples = [q for c in chunks for q in range(c * g, (c + 1) * g)]
         lo = 0
         for size in batch_split(spec, v, int(d.dev_class[u]), len(samples)) or [len(samples)]:
-            pieces.append(Piece(v, u, tuple(samples[lo:lo + size])))
+            pieces.append((at, Piece(v, u, tuple(samples[lo:lo + size]))))
             lo += size
-    return list_schedule(spec, Schedule(tuple(pieces), spec.objective.batch), piece_order=range(len(pieces)))
+    return pieces
+
+
+def decode(spec: Spec, vm: VarMap, xs: np.ndarray) -> Schedule:
+    """The MILP's schedule, list-scheduled in the order of its starts (so solver
+    tolerances never show as violations)."""
+    pieces = tuple(p for _, p in decode_pieces(spec, vm, xs))
+    return list_schedule(spec, Schedule(pieces, spec.objective.batch), piece_order=range(len(pieces)))
 
 
 def encode(spec: Spec, vm: VarMap, sched: Schedule) -> np.ndarray | None:

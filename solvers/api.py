@@ -35,7 +35,7 @@ from ..kernels import (
     single_device,
     topo_split,
 )
-from . import backends, exact, interrupt
+from . import backends, exact, interrupt, milp_split
 from .bounds import bound as trivial_bound
 from .result import Result, Status, relative_gap
 
@@ -93,6 +93,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "the max-load DP's split (Tarnawski sec. 5.1.1), scored for the spec's objective (baseline)",
            objectives=MAX_LOAD),
     Method("brute", brute_force.run, True, "exhaustive enumeration, exact, tiny graphs only"),
+    Method("milp_split", milp_split.run, False, "MILP-SPLIT (DiviML sec. IV-B): the DiviML MILP per module "
+           "(bridges, or k-edge-connected components for channels > 1), combined by a DP over the devices at "
+           "each bridge, with the Remark's lower bound", ("channels", "module_limit", "workers", "min_module",
+                                                         "bound_limit", "lookahead"), mip=True, objectives=SCHEDULED),
     Method("met", list_schedulers.run("met"), False, "DiviML's MET (bMET under a batch): each node where it runs "
            "fastest, list-scheduled (baseline)", objectives=SCHEDULED),
     Method("eft", list_schedulers.run("eft"), False, "DiviML's Greedy (bGreedy under a batch): each node where it "

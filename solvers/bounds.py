@@ -54,12 +54,18 @@ def bound(spec: Spec) -> float:
         return float(max(per.min(axis=1).max(), _spread(spec, _cheapest(spec, d.work))))
     if kind == "latency":
         return _critical_path(spec, _cheapest(spec, d.work))
-    shortest, least = piece_costs(spec)
-    makespan = max(_critical_path(spec, shortest), _spread(spec, least))
+    makespan = makespan_bound(spec)
     if kind == "task_latency":
         return makespan
     L = spec.objective.batch
     return L / makespan * 1e3 if makespan > 0 else INF
+
+
+def makespan_bound(spec: Spec) -> float:
+    """Schedule objectives: no schedule ends before the critical path of each node's
+    shortest piece, or before the devices' least busy time spread over them."""
+    shortest, least = piece_costs(spec)
+    return max(_critical_path(spec, shortest), _spread(spec, least))
 
 
 def piece_costs(spec: Spec) -> tuple[np.ndarray, np.ndarray]:

@@ -14,10 +14,9 @@ superblock bounds say why they do not apply.
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -29,6 +28,7 @@ from ..models import mtpp
 from . import interrupt
 from .backends import require
 from .bounds import bound as trivial_bound
+from .executor import run_all
 from .exact import formulation, solve_mtpp_variant
 from .highs_matrix import solve_highs
 from .outcome import MipOutcome
@@ -120,29 +120,11 @@ def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | 
     workers = min(workers or os.cpu_count() or 1, k)
     per_threads = threads if threads is not None else (1 if workers > 1 or executor else None)
     results: dict[int, tuple[float, bool]] = {}
-    if executor is None and workers <= 1:
-        for j in range(1, k + 1):
-            _, b, ok = _guess(spec, j, deadline, solver, per_threads, floor)
-            results[j] = (b, ok)
-            if progress:
-                progress(f"bottleneck-guess j={j}/{k}: {b:.6g}")
-        return min(b for b, _ in results.values()), all(ok for _, ok in results.values())
-    own = executor is None  # local processes: spawned, as fork after solver threads have started is unsafe
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) if own else executor
-    futures = [pool.submit(_guess, spec, j, deadline, solver, per_threads, floor) for j in range(1, k + 1)]
-    try:
-        for f in as_completed(futures):
-            j, b, ok = f.result()
-            results[j] = (b, ok)
-            if progress:
-                progress(f"bottleneck-guess j={j} done ({len(results)}/{k}): {b:.6g}")
-    except KeyboardInterrupt:  # Ctrl-C: the guesses not started are dropped, not waited for
-        for f in futures:
-            f.cancel()
-        raise
-    finally:
-        if own:
-            pool.shutdown(wait=True, cancel_futures=True)
+    jobs = [(spec, j, deadline, solver, per_threads, floor) for j in range(1, k + 1)]
+    for _, (j, b, ok) in run_all(_guess, jobs, workers, executor):
+        results[j] = (b, ok)
+        if progress:
+            progress(f"bottleneck-guess j={j} done ({len(results)}/{k}): {b:.6g}")
     return min(b for b, _ in results.values()), all(ok for _, ok in results.values())
 
 
