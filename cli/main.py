@@ -245,7 +245,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     spec = randwire_spec(rw, args.objective, args.batch, args.split)
     validate(spec)
     what = (f"RandWire {args.model.upper()} {args.variant}, {args.modules} module(s) of {args.size} nodes, "
-            f"{args.channels} channel(s), seed {args.seed}: `part generate randwire`")
+            f"{args.channels} channel(s), made by\n#   part generate randwire --model {args.model} --size {args.size} "
+            f"--modules {args.modules} --channels {args.channels} --variant {args.variant} -p {args.p:g} "
+            f"-k {args.k} -m {args.m} --objective {args.objective} --batch {args.batch} --split {args.split} "
+            f"--seed {args.seed}")
     text = to_part(spec, header=what)
     if args.output:
         Path(args.output).write_text(text)
