@@ -143,30 +143,36 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     yield Progress(f"MILP-SPLIT: {len(plan.modules)} modules ({sizes} nodes), "
                    f"{'single-channel DP' if single else 'modules in turn with release times'}")
     nworkers = int(workers) if workers else None
+    known: dict[frozenset[int], float] = {}  # proven module bounds from the module MILPs
     if single:
-        sched, why = _dp(spec, plan, deadline, module_limit, solver, threads, nworkers, progress)
+        sched, why = _dp(spec, plan, deadline, module_limit, solver, threads, nworkers, progress, known)
     else:
         sched, why = _rolling(spec, plan, deadline, module_limit, solver, threads, progress, int(lookahead))
     if sched is not None:
         yield f"MILP-SPLIT ({why})", sched
     left = deadline - time.monotonic()
     per = bound_limit if math.isinf(left) else min(bound_limit, max(left, 0.0) / 4)
-    lb = chain_bound(plan, per, solver, threads, nworkers)
+    lb = chain_bound(plan, per, solver, threads, nworkers, known)
     yield Proven(_value(spec, lb), f"MILP-SPLIT lower bound (the Remark's recursion over {len(plan.modules)} "
                                    f"modules): makespan >= {lb:.6g} ms")
 
 
 def _limit(deadline: float, module_limit: float | None, share: float) -> float:
-    if module_limit is not None:
-        return float(module_limit)
+    """Seconds per module MILP: `module_limit`, else a share of the time left (10 s
+    without a time limit); never past the deadline."""
     left = deadline - time.monotonic()
-    return DEFAULT_MODULE_LIMIT if math.isinf(left) else max(left * share, 0.05)
+    if math.isinf(left):
+        return float(module_limit) if module_limit is not None else DEFAULT_MODULE_LIMIT
+    mine = float(module_limit) if module_limit is not None else min(share, 0.8) * left
+    return max(min(mine, 0.8 * left), 0.05)
 
 
 def _dp(spec: Spec, plan: _Plan, deadline: float, module_limit: float | None, solver: str | None,
-        threads: int | None, workers: int | None,
-        progress: Callable[[str], None] | None) -> tuple[Schedule | None, str]:
-    """IV-B1: every module for every (input device, output device) pair, then the chain DP."""
+        threads: int | None, workers: int | None, progress: Callable[[str], None] | None,
+        known: dict[frozenset[int], float]) -> tuple[Schedule | None, str]:
+    """IV-B1: every module for every (input device, output device) pair, then the chain DP.
+    Fills `known` with each module's proven bound where the pairs cover every schedule of
+    it (no pinned endpoint, or whole nodes: split 1), the least over its pairs."""
     s, D = plan.s, plan.s.dense.D
     q = len(plan.modules)
     ins = [None] + [c[0][1] if c else None for c in plan.cuts]
@@ -202,6 +208,12 @@ def _dp(spec: Spec, plan: _Plan, deadline: float, module_limit: float | None, so
         if progress:
             progress(f"MILP-SPLIT: module {k + 1}/{q} pair ({a}, {b}) {r.why}, {r.makespan:.6g} ms "
                      f"({done}/{len(jobs)})")
+    for k, nodes in enumerate(plan.modules):
+        pairs = [r.bound for (kk, _, _), r in results.items() if kk == k]
+        pinned = ins[k] is not None or outs[k] is not None
+        if pairs and (not pinned or s.objective.split == 1):
+            # every pair's module was tried unless its endpoint cannot run there
+            known[frozenset(nodes)] = min(pairs)
     # the DP over the chain: best[k][b] = cheapest way to finish module k with its output on b
     best: list[dict[int | None, tuple[float, int | None, int | None]]] = []
     for k in range(q):
@@ -303,8 +315,9 @@ def _duration(spec: Spec, p: Piece) -> float:
 
 
 def chain_bound(plan: _Plan, time_limit: float, solver: str | None, threads: int | None,
-                workers: int | None) -> float:
-    """The Remark's recursion (module docstring) on the whole graph, as a makespan (ms)."""
+                workers: int | None, known: dict[frozenset[int], float] | None = None) -> float:
+    """The Remark's recursion (module docstring) on the whole graph, as a makespan (ms);
+    `known`: proven bounds of node sets inside one module."""
     s = plan.s
     d = s.dense
     n = d.n
@@ -334,7 +347,7 @@ def chain_bound(plan: _Plan, time_limit: float, solver: str | None, threads: int
 
     def one(x: frozenset[int]) -> float:
         if x not in inner:
-            inner[x] = simple(x)
+            inner[x] = max(simple(x), (known or {}).get(x, 0.0))
         return inner[x]
 
     def lb(x: frozenset[int]) -> float:
@@ -367,7 +380,7 @@ def chain_bound(plan: _Plan, time_limit: float, solver: str | None, threads: int
     everything = frozenset(range(n))
     lb(everything)  # first pass: which single-module sets matter
     if time_limit > 0 and inner:
-        sets = sorted(inner, key=len, reverse=True)
+        sets = sorted((x for x in inner if x not in (known or {})), key=len, reverse=True)
         per_threads = threads if threads is not None else 1
         jobs = [(restrict(s, sorted(x)), time_limit, solver, per_threads) for x in sets]
         for i, b in run_all(module_bound, jobs, workers):
