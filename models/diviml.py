@@ -97,10 +97,68 @@ def reachable(spec: Spec) -> np.ndarray:
     return R
 
 
-def build(spec: Spec, H: float, release: np.ndarray | None = None) -> tuple[MatrixMIP, VarMap]:
+SYMMETRY = {0: "off", 1: "tasks", 2: "time", 3: "batches"}  # sec. V-E criteria
+
+
+def identical_devices(spec: Spec) -> tuple[tuple[int, ...], ...]:
+    """Groups (size >= 2) of interchangeable devices: one class, allowed the same nodes,
+    and swapping two of them maps every link onto an equal one."""
+    d = spec.dense
+    links = link_table(spec)
+
+    def same(u: int, w: int) -> bool:
+        if d.dev_class[u] != d.dev_class[w] or not np.array_equal(d.allowed[:, u], d.allowed[:, w]):
+            return False
+        others = [z for z in range(d.D) if z not in (u, w)]
+        return (links.get((u, w)) == links.get((w, u))
+                and all(links.get((u, z)) == links.get((w, z)) and links.get((z, u)) == links.get((z, w))
+                        for z in others))
+
+    groups: list[list[int]] = []
+    for u in range(d.D):
+        for g in groups:
+            if same(g[0], u):
+                g.append(u)
+                break
+        else:
+            groups.append([u])
+    return tuple(tuple(g) for g in groups if len(g) > 1)
+
+
+def symmetry_key(spec: Spec, criterion: int, sched: Schedule) -> np.ndarray:
+    """Per device, the quantity the symmetry rows order (chunks held, busy time, shares)."""
+    d = spec.dense
+    g = spec.objective.batch // spec.objective.split
+    out = np.zeros(d.D)
+    t = share_times(spec)
+    held: dict[tuple[int, int], int] = {}
+    for p in sched.pieces:
+        held[(p.node, p.device)] = held.get((p.node, p.device), 0) + len(p.samples)
+    for (v, u), q in held.items():
+        m = q // g
+        out[u] += {1: m, 2: float(t[v, u, m]) if m < t.shape[2] else 0.0, 3: 1.0}[criterion]
+    return out
+
+
+def canonical(spec: Spec, criterion: int, sched: Schedule) -> Schedule:
+    """The same schedule with identical devices relabelled so the symmetry rows hold
+    (the largest key on the first device of each group)."""
+    key = symmetry_key(spec, criterion, sched)
+    perm = np.arange(spec.dense.D)
+    for grp in identical_devices(spec):
+        order = sorted(grp, key=lambda u: (-key[u], u))
+        perm[order] = grp  # device order[j] becomes grp[j]
+    return Schedule(tuple(Piece(p.node, int(perm[p.device]), p.samples, p.start) for p in sched.pieces),
+                    sched.batch)
+
+
+def build(spec: Spec, H: float, release: np.ndarray | None = None,
+          symmetry: int = 0) -> tuple[MatrixMIP, VarMap]:
     """The MILP with makespan cap H; `release[i, u]` (ms, optional) is the earliest start
     of node i's share on device u when it is not empty (MILP-SPLIT's modules after the
-    first: inputs from earlier modules, devices busy until then)."""
+    first: inputs from earlier modules, devices busy until then). `symmetry` (sec. V-E):
+    among identical devices, the first holds at least as many chunks (1, "tasks"), as
+    much busy time (2, "time") or as many shares (3, "batches") as the next."""
     check(spec)
     d = spec.dense
     K = spec.objective.split
@@ -170,13 +228,21 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None) -> tuple[Matr
                 bi, bj = b[i, u][b[i, u] >= 0], b[j, u][b[j, u] >= 0]
                 ti, tj = t[i, u, np.flatnonzero(b[i, u] >= 0)], t[j, u, np.flatnonzero(b[j, u] >= 0)]
                 rows.add_one(np.r_[s[i, u], bi, s[j, u], y, b[i, u, 0], b[j, u, 0]],
-                             np.r_[1.0, ti, -1.0, M, -M, -M], -np.inf, M)  # i before j when y = 0
+                             np.r_[1.0, ti, -1.0, -M, -M, -M], -np.inf, 0.0)  # i before j when y = 0
                 rows.add_one(np.r_[s[j, u], bj, s[i, u], y, b[i, u, 0], b[j, u, 0]],
-                             np.r_[1.0, tj, -1.0, -M, -M, -M], -np.inf, 0.0)  # j before i when y = 1
+                             np.r_[1.0, tj, -1.0, M, -M, -M], -np.inf, M)  # j before i when y = 1
     if release is not None:  # s >= r (1 - b0): only a share that runs waits
         for v, u in zip(*np.nonzero(ok & (np.asarray(release) > 0))):
             r = float(release[v, u])
             rows.add_one([s[v, u], b[v, u, 0]], [1.0, r], r, np.inf)
+    if symmetry:
+        if symmetry not in SYMMETRY:
+            raise PartError(f"symmetry must be one of {', '.join(f'{k} ({v})' for k, v in SYMMETRY.items())}", None)
+        for grp in identical_devices(spec):
+            for u, w in zip(grp, grp[1:]):
+                cols_u, vals_u = _symmetry_terms(x, b, t, u, symmetry)
+                cols_w, vals_w = _symmetry_terms(x, b, t, w, symmetry)
+                rows.add_one(np.r_[cols_u, cols_w], np.r_[vals_u, -vals_w], 0.0, np.inf)
     # (6) memory
     if spec.constraints.memory != "ignore":
         held = np.zeros(d.n)
@@ -212,38 +278,62 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None) -> tuple[Matr
     return MatrixMIP(cvec, A, lo, hi, col_lo, col_hi, integer), VarMap(x, b, s, t, ys, C, col, H)
 
 
-def decode_pieces(spec: Spec, vm: VarMap, xs: np.ndarray) -> list[tuple[float, Piece]]:
-    """The shares the MILP chose, each in its fastest batches back to back, with the
-    MILP's start of its share, in order of those starts."""
+def _symmetry_terms(x: np.ndarray, b: np.ndarray, t: np.ndarray, u: int,
+                    criterion: int) -> tuple[np.ndarray, np.ndarray]:
+    if criterion == 1:  # chunks held
+        cols = x[:, u][x[:, u] >= 0]
+        return cols, np.ones(len(cols))
+    if criterion == 2:  # busy time: sum of share times
+        mask = b[:, u, 1:] >= 0
+        return b[:, u, 1:][mask], np.where(np.isfinite(t[:, u, 1:]), t[:, u, 1:], 0.0)[mask]
+    mask = b[:, u, 1:] >= 0  # shares that run: 1 - b0 = sum of b[m >= 1]
+    return b[:, u, 1:][mask], np.ones(int(mask.sum()))
+
+
+def pieces_of_shares(spec: Spec, shares: list[tuple[float, int, int, list[int]]],
+                     timed: bool = True) -> Schedule | list[tuple[float, Piece]]:
+    """Shares (MILP start, node, device, chunks), each run in its fastest batches back to
+    back, in order of the starts: list-scheduled (so solver tolerances never show as
+    violations), or with `timed=False` the (start, piece) pairs."""
+    d = spec.dense
+    g = spec.objective.batch // spec.objective.split
+    pos = np.empty(d.n, dtype=np.int64)
+    pos[d.topo] = np.arange(d.n)
+    pieces: list[tuple[float, Piece]] = []
+    for at, v, u, chunks in sorted(shares, key=lambda z: (z[0], pos[z[1]])):
+        samples = [q for c in chunks for q in range(c * g, (c + 1) * g)]
+        lo = 0
+        for size in batch_split(spec, v, int(d.dev_class[u]), len(samples)) or [len(samples)]:
+            pieces.append((at, Piece(v, u, tuple(samples[lo:lo + size]))))
+            lo += size
+    if not timed:
+        return pieces
+    ps = tuple(p for _, p in pieces)
+    return list_schedule(spec, Schedule(ps, spec.objective.batch), piece_order=range(len(ps)))
+
+
+def _shares(spec: Spec, vm: VarMap, xs: np.ndarray) -> list[tuple[float, int, int, list[int]]]:
     d = spec.dense
     K = spec.objective.split
-    g = spec.objective.batch // K
-    shares = []
+    out = []
     for v in range(d.n):
         for u in range(d.D):
             if vm.s[v, u] < 0:
                 continue
             chunks = [c for c in range(K) if vm.x[v, u, c] >= 0 and xs[vm.x[v, u, c]] > 0.5]
             if chunks:
-                shares.append((float(xs[vm.s[v, u]]), v, u, chunks))
-    pos = np.empty(d.n, dtype=np.int64)
-    pos[d.topo] = np.arange(d.n)
-    shares.sort(key=lambda z: (z[0], pos[z[1]]))
-    pieces = []
-    for at, v, u, chunks in shares:
-        samples = [q for c in chunks for q in range(c * g, (c + 1) * g)]
-        lo = 0
-        for size in batch_split(spec, v, int(d.dev_class[u]), len(samples)) or [len(samples)]:
-            pieces.append((at, Piece(v, u, tuple(samples[lo:lo + size]))))
-            lo += size
-    return pieces
+                out.append((float(xs[vm.s[v, u]]), v, u, chunks))
+    return out
+
+
+def decode_pieces(spec: Spec, vm: VarMap, xs: np.ndarray) -> list[tuple[float, Piece]]:
+    """The MILP's pieces with the start of their share, in order of those starts."""
+    return pieces_of_shares(spec, _shares(spec, vm, xs), timed=False)  # type: ignore[return-value]
 
 
 def decode(spec: Spec, vm: VarMap, xs: np.ndarray) -> Schedule:
-    """The MILP's schedule, list-scheduled in the order of its starts (so solver
-    tolerances never show as violations)."""
-    pieces = tuple(p for _, p in decode_pieces(spec, vm, xs))
-    return list_schedule(spec, Schedule(pieces, spec.objective.batch), piece_order=range(len(pieces)))
+    """The MILP's schedule, list-scheduled in the order of its starts."""
+    return pieces_of_shares(spec, _shares(spec, vm, xs))  # type: ignore[return-value]
 
 
 def encode(spec: Spec, vm: VarMap, sched: Schedule) -> np.ndarray | None:

@@ -46,7 +46,8 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
         yield from _latency(spec, seed, deadline, progress, solver, via_pyomo, gap, threads, heuristics, start)
         return
     if spec.objective.scheduled:
-        yield from _schedule(spec, seed, deadline, progress, solver, via_pyomo, gap, threads, heuristics)
+        yield from _schedule(spec, seed, deadline, progress, solver, via_pyomo, gap, threads, heuristics,
+                             int(symmetry))
         return
     model = formulation(spec)
     model.check(spec)
@@ -159,40 +160,54 @@ def _latency(spec: Spec, seed: int, deadline: float, progress: Callable[[str], N
 
 
 def _schedule(spec: Spec, seed: int, deadline: float, progress: Callable[[str], None] | None, solver: str,
-              via_pyomo: bool, gap: float | None, threads: int | None, heuristics: float) -> Iterator:
-    """The DiviML MILP (models/diviml.py), H from the best of HEFT, Greedy and the biased
-    (1+1) EA (also its MIP start); its dual bound, as a makespan, is proven for every
-    schedule the evaluator accepts (the MILP's space is exactly that: whole chunks, one
-    share per node and device in one go, starts free)."""
+              via_pyomo: bool, gap: float | None, threads: int | None, heuristics: float,
+              symmetry: int = 0) -> Iterator:
+    """The DiviML MILP (models/diviml.py; models/pyomo_diviml.py via Pyomo), H from the
+    best of HEFT, Greedy and the biased (1+1) EA (also its MIP start); its dual bound, as a
+    makespan, is proven for every schedule the evaluator accepts (the MILP's space is
+    exactly that: whole chunks, one share per node and device in one go, starts free).
+    `symmetry` (matrix path): sec. V-E's rows among identical devices, the start relabelled
+    to satisfy them."""
     from ..core.errors import PartError
     from ..core.schedule import Schedule, evaluate_schedule
     from ..kernels import list_schedulers, schedule_search
     from ..models import diviml
 
     diviml.check(spec)
-    if via_pyomo:
-        raise PartError("the DiviML MILP has no Pyomo model yet", None, "use --solver highs or --solver scip")
+    if via_pyomo and symmetry:
+        raise PartError("symmetry breaking for the DiviML MILP is on the matrix path only", None,
+                        "use --solver highs or scip without -O pyomo=1, or drop -O symmetry")
     L = spec.objective.batch
     makespan = (lambda v: L / v * 1e3 if v > 0 else math.inf) if spec.objective.kind == "throughput" else (lambda v: v)
     best: tuple[float, Schedule | None] = (math.inf, None)
     until = budget(deadline, heuristics)
-    found = [(f"exact: MIP start ({r})", list_schedulers.schedule(spec, r)) for r in ("heft", "eft")]
+    starts = [(f"exact: MIP start ({r})", list_schedulers.schedule(spec, r)) for r in ("heft", "eft")]
     for item in schedule_search.ea(spec, seed, until, iterations=300):
         if isinstance(item, tuple):
-            found.append((f"exact: MIP start ({item[0]})", item[1]))
-    for label, sched in found:
+            starts.append((f"exact: MIP start ({item[0]})", item[1]))
+    for label, sched in starts:
         ev = evaluate_schedule(spec, sched)
         if ev.feasible and makespan(ev.objective) < best[0]:
             best = (makespan(ev.objective), ev.schedule)
         yield label, sched
     H = best[0] if best[1] is not None else diviml.safe_horizon(spec)
-    mip, vm = diviml.build(spec, H)
-    x0 = diviml.encode(spec, vm, best[1]) if best[1] is not None else None
-    name = NAMES[solver]
-    if progress:
-        progress(f"{name} on {mip.A.shape[0]:,} rows x {mip.A.shape[1]:,} columns (DiviML MILP, H = {H:.6g} ms)")
+    name = NAMES.get(solver, solver) + (" via Pyomo" if via_pyomo else "")
     t0 = time.monotonic()
-    out = solve_matrix(mip, solver, _left(deadline), gap, threads, x0, progress)
+    if via_pyomo:
+        from ..models import pyomo_diviml
+
+        m = pyomo_diviml.build(spec, H)
+        warm = best[1] is not None and pyomo_diviml.warm_start(spec, m, best[1])
+        out = solve_pyomo_model(m, solver, _left(deadline), gap, threads, warm)
+        decoded = (lambda: pyomo_diviml.decode(spec, m))
+    else:
+        mip, vm = diviml.build(spec, H, symmetry=symmetry)
+        seed_sched = diviml.canonical(spec, symmetry, best[1]) if symmetry and best[1] is not None else best[1]
+        x0 = diviml.encode(spec, vm, seed_sched) if seed_sched is not None else None
+        if progress:
+            progress(f"{name} on {mip.A.shape[0]:,} rows x {mip.A.shape[1]:,} columns (DiviML MILP, H = {H:.6g} ms)")
+        out = solve_matrix(mip, solver, _left(deadline), gap, threads, x0, progress)
+        decoded = (lambda: diviml.decode(spec, vm, out.x))
     if progress:
         progress(f"{name}: {out.why} after {time.monotonic() - t0:.1f} s")
     yield SolverLog(name, out.log)
@@ -200,7 +215,7 @@ def _schedule(spec: Spec, seed: int, deadline: float, progress: Callable[[str], 
         if best[1] is None:  # H is safe: no schedule at all
             yield Proven(math.inf if spec.objective.sense == "min" else 0.0, f"{name} proved the DiviML MILP infeasible")
         return
-    found = diviml.decode(spec, vm, out.x) if out.status in ("optimal", "feasible") else None
+    found = decoded() if out.status in ("optimal", "feasible") else None
     if np.isfinite(out.bound):
         C = min(float(out.bound), best[0])
         if out.status == "optimal" and found is not None:  # optimal within the solver's tolerance (1e-6 ms)
