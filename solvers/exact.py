@@ -183,7 +183,7 @@ def _schedule(spec: Spec, seed: int, deadline: float, progress: Callable[[str], 
     until = budget(deadline, heuristics)
     starts = [(f"exact: MIP start ({r})", list_schedulers.schedule(spec, r)) for r in ("heft", "eft")]
     for item in schedule_search.ea(spec, seed, until, iterations=300):
-        if isinstance(item, tuple):
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Schedule):
             starts.append((f"exact: MIP start ({item[0]})", item[1]))
     for label, sched in starts:
         ev = evaluate_schedule(spec, sched)

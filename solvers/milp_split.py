@@ -59,18 +59,22 @@ class ModuleResult:
 
 def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solver: str | None,
                  threads: int | None, gap: float | None = None) -> ModuleResult:
-    """The DiviML MILP of one module (a restricted spec), H and MIP start from HEFT (started
-    after every release)."""
+    """The DiviML MILP of one module (a restricted spec); H and the MIP start from the best
+    of `_starts` (started after every release)."""
     from .exact import solve_matrix
 
-    heft = list_schedulers.schedule(spec, "heft")
-    ev = evaluate_schedule(spec, heft)
     shift = float(np.max(release)) if release is not None and release.size else 0.0
-    end = _makespan(spec, ev) if ev.feasible else math.inf
+    ev, end = None, math.inf
+    for sched in _starts(spec, 0.15 * time_limit):
+        e = evaluate_schedule(spec, sched)
+        if e.feasible and _makespan(spec, e) < end:
+            ev, end = e, _makespan(spec, e)
+    if spec.objective.split > 1:
+        time_limit *= 0.85
     H = shift + (end if math.isfinite(end) else diviml.safe_horizon(spec))
     mip, vm = diviml.build(spec, H, release)
     start = None
-    if math.isfinite(end):
+    if ev is not None:
         moved = Schedule(tuple(Piece(p.node, p.device, p.samples, (p.start or 0.0) + shift)
                                for p in ev.schedule.pieces), ev.schedule.batch)
         start = diviml.encode(spec, vm, moved)
@@ -83,6 +87,21 @@ def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solv
     pieces = diviml.decode_pieces(spec, vm, out.x)
     made = float(out.x[vm.C])
     return ModuleResult(made, min(bound, made), tuple(pieces), out.why)
+
+
+def _starts(spec: Spec, seconds: float) -> Iterator[Schedule]:
+    """MIP start candidates: HEFT, Greedy, and under a split batch (where the MILP rarely
+    closes) simulated annealing for `seconds`."""
+    from ..kernels import schedule_search
+
+    yield list_schedulers.schedule(spec, "heft")
+    yield list_schedulers.schedule(spec, "eft")
+    if spec.objective.split == 1:
+        return
+    until = time.monotonic() + seconds
+    for item in schedule_search.sa(spec, 0, until, iterations=10**9):
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Schedule):
+            yield item[1]
 
 
 def module_bound(spec: Spec, time_limit: float, solver: str | None, threads: int | None) -> float:
