@@ -38,6 +38,10 @@ def validate(spec: Spec) -> None:
                             "a device class needs at least one device, e.g. `device gpu[2]`")
         if k.speed <= 0:
             raise PartError(f"device class '{k.name}' has speed {k.speed}", k.span, "speed must be positive")
+        if k.link is not None and not k.link > 0:
+            raise PartError(f"device class '{k.name}' has link bandwidth {k.link:g} B/s", k.span,
+                            "a link bandwidth must be positive, e.g. `link 12 GB/s` (or no link: host memory only "
+                            "for a `host` class)")
     # node-level class references
     for nd in g.nodes:
         for ref in [w.on for w in nd.work if w.on != GENERIC] + list(nd.only) + list(nd.forbid):

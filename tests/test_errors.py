@@ -180,3 +180,18 @@ def test_cli_bad_define_and_partition(tmp_path: Path) -> None:
     part.write_text(json.dumps({"a": "gpu[0]", "b": "tpu[0]"}))
     r = run_part("eval", str(spec), str(part))
     assert r.returncode == 2 and "unknown device 'tpu[0]'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_zero_link_bandwidth_is_a_located_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Found by the robustness campaign: `link 0 GB/s` divided by zero in the cost tables."""
+    from partdsl.core.errors import PartError
+    from partdsl.dsl.parser import parse
+
+    text = "graph g { node a { work 1 ms; out 1 MB }\n node b { work 1 ms }\n a -> b }\n" \
+           "platform { device gpu[2] { link 0 GB/s } }\nminimize bottleneck\n"
+    try:
+        parse(text, "zero.part")
+    except PartError as e:
+        assert "link bandwidth 0" in e.message and e.span is not None and e.span.line == 4
+    else:
+        raise AssertionError("a zero link bandwidth was accepted")
