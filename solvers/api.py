@@ -32,6 +32,7 @@ from ..kernels import (
     load_search,
     schedule_search,
     order_search,
+    peers,
     single_device,
     topo_split,
 )
@@ -97,6 +98,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "(bridges, or k-edge-connected components for channels > 1), combined by a DP over the devices at "
            "each bridge, with the Remark's lower bound", ("channels", "module_limit", "workers", "min_module",
                                                          "bound_limit", "lookahead"), mip=True, objectives=SCHEDULED),
+    *(Method(name, peers.run(name), False, f"{package} as a peer: k-way partition (edge weights = transfers, "
+             "vertex weights = compute, one block per device), mapped to devices; -O repair=1 contracts colocation "
+             "and fixes memory and placement by moves (baseline)", ("repair", "imbalance"))
+      for name, (package, _, _) in peers.PEERS.items()),
     Method("met", list_schedulers.run("met"), False, "DiviML's MET (bMET under a batch): each node where it runs "
            "fastest, list-scheduled (baseline)", objectives=SCHEDULED),
     Method("eft", list_schedulers.run("eft"), False, "DiviML's Greedy (bGreedy under a batch): each node where it "

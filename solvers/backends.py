@@ -23,11 +23,13 @@ BACKENDS: dict[str, tuple[str, str]] = {
 
 
 class SolverUnavailable(Exception):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"solver '{name}' is not installed")
+    """A solver (or a peer partitioner, kernels/peers.py) that is not installed: exit 5."""
+
+    def __init__(self, name: str, hint: str | None = None, what: str = "solver") -> None:
+        super().__init__(f"{what} '{name}' is not installed")
         self.name = name
-        self.hint = BACKENDS[name][1] if name in BACKENDS else (
-            f"Pyomo knows '{name}' but does not find it: install it (and its license) where Pyomo looks")
+        self.hint = hint or (BACKENDS[name][1] if name in BACKENDS else (
+            f"Pyomo knows '{name}' but does not find it: install it (and its license) where Pyomo looks"))
 
 
 class SolverFailed(Exception):
