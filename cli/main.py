@@ -121,8 +121,13 @@ def _solve_one(spec, args: argparse.Namespace):  # type: ignore[no-untyped-def]
         print("error: the spec is infeasible: no assignment satisfies its constraints", file=sys.stderr)
         code = EXIT_INFEASIBLE
     elif r.status == Status.NO_SOLUTION:
+        from ..kernels.peers import PEERS
+
+        hint = ("a raw peer partitioner ignores memory, colocation and pins: try -O repair=1, or another --method"
+                if r.method in PEERS and not (method_opts or {}).get("repair") else
+                "try a longer --time-limit or another --method")
         print(f"error: no feasible solution found ({r.stopped}); this does not prove the spec "
-              "infeasible: try a longer --time-limit or another --method", file=sys.stderr)
+              f"infeasible: {hint}", file=sys.stderr)
         code = EXIT_NO_SOLUTION
     gap = f"{100 * r.gap:.3g}%" if math.isfinite(r.gap) else "inf"
     row = [r.status.value, fmt(r.objective), fmt(r.bound), gap, f"{r.wall_time_s:.2f} s"]

@@ -136,6 +136,12 @@ def result_report(spec: Spec, r: Result) -> str:
         arr = (np.array([spec.platform.devices.index(r.assignment[nm]) for nm in spec.dense.names])
                if r.assignment is not None else np.full(spec.dense.n, -1))
         lines += ["", evaluation_report(spec, r.evaluation, arr)]
+    elif r.evaluation is not None and r.evaluation.violations:  # no feasible answer: say why the best one failed
+        ev = r.evaluation
+        lines += ["", f"best candidate found ({fmt(ev.objective)} {r.unit}) violates:"]
+        lines += [f"  {v.kind}: {v.message}" for v in ev.violations[:10]]
+        if len(ev.violations) > 10:
+            lines.append(f"  ... and {len(ev.violations) - 10} more")
     return "\n".join(lines)
 
 

@@ -24,7 +24,9 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
+from ..core.errors import PartError
 from ..core.ir import Spec
+from . import SolverLog
 from .peer_graph import PeerGraph, peer_graph
 from .repair import repair as repair_moves
 
@@ -136,14 +138,18 @@ def bottleneck_assignment(cost: np.ndarray) -> np.ndarray:
 
 
 def partition(spec: Spec, name: str, seed: int = 0, repair: bool = False, imbalance: float | None = None,
-              threads: int | None = None) -> np.ndarray:
-    """The peer's partition mapped to devices: a device per node."""
+              threads: int | None = None) -> tuple[np.ndarray, str]:
+    """The peer's partition mapped to devices (a device per node), and what the peer's C
+    code printed (METIS writes its complaints to standard output: kept off it)."""
+    from ..solvers.native import captured_stdout
+
     d = spec.dense
     pg = peer_graph(spec, contract=repair)
     eps = PEERS[name][2] if imbalance is None else float(imbalance)
     k = min(d.D, pg.count)
     keep = np.argsort(-pg.share, kind="stable")[:k]  # with fewer vertices than devices: the fastest devices
-    blocks = ADAPTERS[name](pg, k, pg.share[keep], eps, seed, threads or min(2, os.cpu_count() or 1))
+    with captured_stdout() as printed:
+        blocks = ADAPTERS[name](pg, k, pg.share[keep], eps, seed, threads or min(2, os.cpu_count() or 1))
     node_block = blocks[pg.vertex]
     cost = block_loads(spec, node_block, k)
     if repair:  # a block too big for a device's memory goes elsewhere if it can
@@ -151,15 +157,20 @@ def partition(spec: Spec, name: str, seed: int = 0, repair: bool = False, imbala
         cost = np.where(mem <= d.memory[d.dev_class][None, :], cost, np.inf)
     to_dev = bottleneck_assignment(cost)
     dev = to_dev[node_block]
-    return repair_moves(spec, dev) if repair else dev
+    return (repair_moves(spec, dev) if repair else dev), printed.text
 
 
-def run(name: str) -> Callable[..., Iterator[tuple[str, np.ndarray]]]:
+def run(name: str) -> Callable[..., Iterator[tuple[str, np.ndarray] | SolverLog]]:
     def method(spec: Spec, seed: int = 0, threads: int | None = None, repair: float = 0,
-               imbalance: float | None = None, **_: object) -> Iterator[tuple[str, np.ndarray]]:
+               imbalance: float | None = None, **_: object) -> Iterator[tuple[str, np.ndarray] | SolverLog]:
         load(name)
-        label = f"{name} + repair" if repair else name
-        yield label, partition(spec, name, seed=seed, repair=bool(repair), imbalance=imbalance, threads=threads)
+        if imbalance is not None and not 0 <= imbalance < 10:
+            raise PartError(f"imbalance {imbalance:g} is out of range", None,
+                            "a fraction of the even share, e.g. imbalance 0.05 for 5%")
+        dev, printed = partition(spec, name, seed=seed, repair=bool(repair), imbalance=imbalance, threads=threads)
+        if printed.strip():
+            yield SolverLog(name, printed)
+        yield (f"{name} + repair" if repair else name), dev
 
     method.__name__ = name
     return method

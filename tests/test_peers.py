@@ -155,3 +155,17 @@ def test_missing_peer_exits_5_with_the_install_hint(name: str) -> None:
     assert p.returncode == 5, p.stderr
     assert f"'{name}' is not installed" in p.stderr and f"pip install {package}" in p.stderr
     assert json.loads(p.stdout)["kind"] == "solver_unavailable"
+
+
+def test_an_infeasible_raw_peer_says_why_and_how(tmp_path, data_dir) -> None:  # type: ignore[no-untyped-def]
+    from partdsl.cli.convert import dnn_partitioning_to_part
+
+    f = tmp_path / "bert.part"
+    f.write_text(dnn_partitioning_to_part(data_dir / "throughput" / "bert24_training.json", split="any",
+                                          relative_to=tmp_path))
+    p = run_part("solve", str(f), "--method", "metis")
+    assert p.returncode == 4, p.stderr
+    assert "violates:" in p.stdout and "colocate: colocated nodes" in p.stdout
+    assert "-O repair=1" in p.stderr
+    p = run_part("solve", str(f), "--method", "metis", "-O", "repair=1")
+    assert p.returncode == 0 and "status     feasible" in p.stdout, p.stderr
