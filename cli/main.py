@@ -67,6 +67,30 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from ..core.errors import PartError
+    from ..solvers.export import exact_mip, relaxed, write
+
+    targets = [(f, x) for f, x in ((args.mps, ".mps"), (args.lp, ".lp")) if f]
+    if not targets:
+        raise PartError("nothing to write", None, "give --mps FILE and/or --lp FILE")
+    for f, ext in targets:
+        if not f.lower().endswith(ext):
+            raise PartError(f"'{f}' does not end in {ext}", None, f"name the file *{ext}, or use --{'lp' if ext == '.mps' else 'mps'}")
+    spec = _load(args)
+    mip, name = exact_mip(spec, args.horizon)
+    if args.relaxation:
+        mip, name = relaxed(mip), f"the LP relaxation of {name}"
+    for f, _ in targets:
+        write(mip, f)
+    rows, cols = mip.A.shape
+    ints = int(mip.integer.sum())
+    _emit(args, {"ok": True, "model": name, "rows": rows, "columns": cols, "integer_columns": ints,
+                 "files": [f for f, _ in targets]},
+          f"wrote {name}: {rows:,} rows x {cols:,} columns ({ints:,} integer) to " + ", ".join(f for f, _ in targets))
+    return EXIT_OK
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from ..core.assignment import parse_partition, read_json, subgraph_map
     from ..core.errors import PartError
@@ -304,6 +328,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--solver-log", metavar="FILE", help="write the MIP solvers' own logs (method exact)")
     p.add_argument("--progress", action="store_true", help="progress on stderr even when not a terminal")
     p.set_defaults(func=cmd_solve)
+    p = sub.add_parser("export", help="write the MIP that method exact solves as MPS or LP, for any solver")
+    common(p)
+    p.add_argument("--mps", metavar="FILE", help="write it as MPS (free format)")
+    p.add_argument("--lp", metavar="FILE", help="write it in CPLEX LP format")
+    p.add_argument("--relaxation", action="store_true", help="the LP relaxation (integrality dropped)")
+    p.add_argument("--horizon", type=float, metavar="H", help="latency IP / DiviML MILP: the horizon (big-M), "
+                   "an upper bound on the optimum (default: a proven safe one)")
+    p.set_defaults(func=cmd_export)
     p = sub.add_parser("bound", help="the lower-bound hierarchy (simple, LP, bottleneck, bottleneck-guess, exact)")
     common(p)
     p.add_argument("--time-limit", type=float, metavar="SECONDS", help="budget of each MIP (bottleneck-guess: of all k)")
