@@ -158,39 +158,43 @@ def _solve_one(spec, args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return r.to_json(), result_report(spec, r), code, row, r
 
 
+def _solve_point(spec, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """One point of `part solve`: (json, text, exit code, sweep-table row, solver log)."""
+    obj, text, code, row, r = _solve_one(spec, args)
+    return obj, text, code, row, (r.solver_log or f"(method {r.method} ran no MIP solver)")
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     if args.solver_log:
         Path(args.solver_log).write_text("")
 
-    def one(spec):  # type: ignore[no-untyped-def]
-        obj, text, code, row, r = _solve_one(spec, args)
+    def after(point: str, res) -> None:  # type: ignore[no-untyped-def]  # files are written here, not on a worker
+        obj, _text, _code, _row, log = res
         if args.output and not args.sweeping and (obj.get("assignment") is not None or obj.get("schedule")):
             keep = {k: obj[k] for k in ("assignment", "schedule") if obj.get(k) is not None}
             Path(args.output).write_text(json.dumps(keep, indent=1) + "\n")
         if args.solver_log:  # a sweep appends one part per point
             with open(args.solver_log, "a") as f:
-                f.write((f"#### {args.point}\n" if args.sweeping else "")
-                        + (r.solver_log or f"(method {r.method} ran no MIP solver)") + "\n")
-        return obj, text, code, row
+                f.write((f"#### {point}\n" if args.sweeping else "") + log + "\n")
 
-    return _run(args, one, ["status", "objective", "bound", "gap", "time"])
+    return _run(args, _solve_point, ["status", "objective", "bound", "gap", "time"], after)
 
 
-def _bound_one(spec, args: argparse.Namespace) -> tuple[dict, str, int, list[str]]:  # type: ignore[no-untyped-def]
+def _bound_one(spec, args: argparse.Namespace, executor=None):  # type: ignore[no-untyped-def]
     from ..solvers.hierarchy import NAMES, hierarchy
     from .report import fmt, hierarchy_report
 
     progress = _progress(args)
     only = tuple(args.only.split(",")) if args.only else NAMES
     h = hierarchy(spec, time_limit=args.time_limit, solver=args.solver, threads=args.threads,
-                  workers=args.workers, seed=args.seed or 0, progress=progress, only=only)
+                  workers=args.workers, seed=args.seed or 0, progress=progress, only=only, executor=executor)
     fr = [h.fraction(n) for n in NAMES]
     row = [fmt(h.best)] + [f"{f:.4f}" if f is not None else "-" for f in fr]
     code = EXIT_OK if math.isfinite(h.best) else EXIT_NO_SOLUTION
     if h.interrupted:
         print("interrupted: the bounds computed so far are printed", file=sys.stderr)
         code = EXIT_INTERRUPTED
-    return h.to_json(), hierarchy_report(spec, h), code, row
+    return h.to_json(), hierarchy_report(spec, h), code, row, None
 
 
 def cmd_bound(args: argparse.Namespace) -> int:
@@ -201,36 +205,102 @@ def cmd_bound(args: argparse.Namespace) -> int:
         bad = [x for x in args.only.split(",") if x not in NAMES]
         if bad:
             raise PartError(f"--only {bad[0]}: no such bound", None, "choose from " + ",".join(NAMES))
-    return _run(args, lambda spec: _bound_one(spec, args), ["best"] + [n.replace("_", "-") for n in NAMES])
+    return _run(args, _bound_one, ["best"] + [n.replace("_", "-") for n in NAMES])
 
 
-def _run(args: argparse.Namespace, one, header: list[str]) -> int:  # type: ignore[no-untyped-def]
-    """One spec, or a sweep when a -D value lists several (`-D k=2,4,8`): one row each."""
+def _point(fn, args: argparse.Namespace, defines: dict[str, str]):  # type: ignore[no-untyped-def]
+    """One point of a sweep, wherever the executor runs it."""
     from ..dsl.parser import parse_file
+
+    return fn(parse_file(args.spec, defines), args)
+
+
+def _run(args: argparse.Namespace, fn, header: list[str], after=None) -> int:  # type: ignore[no-untyped-def]
+    """One spec, or a sweep when a -D value lists several (`-D k=2,4,8`): one row each,
+    the points run on `--executor` (local: `--workers` processes, default this process).
+    Without a sweep, `part bound` runs its bottleneck-guess MIPs on the executor."""
+    from ..dsl.parser import parse_file
+    from ..solvers.executor import open_executor, run_all
     from .report import table
 
     defines = _defines(args.define)
     swept = {k: v.split(",") for k, v in defines.items() if "," in v}
     args.sweeping = bool(swept)
-    if not swept:
-        obj, text, code, _ = one(parse_file(args.spec, defines))
-        _emit(args, obj, text)
-        return code
-    keys = list(swept)
-    rows, objs, worst = [], [], EXIT_OK
-    for combo in itertools.product(*swept.values()):
-        point = dict(zip(keys, combo))
-        args.point = ", ".join(f"{k}={v}" for k, v in point.items())
-        if not args.json:
-            print(f"  ... {args.point}", file=sys.stderr, flush=True)
-        obj, _text, code, row = one(parse_file(args.spec, {**defines, **point}))
-        rows.append(list(combo) + row)
-        objs.append({"params": point, **obj})
-        worst = max(worst, code)
-        if code == EXIT_INTERRUPTED:  # Ctrl-C ends the sweep, not just this point
-            break
+    with open_executor(getattr(args, "executor", None)) as executor:
+        if not swept:
+            spec = parse_file(args.spec, defines)
+            res = fn(spec, args, executor) if fn is _bound_one else fn(spec, args)
+            if after:
+                after("", res)
+            _emit(args, res[0], res[1])
+            return res[2]
+        keys = list(swept)
+        points = [dict(zip(keys, combo)) for combo in itertools.product(*swept.values())]
+        labels = [", ".join(f"{k}={v}" for k, v in p.items()) for p in points]
+        jobs = [(fn, _picklable(args), {**defines, **p}) for p in points]
+        got: dict[int, tuple] = {}
+        workers = getattr(args, "sweep_workers", None) or 1
+        for i, res in run_all(_point, jobs, workers, executor):
+            if not args.json:
+                print(f"  ... {labels[i]}: done", file=sys.stderr, flush=True)
+            got[i] = res
+            if after:
+                after(labels[i], res)
+            if res[2] == EXIT_INTERRUPTED:  # Ctrl-C ends the sweep, not just this point
+                break
+    order = sorted(got)
+    rows = [list(points[i].values()) + got[i][3] for i in order]
+    objs = [{"params": points[i], **got[i][0]} for i in order]
     _emit(args, {"sweep": objs}, table(rows, keys + header))
-    return worst
+    return max((got[i][2] for i in order), default=EXIT_OK)
+
+
+def _picklable(args: argparse.Namespace) -> argparse.Namespace:
+    """The arguments without what cannot travel to another process."""
+    out = argparse.Namespace(**vars(args))
+    out.func = None
+    out.emitted = None
+    return out
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from ..core.errors import PartError
+    from ..solvers import sweep
+    from ..solvers.executor import open_executor
+    from .report import fmt, table
+
+    for f in args.specs:
+        if not Path(f).is_file():
+            raise PartError(f"no such spec file: {f}", None, "give .part files")
+    methods = [m for m in args.method.split(",") if m]
+    solvers = [x for x in args.solver.split(",") if x] if args.solver else [None]
+    options = _numbers(_defines(args.option)) if args.option else None
+    jobs = sweep.jobs(args.specs, _defines(args.define), methods, solvers, args.seed, args.time_limit, args.gap,
+                      options)
+    out = Path(args.output) if args.output else None
+    got: dict[int, dict] = {}
+    ran = 0
+    with open_executor(args.executor) as executor:
+        for i, row, was_run in sweep.sweep(jobs, out, args.workers, executor):
+            got[i] = row
+            ran += was_run
+            if was_run and not args.json:
+                print(f"  ... {len(got)}/{len(jobs)} {row['spec']} {row['params']} {row['method']} "
+                      f"{row['solver']}: {row['status']}", file=sys.stderr, flush=True)
+    rows = [got[i] for i in sorted(got)]  # in the sweep's order, whatever order they finished in
+    resumed = len(jobs) - ran
+    head = ["spec", "params", "method", "solver", "status", "objective", "bound", "gap", "time"]
+    cells = [[str(r.get(k, "")) if k not in ("objective", "bound", "gap", "time") or r.get(k, "") == "" else
+              (f"{100 * r[k]:.3g}%" if k == "gap" and r[k] > 1e-9 else "0%" if k == "gap" else fmt(r[k])) for k in head] for r in rows]
+    note = f"{ran} run(s)" + (f", {resumed} already in {out}" if resumed else "") + (f"; rows in {out}" if out else "")
+    _emit(args, {"rows": rows, "ran": ran, "resumed": resumed},
+          table(cells, head) + "\n" + note)
+    bad = {"error": EXIT_USER, "unavailable": EXIT_UNAVAILABLE, "solver_failed": EXIT_SOLVER}
+    failed = sum(1 for r in rows if r.get("status") in bad)
+    if failed:
+        print(f"{failed} run(s) failed: see the error column" + (f" of {out}" if out else " (--json)"),
+              file=sys.stderr)
+    return max((bad.get(r.get("status", ""), EXIT_OK) for r in rows), default=EXIT_OK)
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -327,6 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", metavar="FILE", help="also write the assignment (and, for DiviML objectives, the schedule) as JSON")
     p.add_argument("--solver-log", metavar="FILE", help="write the MIP solvers' own logs (method exact)")
     p.add_argument("--progress", action="store_true", help="progress on stderr even when not a terminal")
+    p.add_argument("--executor", metavar="URL", help="where sweep points (and part bound's guess MIPs) run: local "
+                   "(default) or a Dask scheduler, dask://HOST:PORT or tcp://HOST:PORT")
     p.set_defaults(func=cmd_solve)
     p = sub.add_parser("export", help="write the MIP that method exact solves as MPS or LP, for any solver")
     common(p)
@@ -346,7 +418,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", metavar="LIST", help="a comma-separated subset of simple,lp,bottleneck,bottleneck_guess,exact")
     p.add_argument("--seed", type=int, metavar="N")
     p.add_argument("--progress", action="store_true", help="progress on stderr even when not a terminal")
+    p.add_argument("--executor", metavar="URL", help="where sweep points (and part bound's guess MIPs) run: local "
+                   "(default) or a Dask scheduler, dask://HOST:PORT or tcp://HOST:PORT")
     p.set_defaults(func=cmd_bound)
+    p = sub.add_parser("sweep", help="cross specs, methods, solvers and -D values; one tidy row per run (CSV or JSON lines)")
+    p.add_argument("specs", nargs="+", metavar="SPEC", help=".part files")
+    p.add_argument("--method", default=DEFAULT_METHOD, help="comma-separated methods (default %(default)s)")
+    p.add_argument("--solver", help="comma-separated MIP solvers, for the methods that run one (default highs)")
+    p.add_argument("-D", dest="define", action="append", metavar="NAME=V1,V2", help="param values to cross (repeatable)")
+    p.add_argument("-O", dest="option", action="append", metavar="NAME=VALUE", help="a method option for every run")
+    p.add_argument("--time-limit", type=float, metavar="SECONDS", help="wall-clock budget of each run")
+    p.add_argument("--gap", type=float, metavar="FRACTION")
+    p.add_argument("--seed", type=int, default=0, metavar="N")
+    p.add_argument("--output", "-o", metavar="FILE", help="runs.csv, or runs.jsonl for JSON lines; an existing file "
+                   "is resumed: its rows are not run again")
+    p.add_argument("--executor", metavar="URL", help="local (default) or dask://HOST:PORT / tcp://HOST:PORT")
+    p.add_argument("--workers", type=int, metavar="N", help="local processes (default 1: this process)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("convert", help="dnn-partitioning JSON -> .part spec; .part -> normalized .part or graph JSON")
     p.add_argument("file")
     p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "part"])
