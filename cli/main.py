@@ -91,31 +91,37 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    from ..core.assignment import parse_partition, read_json, subgraph_map
+def _evaluate_file(spec, path: str, data):  # type: ignore[no-untyped-def]
+    """Score a partition or schedule file: (Evaluation, device per node, subgraphs)."""
+    from ..core.assignment import parse_partition
     from ..core.errors import PartError
     from ..core.evaluate import evaluate
     from ..core.schedule import evaluate_schedule
     from ..core.schedule import from_json as schedule_from_json
+
+    if isinstance(data, dict) and "schedule" in data and data["schedule"] is not None:  # DiviML: pieces and starts
+        if not spec.objective.scheduled:
+            raise PartError(f"{path} holds a schedule, but the spec's objective is {spec.objective.kind}",
+                            None, "schedules are scored under `minimize latency by tasks` or `maximize throughput`")
+        ev = evaluate_schedule(spec, schedule_from_json(spec, data["schedule"], f"{path}: schedule"))
+        return ev, ev.schedule.node_devices(spec.dense.n), None
+    arr, sub = parse_partition(spec, data, str(path))
+    ev = evaluate(spec, arr, sub)
+    return ev, arr, ev.subgraph
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from ..core.assignment import read_json, subgraph_map
     from .report import evaluation_report
 
     spec = _load(args)
     data = read_json(args.partition)
-    if isinstance(data, dict) and "schedule" in data and data["schedule"] is not None:  # DiviML: pieces and starts
-        if not spec.objective.scheduled:
-            raise PartError(f"{args.partition} holds a schedule, but the spec's objective is {spec.objective.kind}",
-                            None, "schedules are scored under `minimize latency by tasks` or `maximize throughput`")
-        ev = evaluate_schedule(spec, schedule_from_json(spec, data["schedule"], f"{args.partition}: schedule"))
-        doc = ev.to_json() | {"schedule": ev.schedule.to_json(spec)}
-        _emit(args, doc, evaluation_report(spec, ev, ev.schedule.node_devices(spec.dense.n)))
-        return EXIT_INFEASIBLE if (args.strict and not ev.feasible) else EXIT_OK
-    arr, sub = parse_partition(spec, data, str(args.partition))
-    ev = evaluate(spec, arr, sub)
+    ev, arr, sub = _evaluate_file(spec, args.partition, data)
     doc = ev.to_json()
     if ev.schedule is not None:
         doc["schedule"] = ev.schedule.to_json(spec)
-    if ev.subgraph is not None and spec.constraints.subgraphs > 1:
-        doc["subgraphs"] = subgraph_map(spec, arr, ev.subgraph)
+    if sub is not None and spec.constraints.subgraphs > 1:
+        doc["subgraphs"] = subgraph_map(spec, arr, sub)
     _emit(args, doc, evaluation_report(spec, ev, arr))
     return EXIT_INFEASIBLE if (args.strict and not ev.feasible) else EXIT_OK
 
@@ -194,6 +200,9 @@ def _bound_one(spec, args: argparse.Namespace, executor=None):  # type: ignore[n
     if h.interrupted:
         print("interrupted: the bounds computed so far are printed", file=sys.stderr)
         code = EXIT_INTERRUPTED
+    if getattr(args, "plot", None) and not args.sweeping:
+        figures = _figures()
+        figures.save(figures.bounds_figure(h), args.plot)
     return h.to_json(), hierarchy_report(spec, h), code, row, None
 
 
@@ -301,6 +310,50 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{failed} run(s) failed: see the error column" + (f" of {out}" if out else " (--json)"),
               file=sys.stderr)
     return max((bad.get(r.get("status", ""), EXIT_OK) for r in rows), default=EXIT_OK)
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """The graph colored by device, with the load bars or the Gantt chart below it."""
+    import numpy as np
+
+    from ..core.assignment import read_json
+    from ..core.errors import PartError
+
+    figures = _figures()
+    spec = _load(args)
+    if args.partition:
+        ev, dev, sub = _evaluate_file(spec, args.partition, read_json(args.partition))
+        how = f"scored {args.partition}"
+    else:
+        from ..solvers.api import solve
+
+        r = solve(spec, method=args.method, time_limit=args.time_limit, seed=args.seed)
+        if r.evaluation is None:
+            raise PartError(f"method {r.method} found nothing to draw ({r.stopped})", None,
+                            "give a partition file, or try another --method or a longer --time-limit")
+        ev = r.evaluation
+        dev = (np.array([spec.dense.devices.index(r.assignment[v]) for v in spec.dense.names])
+               if r.assignment is not None else ev.schedule.node_devices(spec.dense.n))
+        sub = ev.subgraph
+        how = f"solved by {r.method}: {r.status.value}"
+    fig = figures.answer_figure(spec, ev, dev, sub)
+    figures.save(fig, args.output)
+    _emit(args, {"ok": True, "file": args.output, "objective": ev.objective, "feasible": ev.feasible},
+          f"wrote {args.output} ({how}; {spec.objective.kind} {ev.objective:.6g} {ev.unit})")
+    return EXIT_OK
+
+
+def _figures():  # type: ignore[no-untyped-def]
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        from ..solvers.backends import SolverUnavailable
+
+        raise SolverUnavailable("matplotlib", hint="pip install 'partdsl[plot]' (or pip install matplotlib)",
+                                what="plotting library") from None
+    from ..viz import figures
+
+    return figures
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -416,6 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, metavar="N")
     p.add_argument("--workers", type=int, metavar="N", help="processes for the bottleneck-guess MIPs (default: cores)")
     p.add_argument("--only", metavar="LIST", help="a comma-separated subset of simple,lp,bottleneck,bottleneck_guess,exact")
+    p.add_argument("--plot", metavar="FILE", help="also draw the bounds as fractions of the best solution (png, svg, pdf)")
     p.add_argument("--seed", type=int, metavar="N")
     p.add_argument("--progress", action="store_true", help="progress on stderr even when not a terminal")
     p.add_argument("--executor", metavar="URL", help="where sweep points (and part bound's guess MIPs) run: local "
@@ -436,6 +490,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, metavar="N", help="local processes (default 1: this process)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.set_defaults(func=cmd_sweep)
+    p = sub.add_parser("plot", help="draw an answer: the graph colored by device, with load bars or a Gantt chart")
+    common(p)
+    p.add_argument("partition", nargs="?", help="a partition or schedule JSON to draw (default: solve first)")
+    p.add_argument("--output", "-o", required=True, metavar="FILE", help="out.png, out.svg or out.pdf")
+    p.add_argument("--method", help="the method to solve with when no partition is given")
+    p.add_argument("--time-limit", type=float, metavar="SECONDS")
+    p.add_argument("--seed", type=int, metavar="N")
+    p.set_defaults(func=cmd_plot)
     p = sub.add_parser("convert", help="dnn-partitioning JSON -> .part spec; .part -> normalized .part or graph JSON")
     p.add_argument("file")
     p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "part"])

@@ -275,3 +275,20 @@ def evaluate_schedule(spec: Spec, s: Schedule):  # type: ignore[no-untyped-def] 
     unit = "samples/s" if spec.objective.kind == "throughput" else "ms"
     return Evaluation(value, spec.objective.sense, unit, {d: float(b) for d, b in zip(dense.devices, busy)},
                       parts, tuple(viol), schedule=s)
+
+
+def timeline(spec: Spec, s: Schedule) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, float, float]]]:
+    """For pictures: each piece's start and finish (list-scheduled first if untimed), and
+    each transfer as (from device, to device, start, end): it starts when the sending
+    share ends, one input's transfer time long."""
+    if not s.timed:
+        s = list_schedule(spec, s)
+    tm = _timing(spec, s)
+    start = np.array([p.start for p in s.pieces], dtype=float)
+    finish = start + tm.duration
+    ends = tm.share_ends(finish)
+    dev_of_share = np.zeros(len(ends), dtype=np.int64)
+    dev_of_share[tm.share] = [p.device for p in s.pieces]
+    moves = {(int(dev_of_share[h]), p.device, float(ends[h]), float(ends[h] + ms))
+             for k, p in enumerate(s.pieces) for h, ms in tm.preds[k] if ms > 0 and dev_of_share[h] != p.device}
+    return start, finish, sorted(moves, key=lambda m: m[2])

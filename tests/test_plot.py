@@ -1,0 +1,91 @@
+"""`part plot` and `part bound --plot`: every kind of picture rendered to real files
+(PNG, SVG, PDF), checked for format and size, with one element per device, drawn from
+the evaluator's numbers."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from partdsl import parse_file, solve
+from partdsl.viz import figures
+
+from conftest import EXAMPLES, run_part
+
+
+def _texts(svg_path) -> list[str]:  # type: ignore[no-untyped-def]
+    root = ET.parse(svg_path).getroot()
+    assert root.tag.endswith("svg")
+    return ["".join(t.itertext()) for t in root.iter() if t.tag.endswith("text")]
+
+
+@pytest.mark.parametrize("example,kind", [("tiny.part", "loads"), ("latency.part", "gantt"),
+                                          ("rwnn_throughput.part", "gantt")])
+def test_plot_every_objective_to_png_and_svg(example: str, kind: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    spec = parse_file(EXAMPLES / example)
+    png, svg = tmp_path / "a.png", tmp_path / "a.svg"
+    p = run_part("plot", str(EXAMPLES / example), "-o", str(png), "--time-limit", "20")
+    assert p.returncode == 0 and "wrote" in p.stdout, p.stderr
+    with Image.open(png) as im:
+        assert im.format == "PNG" and im.width > 800 and im.height > 600
+    p = run_part("plot", str(EXAMPLES / example), "-o", str(svg), "--time-limit", "20", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["file"] == str(svg), p.stderr
+    texts = _texts(svg)
+    for name in spec.dense.devices:  # every device is named: a bar, a Gantt row or a tick
+        assert name in texts, name
+    assert any(("per-device load" if kind == "loads" else "makespan") in t for t in texts)
+
+
+def test_figures_have_one_element_per_device() -> None:
+    for example in ("tiny.part", "latency.part", "diviml_batched.part"):
+        spec = parse_file(EXAMPLES / example)
+        r = solve(spec, time_limit=20)
+        ev = r.evaluation
+        dev = (np.array([spec.dense.devices.index(r.assignment[v]) for v in spec.dense.names])
+               if r.assignment is not None else ev.schedule.node_devices(spec.dense.n))
+        fig = figures.answer_figure(spec, ev, dev, ev.subgraph)
+        top, bottom = fig.axes
+        assert [t.get_text() for t in bottom.get_xticklabels() if spec.objective.kind == "bottleneck"] + [
+            t.get_text() for t in bottom.get_yticklabels() if spec.objective.kind != "bottleneck"] == list(
+            spec.dense.devices)
+        legend = [t.get_text() for t in top.get_legend().get_texts()]
+        used = {spec.dense.devices[j] for j in dev if j >= 0}
+        assert used <= set(legend) and "cut edge" in legend
+        cut = int((dev[spec.dense.src] != dev[spec.dense.dst]).sum())
+        assert f"{cut} cut edges" in top.get_title()
+        if spec.objective.kind == "bottleneck":  # the stacked bars add up to the evaluator's loads
+            heights = np.zeros(spec.dense.D)
+            for patch in bottom.patches:
+                if patch.get_fill():
+                    heights[int(round(patch.get_x() + patch.get_width() / 2))] += patch.get_height()
+            assert np.allclose(heights, [ev.loads[d] for d in spec.dense.devices])
+        figures._pyplot().close(fig)
+
+
+def test_plot_a_given_schedule_and_the_bounds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    sched = tmp_path / "s.json"
+    assert run_part("solve", str(EXAMPLES / "diviml_batched.part"), "--method", "heft", "-o", str(sched)).returncode == 0
+    p = run_part("plot", str(EXAMPLES / "diviml_batched.part"), str(sched), "-o", str(tmp_path / "g.pdf"))
+    assert p.returncode == 0 and f"scored {sched}" in p.stdout, p.stderr
+    assert (tmp_path / "g.pdf").read_bytes()[:5] == b"%PDF-"
+    out = tmp_path / "b.svg"
+    p = run_part("bound", str(EXAMPLES / "mtpp_overflow.part"), "--plot", str(out), "--time-limit", "30")
+    assert p.returncode == 0, p.stderr
+    texts = _texts(out)
+    for name in ("simple", "lp", "bottleneck", "bottleneck-guess", "exact"):
+        assert name in texts
+
+
+def test_plot_errors(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    p = run_part("plot", str(EXAMPLES / "tiny.part"), "-o", str(tmp_path / "x.gif"))
+    assert p.returncode == 2 and "*.png, *.svg or *.pdf" in p.stderr
+    code = ("import sys; sys.modules['matplotlib'] = None\n"  # matplotlib is absent
+            "from partdsl.cli.main import main\n"
+            f"sys.exit(main(['plot', {str(EXAMPLES / 'tiny.part')!r}, '-o', {str(tmp_path / 'x.png')!r}]))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 5 and "pip install 'partdsl[plot]'" in p.stderr

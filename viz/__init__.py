@@ -1,0 +1,1 @@
+"""Pictures of answers and bounds (matplotlib)."""
