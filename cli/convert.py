@@ -63,5 +63,31 @@ def dnn_partitioning_to_part(path: Path, objective: str = "bottleneck", split: s
     return "\n".join(lines) + "\n"
 
 
+def onnx_to_part(path: Path, objective: str = "latency", fuse: bool = False) -> str:
+    """A spec for an ONNX model: its graph written out (nodes with FLOPs, parameter and
+    output bytes per sample, from dsl/onnx_import.py), on two A100s and a Xeon by device
+    profile, with the objective asked for."""
+    from ..dsl.onnx_import import import_onnx
+    from ..dsl.printer import _node
+
+    name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in path.stem) or "g"
+    if name[0].isdigit():
+        name = "g_" + name
+    graph = import_onnx(path, name, fuse=fuse)
+    objectives = {"bottleneck": "minimize bottleneck", "latency": "minimize latency",
+                  "tasks": "minimize latency by tasks", "throughput": "maximize throughput batch 16 split 4"}
+    if objective not in objectives:
+        raise PartError(f"unknown objective '{objective}'", None, "use " + ", ".join(objectives))
+    lines = [f"# {path.name}, converted from ONNX by `part convert`" + (" (chains fused)" if fuse else ""),
+             f"# {len(graph.nodes)} nodes, {len(graph.edges)} edges; per sample: flops, params and out bytes;",
+             "# the work on each device class comes from its profile (dsl/device_profiles.json)",
+             "param k = 2", f"graph {graph.name} {{"]
+    lines += [_node(nd) for nd in graph.nodes]
+    lines += [f"  {graph.nodes[a].name} -> {graph.nodes[b].name}" for a, b in graph.edges]
+    lines += ["}", "platform {", "  device gpu[k] { profile a100 }", "  device cpu[1] { profile xeon }", "}",
+              objectives[objective], "subject to { memory hard }"]
+    return "\n".join(lines) + "\n"
+
+
 def graph_json(spec_graph) -> str:  # type: ignore[no-untyped-def]
     return json.dumps(graph_to_json(spec_graph), indent=1) + "\n"

@@ -361,12 +361,19 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from .convert import dnn_partitioning_to_part, graph_json
 
     src = Path(args.file)
-    fmt = args.from_format or ("dnn-partitioning" if src.suffix == ".json" else "part")
+    fmt = args.from_format or ("dnn-partitioning" if src.suffix == ".json" else
+                               "onnx" if src.suffix.lower() == ".onnx" else "part")
     out_dir = Path(args.output).parent if args.output else None
-    if fmt == "dnn-partitioning":
+    if fmt == "onnx":
+        from .convert import onnx_to_part
+
+        if args.to not in (None, "part"):
+            raise PartError(f"cannot convert onnx to '{args.to}'", None, "use --to part")
+        text = onnx_to_part(src, args.objective or "latency", args.fuse)
+    elif fmt == "dnn-partitioning":
         if args.to not in (None, "part"):
             raise PartError(f"cannot convert dnn-partitioning to '{args.to}'", None, "use --to part")
-        text = dnn_partitioning_to_part(src, args.objective, args.split, out_dir)
+        text = dnn_partitioning_to_part(src, args.objective or "bottleneck", args.split, out_dir)
     elif fmt == "part":
         from ..dsl.parser import parse_file
         from ..dsl.printer import to_part
@@ -498,11 +505,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-limit", type=float, metavar="SECONDS")
     p.add_argument("--seed", type=int, metavar="N")
     p.set_defaults(func=cmd_plot)
-    p = sub.add_parser("convert", help="dnn-partitioning JSON -> .part spec; .part -> normalized .part or graph JSON")
+    p = sub.add_parser("convert", help="dnn-partitioning JSON or ONNX -> .part spec; .part -> normalized .part or graph JSON")
     p.add_argument("file")
-    p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "part"])
+    p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "onnx", "part"])
     p.add_argument("--to", choices=["part", "json"])
-    p.add_argument("--objective", default="bottleneck", choices=["bottleneck", "latency"])
+    p.add_argument("--objective", choices=["bottleneck", "latency", "tasks", "throughput"],
+                   help="bottleneck (default for dnn-partitioning), latency (default for onnx), tasks, throughput "
+                        "(onnx only: batch 16 split 4)")
+    p.add_argument("--fuse", action="store_true", help="onnx: fuse the usual chains (Conv + BatchNormalization + Relu, ...)")
     p.add_argument("--split", default="contiguous", choices=["contiguous", "any"],
                    help="contiguous (default) or any: non-contiguous splits allowed")
     p.add_argument("--output", "-o", metavar="FILE")

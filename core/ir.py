@@ -44,6 +44,8 @@ class Node:
     group: str | None = None
     only: tuple[str, ...] = ()
     forbid: tuple[str, ...] = ()
+    flops: float | None = None  # per sample: with a device profile, the cost model gives its work (dsl/cost_model.py)
+    dtype: str | None = None  # of its arithmetic, for the profile's peak (fp32 when None)
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
@@ -83,6 +85,8 @@ class DeviceClass:
     host: bool = False
     speed: float = 1.0
     batches: tuple[int, ...] = ()
+    profile: str | None = None  # a device profile of the cost model (dsl/device_profiles.json)
+    profile_fields: tuple[tuple[str, float], ...] = ()  # its fields overridden, in canonical units
     span: Span | None = field(default=None, compare=False, repr=False)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 TIME, SIZE, BANDWIDTH, FRACTION, NUMBER = "time", "size", "bandwidth", "fraction", "number"
+FLOPS, FLOP_RATE = "FLOP count", "FLOP rate"  # a node's work per sample; a device's peak
 
 _DEC = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _BIN = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
@@ -21,10 +22,14 @@ UNITS: dict[str, tuple[str, float]] = {
 for _p, _f in {**_DEC, **_BIN}.items():
     UNITS[f"{_p}B"] = (SIZE, _f)
     UNITS[f"{_p}B/s"] = (BANDWIDTH, _f)
+for _p, _f in {**_DEC, "P": 1e15}.items():
+    UNITS[f"{_p}FLOP"] = (FLOPS, _f)
+    UNITS[f"{_p}FLOP/s"] = (FLOP_RATE, _f)
 
-CANONICAL = {TIME: "ms", SIZE: "B", BANDWIDTH: "B/s", FRACTION: "", NUMBER: ""}
+CANONICAL = {TIME: "ms", SIZE: "B", BANDWIDTH: "B/s", FRACTION: "", NUMBER: "", FLOPS: "FLOP", FLOP_RATE: "FLOP/s"}
 
-EXAMPLES = {TIME: "3 ms", SIZE: "16 GiB", BANDWIDTH: "12 GB/s", FRACTION: "1%", NUMBER: "6"}
+EXAMPLES = {TIME: "3 ms", SIZE: "16 GiB", BANDWIDTH: "12 GB/s", FRACTION: "1%", NUMBER: "6", FLOPS: "2.5 GFLOP",
+            FLOP_RATE: "19.5 TFLOP/s"}
 
 
 @dataclass(frozen=True)

@@ -50,10 +50,11 @@ class GraphBuilder:
     def node(self, name: str, work: Mapping[str, Amount] | Amount | None = None, *,
              params: Amount = 0.0, out: Amount | None = None, comm: Amount | None = None,
              backward: bool = False, group: str | None = None, only: Iterable[str] = (),
-             forbid: Iterable[str] = (), batch_work: Mapping[tuple[str, int], Amount] | None = None
-             ) -> "GraphBuilder":
+             forbid: Iterable[str] = (), batch_work: Mapping[tuple[str, int], Amount] | None = None,
+             flops: float | None = None, dtype: str | None = None) -> "GraphBuilder":
         """`work` maps a device class to its time (or is one generic time for every class,
-        scaled by speed); `batch_work` maps (class, batch size) to a time (DiviML)."""
+        scaled by speed); `batch_work` maps (class, batch size) to a time (DiviML); `flops`
+        per sample (and `dtype`) give the work on classes with a device profile."""
         if isinstance(work, Mapping):
             items = [Work(_value(t, TIME, "work"), on) for on, t in work.items()]
         elif work is not None:
@@ -64,7 +65,8 @@ class GraphBuilder:
             items.append(Work(_value(t, TIME, "work"), on, int(b)))
         self._nodes.append(Node(name, tuple(items), _value(params, SIZE, "params") or 0.0,
                                 _value(out, SIZE, "out"), _value(comm, TIME, "comm"), backward,
-                                group, tuple(only), tuple(forbid)))
+                                group, tuple(only), tuple(forbid),
+                                None if flops is None else float(flops), dtype))
         return self
 
     def family(self, name: str, first: int, last: int, **props: object) -> "GraphBuilder":
@@ -103,10 +105,21 @@ class SpecBuilder:
 
     def device(self, name: str, count: int = 1, *, memory: Amount | None = None,
                link: Amount | None = None, host: bool = False, speed: float = 1.0,
-               batches: Iterable[int] = ()) -> "SpecBuilder":
+               batches: Iterable[int] = (), profile: str | None = None,
+               profile_fields: Mapping[str, float] | None = None) -> "SpecBuilder":
+        """`profile` names a device profile of the cost model (`profile_fields` override its
+        fields, in FLOP/s, B/s, seconds)."""
+        from .cost_model import FIELDS, names
+
+        if profile is not None and profile not in names():
+            raise PartError(f"unknown device profile '{profile}'", None, "profiles: " + ", ".join(names()))
+        bad = sorted(set(profile_fields or {}) - set(FIELDS))
+        if bad:
+            raise PartError(f"unknown profile field '{bad[0]}'", None, "fields: " + ", ".join(FIELDS))
+        fields = tuple(("peak_flops" if k == "peak" else k, float(v)) for k, v in (profile_fields or {}).items())
         self._classes.append(DeviceClass(name, int(count), _value(memory, SIZE, "memory"),
                                          _value(link, BANDWIDTH, "link"), host, float(speed),
-                                         tuple(sorted(set(int(b) for b in batches)))))
+                                         tuple(sorted(set(int(b) for b in batches))), profile, fields))
         return self
 
     def link(self, a: str, b: str, bandwidth: Amount, directed: bool = False) -> "SpecBuilder":
@@ -148,7 +161,9 @@ class SpecBuilder:
         return self
 
     def build(self) -> Spec:
-        spec = Spec(self.graph, Platform.of(self._classes, tuple(self._links)), self._objective,
-                    self._constraints, self._solve, self._params)
+        from .cost_model import apply
+
+        graph, platform = apply(self.graph, Platform.of(self._classes, tuple(self._links)), self._objective)
+        spec = Spec(graph, platform, self._objective, self._constraints, self._solve, self._params)
         validate(spec)
         return spec

@@ -15,8 +15,17 @@ from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
 
-from ..core.errors import PartError
+from ..core.errors import PartError, Span
+from ..core.ir import Graph, Objective, Platform
+from ..core.units import BANDWIDTH, FLOP_RATE, FRACTION, NUMBER, TIME, Quantity
 
+DTYPES = ("fp32", "fp16", "bf16", "int8")
+# the fields a spec may override (`device gpu[2] { profile a100 { overhead 20 us } }`): dimension, scale to
+# the profile's units (memory and link are the device's own `memory` and `link`)
+FIELDS: dict[str, tuple[str, float]] = {
+    "peak": (FLOP_RATE, 1.0), "peak_fp16": (FLOP_RATE, 1.0), "peak_bf16": (FLOP_RATE, 1.0),
+    "peak_int8": (FLOP_RATE, 1.0), "memory_bandwidth": (BANDWIDTH, 1.0), "overhead": (TIME, 1e-3),
+    "batch_half": (NUMBER, 1.0), "efficiency": (NUMBER, 1.0)}
 PROFILES_FILE = Path(__file__).with_name("device_profiles.json")
 
 
@@ -32,11 +41,18 @@ class DeviceProfile:
     efficiency: float  # sustained fraction of peak
     host: bool = False
     source: str = ""
+    peak_fp16: float | None = None  # FLOP/s per dtype (None: no faster path than FP32)
+    peak_bf16: float | None = None
+    peak_int8: float | None = None
 
-    def time_ms(self, flops: float, params: float, act: float, batch: int) -> float:
+    def peak(self, dtype: str | None) -> float:
+        fast = {"fp16": self.peak_fp16, "bf16": self.peak_bf16, "int8": self.peak_int8}.get(dtype or "fp32")
+        return fast or self.peak_flops
+
+    def time_ms(self, flops: float, params: float, act: float, batch: int, dtype: str | None = None) -> float:
         """Milliseconds for `batch` samples of an operator with `flops` per sample, `params`
         bytes of weights and `act` bytes of activations (inputs + output) per sample."""
-        compute = flops * (batch + self.batch_half) / (self.peak_flops * self.efficiency)
+        compute = flops * (batch + self.batch_half) / (self.peak(dtype) * self.efficiency)
         memory = (params + batch * act) / self.memory_bandwidth
         return (self.overhead + max(compute, memory)) * 1e3
 
@@ -61,3 +77,62 @@ def profile(name: str, **override: float) -> DeviceProfile:
     if bad:
         raise PartError(f"unknown profile field(s) {', '.join(bad)}", None, "fields: " + ", ".join(sorted(known)))
     return replace(DeviceProfile(name=name, **lib[name]), **override)
+
+
+def check_field(key: str, q: Quantity, span: Span | None) -> tuple[str, float]:
+    """A profile override from a spec, in the profile's units (FLOP/s, B/s, s)."""
+    from difflib import get_close_matches
+
+    if key not in FIELDS:
+        close = get_close_matches(key, list(FIELDS), n=1)
+        raise PartError(f"unknown profile field '{key}'", span,
+                        (f"did you mean '{close[0]}'? " if close else "") + "fields: " + ", ".join(FIELDS))
+    dim, scale = FIELDS[key]
+    ok = q.dim == dim or (key == "efficiency" and q.dim == FRACTION)
+    if not ok:
+        raise PartError(f"profile field '{key}' needs a {dim}, got {q}", span, f"e.g. {key} " + {
+            FLOP_RATE: "19.5 TFLOP/s", BANDWIDTH: "900 GB/s", TIME: "20 us", NUMBER: "0.5"}[dim])
+    return ("peak_flops" if key == "peak" else key, q.value * scale)
+
+
+def batch_sizes(platform: Platform, objective: Objective, cls_batches: tuple[int, ...]) -> list[int]:
+    """The batch sizes a class may run: 1, its declared sizes, and the objective's chunks."""
+    sizes = {1, *cls_batches}
+    if objective.kind == "throughput":
+        L, K = objective.batch, max(objective.split, 1)
+        sizes |= {L * j // K for j in range(1, K + 1) if L * j % K == 0} | {L}
+    return sorted(s for s in sizes if s >= 1)
+
+
+def apply(graph: Graph, platform: Platform, objective: Objective) -> tuple[Graph, Platform]:
+    """Work entries from the cost model: for every class with a profile and every node with
+    `flops` and no work given for that class, its time at each batch size the class may
+    run (roofline + overhead); the class's memory and link default to the profile's."""
+    from dataclasses import replace as dc_replace
+
+    from ..core.ir import Work
+
+    with_profile = [k for k in platform.classes if k.profile]
+    if not with_profile:
+        return graph, platform
+    profiles = {k.name: profile(k.profile, **dict(k.profile_fields)) for k in with_profile}
+    out_of = {nd.name: nd.out or 0.0 for nd in graph.nodes}
+    inputs: dict[str, float] = {}
+    for a, b in graph.edges:
+        inputs[graph.nodes[b].name] = inputs.get(graph.nodes[b].name, 0.0) + out_of[graph.nodes[a].name]
+    nodes = []
+    for nd in graph.nodes:
+        if nd.flops is None:
+            nodes.append(nd)
+            continue
+        given = {w.on for w in nd.work}
+        act = (nd.out or 0.0) + inputs.get(nd.name, 0.0)
+        extra = [Work(prof.time_ms(nd.flops, nd.params, act, b, nd.dtype), k.name, b)
+                 for k in with_profile if k.name not in given and (prof := profiles[k.name])
+                 for b in batch_sizes(platform, objective, k.batches)]
+        nodes.append(dc_replace(nd, work=nd.work + tuple(extra)))
+    classes = tuple(dc_replace(k, memory=k.memory if k.memory is not None else profiles[k.name].memory,
+                               link=k.link if k.link is not None or profiles[k.name].host else profiles[k.name].link,
+                               host=k.host or profiles[k.name].host)
+                    if k.profile else k for k in platform.classes)
+    return dc_replace(graph, nodes=tuple(nodes)), dc_replace(platform, classes=classes)

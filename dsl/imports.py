@@ -20,7 +20,7 @@ from ..core.limits import MAX_IMPORT_BYTES, MAX_JSON_DEPTH, check_count
 from ..core.ir import Graph, Node, Work
 from .transformer import assemble_graph
 
-FORMATS = ("dnn-partitioning", "partdsl")
+FORMATS = ("dnn-partitioning", "partdsl", "onnx", "onnx-fused")
 ACC, CPU = "acc", "cpu"
 
 
@@ -65,6 +65,10 @@ def detect_format(data: Any) -> str:
 
 
 def import_graph(path: Path, fmt: str | None, name: str, span: Span | None = None) -> Graph:
+    if fmt in ("onnx", "onnx-fused") or (fmt is None and path.suffix.lower() == ".onnx"):
+        from .onnx_import import import_onnx
+
+        return import_onnx(path, name, span, fuse=fmt == "onnx-fused")
     data = load_json(path, span)
     fmt = fmt or detect_format(data)
     if fmt not in FORMATS:
@@ -133,7 +137,7 @@ def graph_to_json(g: Graph) -> dict:
                              "work": [{"time": w.time, "on": w.on, "batch": w.batch} for w in nd.work]}
         if nd.params:
             d["params"] = nd.params
-        for key in ("out", "comm", "group"):
+        for key in ("out", "comm", "group", "flops", "dtype"):
             if getattr(nd, key) is not None:
                 d[key] = getattr(nd, key)
         if nd.backward:
@@ -158,6 +162,7 @@ def graph_from_json(data: dict, name: str, span: Span | None = None) -> Graph:
                   comm=None if d.get("comm") is None else float(d["comm"]),
                   backward=bool(d.get("backward", False)),
                   group=d.get("group"), only=tuple(d.get("only", ())), forbid=tuple(d.get("not", ())),
+                  flops=None if d.get("flops") is None else float(d["flops"]), dtype=d.get("dtype"),
                   span=span)
              for d in data["nodes"]]
     edges = [(str(a), span, str(b), span) for a, b in data["edges"]]

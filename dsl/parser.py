@@ -25,7 +25,7 @@ def grammar() -> Lark:
                                   propagate_positions=True, maybe_placeholders=False)
 
 
-UNIT_LIST = "ns us ms s min h; B KB MB GB KiB MiB GiB; B/s MB/s GB/s GiB/s; %"
+UNIT_LIST = "ns us ms s min h; B KB MB GB KiB MiB GiB; B/s MB/s GB/s GiB/s; FLOP GFLOP TFLOP; GFLOP/s TFLOP/s; %"
 
 
 def _pretty_expected(parser: Lark, names: set[str]) -> list[str]:

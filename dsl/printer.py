@@ -32,6 +32,10 @@ def _node(nd: Node) -> str:
         props.append(f"out {num(nd.out)} B")
     if nd.comm is not None:
         props.append(f"comm {num(nd.comm)} ms")
+    if nd.flops is not None:
+        props.append(f"flops {num(nd.flops)} FLOP")
+    if nd.dtype is not None:
+        props.append(f"dtype {nd.dtype}")
     if nd.only:
         props.append("only " + ", ".join(nd.only))
     if nd.forbid:
@@ -55,6 +59,16 @@ def _device(k: DeviceClass) -> str:
         props.append(f"speed {num(k.speed)}")
     if k.batches:
         props.append("batch " + ", ".join(str(b) for b in k.batches))
+    if k.profile:
+        from .cost_model import FIELDS
+
+        units = {"overhead": (1e3, " ms")}  # the profile keeps seconds; the language writes ms
+        fields = []
+        for key, v in k.profile_fields:
+            name = "peak" if key == "peak_flops" else key
+            scale, unit = units.get(name, (1.0, " " + _canonical(FIELDS[name][0])))
+            fields.append(f"{name} {num(v * scale)}{unit.rstrip()}")
+        props.append(f"profile {k.profile}" + (" { " + "; ".join(fields) + " }" if fields else ""))
     body = " { " + "; ".join(props) + " }" if props else ""
     return f"  device {k.name}[{k.count}]{body}"
 
@@ -133,3 +147,9 @@ def to_part(spec: Spec, header: str | None = None) -> str:
     if solve:
         lines.append(solve)
     return "\n".join(lines) + "\n"
+
+
+def _canonical(dim: str) -> str:
+    from ..core.units import CANONICAL
+
+    return CANONICAL[dim]

@@ -17,7 +17,7 @@ from ..core.errors import PartError, Span, did_you_mean
 from ..core.limits import MAX_BATCH, MAX_DEVICES, MAX_EDGES, MAX_NODES, MAX_SUBGRAPHS, check_count
 from ..core.ir import (Constraints, DeviceClass, Graph, Link, Node, Objective, Platform,
                        SolveOptions, Spec, Target, Work)
-from ..core.units import BANDWIDTH, EXAMPLES, FRACTION, NUMBER, SIZE, TIME, Quantity, make_quantity
+from ..core.units import BANDWIDTH, EXAMPLES, FLOPS, FRACTION, NUMBER, SIZE, TIME, Quantity, make_quantity
 
 
 @dataclass(frozen=True)
@@ -173,6 +173,17 @@ class ToIR(Transformer):
     def comm(self, ch: list) -> tuple[str, Any]:
         return ("comm", self.need(ch[0], TIME, "comm"))
 
+    def flops(self, ch: list) -> tuple[str, Any]:
+        return ("flops", self.need(ch[0], FLOPS, "flops"))
+
+    def dtype(self, ch: list) -> tuple[str, Any]:
+        from .cost_model import DTYPES
+
+        name = str(ch[0])
+        if name not in DTYPES:
+            raise PartError(f"unknown dtype '{name}'", _tok_span(self.file, ch[0]), "dtypes: " + ", ".join(DTYPES))
+        return ("dtype", name)
+
     def only(self, ch: list) -> tuple[str, Any]:
         self.class_refs += [(str(x), _tok_span(self.file, x)) for x in ch]
         return ("only", tuple(str(x) for x in ch))
@@ -290,6 +301,19 @@ class ToIR(Transformer):
     def batches(self, ch: list) -> tuple[str, Any]:
         return ("batches", tuple(sorted({self.need_batch(x) for x in ch})))
 
+    def profile_field(self, ch: list) -> tuple[str, float, Any]:
+        return (str(ch[0]), ch[1], _tok_span(self.file, ch[0]))
+
+    def profile(self, ch: list) -> tuple[str, Any]:
+        from .cost_model import check_field, names
+
+        name = str(ch[0])
+        if name not in names():
+            raise PartError(f"unknown device profile '{name}'", _tok_span(self.file, ch[0]),
+                            did_you_mean(name, names()) or "profiles: " + ", ".join(names()))
+        fields = tuple(check_field(key, q.q, sp) for key, q, sp in ch[1:] if isinstance(q, Q))
+        return ("profile", (name, fields))
+
     @v_args(meta=True)
     def device_decl(self, meta: Any, ch: list) -> DeviceClass:
         name = str(ch[0])
@@ -304,6 +328,8 @@ class ToIR(Transformer):
                 if x[0] in props:
                     raise PartError(f"'{x[0]}' is given twice for device {name}", self.span(meta))
                 props[x[0]] = x[1]
+        if "profile" in props:
+            props["profile"], props["profile_fields"] = props["profile"]
         return DeviceClass(name=name, count=count, span=self.span(meta), **props)
 
     @v_args(meta=True)
@@ -528,8 +554,12 @@ def assemble_spec(tr: ToIR, items: list[Any], span: Span) -> Spec:
         name = next(iter(tr.overrides))
         raise PartError(f"-D {name}: the spec has no param named '{name}'", None,
                         did_you_mean(name, list(tr.values)))
-    return Spec(graph=found[Graph], platform=found[Platform],
-                objective=found.get(Objective, Objective()),
+    from .cost_model import apply
+
+    objective = found.get(Objective, Objective())
+    graph, platform = apply(found[Graph], found[Platform], objective)  # profiles -> work entries
+    return Spec(graph=graph, platform=platform,
+                objective=objective,
                 constraints=found.get(Constraints, Constraints()),
                 solve=found.get(SolveOptions, SolveOptions()),
                 params=tuple(tr.param_order), file=tr.file)
