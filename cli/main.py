@@ -133,7 +133,7 @@ def _progress(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return None
 
 
-def _solve_one(spec, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _solve_one(spec, args: argparse.Namespace, executor=None):  # type: ignore[no-untyped-def]
     """One solve: (json, text, exit code, sweep-table row, Result)."""
     from ..solvers.api import solve
     from ..solvers.result import Status
@@ -142,7 +142,7 @@ def _solve_one(spec, args: argparse.Namespace):  # type: ignore[no-untyped-def]
     progress = _progress(args)
     method_opts = _numbers(_defines(args.option)) if args.option else None
     r = solve(spec, method=args.method, solver=args.solver, time_limit=args.time_limit, gap=args.gap,
-              seed=args.seed, threads=args.threads, progress=progress, options=method_opts)
+              seed=args.seed, threads=args.threads, progress=progress, options=method_opts, executor=executor)
     code = EXIT_OK
     if r.stopped == "interrupted":
         print("interrupted: the best answer found so far is printed", file=sys.stderr)
@@ -164,9 +164,9 @@ def _solve_one(spec, args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return r.to_json(), result_report(spec, r), code, row, r
 
 
-def _solve_point(spec, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _solve_point(spec, args: argparse.Namespace, executor=None):  # type: ignore[no-untyped-def]
     """One point of `part solve`: (json, text, exit code, sweep-table row, solver log)."""
-    obj, text, code, row, r = _solve_one(spec, args)
+    obj, text, code, row, r = _solve_one(spec, args, executor)
     return obj, text, code, row, (r.solver_log or f"(method {r.method} ran no MIP solver)")
 
 
@@ -227,7 +227,8 @@ def _point(fn, args: argparse.Namespace, defines: dict[str, str]):  # type: igno
 def _run(args: argparse.Namespace, fn, header: list[str], after=None) -> int:  # type: ignore[no-untyped-def]
     """One spec, or a sweep when a -D value lists several (`-D k=2,4,8`): one row each,
     the points run on `--executor` (local: `--workers` processes, default this process).
-    Without a sweep, `part bound` runs its bottleneck-guess MIPs on the executor."""
+    Without a sweep, the independent subproblems run there: `part bound`'s
+    bottleneck-guess MIPs, MILP-SPLIT's module MILPs."""
     from ..dsl.parser import parse_file
     from ..solvers.executor import open_executor, run_all
     from .report import table
@@ -238,7 +239,7 @@ def _run(args: argparse.Namespace, fn, header: list[str], after=None) -> int:  #
     with open_executor(getattr(args, "executor", None)) as executor:
         if not swept:
             spec = parse_file(args.spec, defines)
-            res = fn(spec, args, executor) if fn is _bound_one else fn(spec, args)
+            res = fn(spec, args, executor)
             if after:
                 after("", res)
             _emit(args, res[0], res[1])

@@ -168,7 +168,8 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
             continue
         ops.append(nd)
     if not ops:
-        raise PartError(f"import: '{path}' has no operators", span, "export the model with its graph")
+        raise PartError(f"import: '{path}' has no operators (is it an ONNX model?)", span,
+                        "export the model with its graph (torch.onnx.export or onnx.save)")
     producer = {o: i for i, nd in enumerate(ops) for o in nd.output}
     used: set[str] = set()
     names = [_clean(nd.name or f"{nd.op_type}_{i}", used) for i, nd in enumerate(ops)]

@@ -137,9 +137,12 @@ def _better(spec: Spec, a: Evaluation, b: Evaluation | None) -> bool:
 def solve(spec: Spec, method: str | None = None, solver: str | None = None,
           time_limit: float | None = None, gap: float | None = None, seed: int | None = None,
           threads: int | None = None, warm_start: Mapping[str, str] | None = None,
-          progress: Callable[[str], None] | None = None, options: Mapping[str, float] | None = None) -> Result:
+          progress: Callable[[str], None] | None = None, options: Mapping[str, float] | None = None,
+          executor=None) -> Result:  # type: ignore[no-untyped-def]
     """Solve `spec`; keyword arguments override its `solve` block. `options` are the
-    method's own settings (e.g. {"population": 50} for brkga)."""
+    method's own settings (e.g. {"population": 50} for brkga). `executor` (a
+    concurrent.futures Executor, e.g. a Dask cluster's) runs a method's independent
+    subproblems (MILP-SPLIT's modules)."""
     opts = spec.solve.merged(method=method, solver=solver, time_limit=time_limit, gap=gap,
                              seed=seed, threads=threads)
     name = opts.method or (DEFAULT_SCHEDULE_METHOD if spec.objective.scheduled else DEFAULT_METHOD)
@@ -196,6 +199,8 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
         if start is not None:
             yield "warm start", start
         extra = {"start": start} if m.mip else {}  # a MIP method may use it as its MIP start
+        if executor is not None:
+            extra["executor"] = executor
         yield from m.run(spec, seed=opts.seed or 0, deadline=deadline, progress=report, solver=opts.solver,
                          gap=opts.gap, threads=opts.threads, **extra, **method_opts)
 

@@ -150,8 +150,11 @@ class _Plan:
 def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callable[[str], None] | None = None,
         solver: str | None = None, gap: float | None = None, threads: int | None = None,
         channels: float = 1, module_limit: float | None = None, workers: float | None = None,
-        min_module: float = 4, bound_limit: float = 2.0, lookahead: float = 1, **_: object) -> Iterator:
-    """MILP-SPLIT as a method: yields HEFT first, then the split schedule, then its bound."""
+        min_module: float = 4, bound_limit: float = 2.0, lookahead: float = 1, executor=None,  # type: ignore[no-untyped-def]
+        **_: object) -> Iterator:
+    """MILP-SPLIT as a method: yields HEFT first, then the split schedule, then its bound.
+    The module MILPs run on `executor` (a Dask cluster's, ...) if given, else on `workers`
+    local processes."""
     diviml.check(spec)
     if channels < 1 or int(channels) != channels:
         raise PartError(f"channels must be a whole number >= 1, not {channels:g}", None)
@@ -164,14 +167,14 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     nworkers = int(workers) if workers else None
     known: dict[frozenset[int], float] = {}  # proven module bounds from the module MILPs
     if single:
-        sched, why = _dp(spec, plan, deadline, module_limit, solver, threads, nworkers, progress, known)
+        sched, why = _dp(spec, plan, deadline, module_limit, solver, threads, nworkers, progress, known, executor)
     else:
         sched, why = _rolling(spec, plan, deadline, module_limit, solver, threads, progress, int(lookahead))
     if sched is not None:
         yield f"MILP-SPLIT ({why})", sched
     left = deadline - time.monotonic()
     per = bound_limit if math.isinf(left) else min(bound_limit, max(left, 0.0) / 4)
-    lb = chain_bound(plan, per, solver, threads, nworkers, known)
+    lb = chain_bound(plan, per, solver, threads, nworkers, known, executor)
     yield Proven(_value(spec, lb), f"MILP-SPLIT lower bound (the Remark's recursion over {len(plan.modules)} "
                                    f"modules): makespan >= {lb:.6g} ms")
 
@@ -188,7 +191,7 @@ def _limit(deadline: float, module_limit: float | None, share: float) -> float:
 
 def _dp(spec: Spec, plan: _Plan, deadline: float, module_limit: float | None, solver: str | None,
         threads: int | None, workers: int | None, progress: Callable[[str], None] | None,
-        known: dict[frozenset[int], float]) -> tuple[Schedule | None, str]:
+        known: dict[frozenset[int], float], executor=None) -> tuple[Schedule | None, str]:  # type: ignore[no-untyped-def]
     """IV-B1: every module for every (input device, output device) pair, then the chain DP.
     Fills `known` with each module's proven bound where the pairs cover every schedule of
     it (no pinned endpoint, or whole nodes: split 1), the least over its pairs."""
@@ -220,7 +223,7 @@ def _dp(spec: Spec, plan: _Plan, deadline: float, module_limit: float | None, so
     limit = _limit(deadline, module_limit, 0.8 * max(workers or 2, 1) / max(len(jobs), 1))
     results: dict[tuple[int, int | None, int | None], ModuleResult] = {}
     done = 0
-    for idx, r in run_all(solve_module, [(j, None, limit, solver, per_threads) for j in jobs], workers):
+    for idx, r in run_all(solve_module, [(j, None, limit, solver, per_threads) for j in jobs], workers, executor):
         k, a, b, _ = keys[idx]
         results[(k, a, b)] = r
         done += 1
@@ -334,7 +337,8 @@ def _duration(spec: Spec, p: Piece) -> float:
 
 
 def chain_bound(plan: _Plan, time_limit: float, solver: str | None, threads: int | None,
-                workers: int | None, known: dict[frozenset[int], float] | None = None) -> float:
+                workers: int | None, known: dict[frozenset[int], float] | None = None,
+                executor=None) -> float:  # type: ignore[no-untyped-def]
     """The Remark's recursion (module docstring) on the whole graph, as a makespan (ms);
     `known`: proven bounds of node sets inside one module."""
     s = plan.s
@@ -402,7 +406,7 @@ def chain_bound(plan: _Plan, time_limit: float, solver: str | None, threads: int
         sets = sorted((x for x in inner if x not in (known or {})), key=len, reverse=True)
         per_threads = threads if threads is not None else 1
         jobs = [(restrict(s, sorted(x)), time_limit, solver, per_threads) for x in sets]
-        for i, b in run_all(module_bound, jobs, workers):
+        for i, b in run_all(module_bound, jobs, workers, executor):
             inner[sets[i]] = max(inner[sets[i]], b)
         memo.clear()
         visits[0] = 0

@@ -126,8 +126,8 @@ def test_bad_import_files(tmp_path: Path) -> None:
 
 def test_unknown_import_format(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text("{}")
-    with pytest.raises(PartError, match="unknown import format 'onnx'"):
-        parse(f'graph g = import "x.json" as onnx\n{PLAT}', str(tmp_path / "s.part"))
+    with pytest.raises(PartError, match="unknown import format 'tflite'"):
+        parse(f'graph g = import "x.json" as tflite\n{PLAT}', str(tmp_path / "s.part"))
 
 
 def test_override_errors() -> None:

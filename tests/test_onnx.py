@@ -148,3 +148,18 @@ def test_the_bundled_onnx_example_is_the_script_output() -> None:
     """examples/cnn_transformer.onnx is what examples/make_onnx_example.py writes."""
     shipped = onnx.load(str(EXAMPLES / "cnn_transformer.onnx"))
     assert shipped.SerializeToString() == mk.cnn_transformer().SerializeToString()
+
+
+def test_profiles_from_python() -> None:
+    from partdsl.dsl.builder import GraphBuilder, SpecBuilder
+
+    g = GraphBuilder("g").node("a", flops=2e9, out="1 MB").node("b", flops=1e9, out="4 KB", work={"cpu": "1 ms"})
+    g.chain("a", "b")
+    spec = (SpecBuilder(g).device("gpu", 2, profile="a100", profile_fields={"overhead": 2e-5})
+            .device("cpu", 1, profile="xeon").minimize("latency").build())
+    a100 = profile("a100", overhead=2e-5)
+    assert spec.dense.work[0, 0] == pytest.approx(a100.time_ms(2e9, 0, 1e6, 1))
+    assert spec.dense.work[1, 1] == 1.0  # an explicit work entry wins over the profile
+    assert spec.dense.host[1] and solve(spec).evaluation.feasible
+    with pytest.raises(PartError):
+        SpecBuilder(g).device("gpu", 1, profile="a100", profile_fields={"overhed": 1.0})
