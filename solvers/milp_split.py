@@ -24,7 +24,8 @@ pre(O_t) for some channel output, so OPT(X) >= OPT(X \\ X_s) + min_t OPT(pre(O_t
 semantics a piece waits for every share of each predecessor, so the whole batch moves
 through a channel at once and the bound holds for batches as it is (the paper's L - b + 1
 refinement is for per-sample precedence). OPT of a set inside one module is bounded by its
-MILP's dual bound (capped), or by the critical-path and spread bound.
+MILP's dual bound (capped), or by the critical-path, spread and work bounds
+(solvers/bounds.py).
 """
 from __future__ import annotations
 

@@ -156,3 +156,22 @@ def test_the_milp_splits_the_batch_where_it_pays() -> None:
     r = solve(SAMPLE, method="exact", time_limit=60)
     assert r.status.value == "optimal" and r.objective == pytest.approx(brute_schedules(SAMPLE))
     assert r.assignment is None  # some node's samples run on both GPUs
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(tiny())
+@example(SAMPLE)
+def test_the_cheap_bounds_hold_against_brute_force_over_schedules(spec: Spec) -> None:
+    """The critical-path, spread and work bounds (solvers/bounds.py) never pass the optimum
+    over schedules; the work bound alone neither, and it is at least the spread over the
+    devices of each node's cheapest per-sample work."""
+    from partdsl.solvers.bounds import bound, per_sample, work_bound
+
+    opt = brute_schedules(spec)
+    if spec.objective.sense == "min" and math.isinf(opt) or spec.objective.sense == "max" and opt == 0.0:
+        return
+    L = spec.objective.batch
+    makespan = opt if spec.objective.sense == "min" else L / opt * 1e3
+    assert work_bound(spec) <= makespan * (1 + 1e-9)
+    assert work_bound(spec) >= L * per_sample(spec).min(axis=1).sum() / spec.dense.D * (1 - 1e-9)
+    assert (bound(spec) >= opt * (1 - 1e-9)) if spec.objective.sense == "max" else (bound(spec) <= opt * (1 + 1e-9))
