@@ -112,7 +112,8 @@ def work_bound(spec: Spec) -> float:
     if lam.sum() <= 0:
         return 0.0
     lam /= lam.sum()
-    return float(L * np.where(np.isfinite(r), lam[None, :] * r, INF).min(axis=1).sum())
+    finite = np.isfinite(r)
+    return float(L * np.where(finite, lam[None, :] * np.where(finite, r, 0.0), INF).min(axis=1).sum())
 
 
 def piece_costs(spec: Spec) -> tuple[np.ndarray, np.ndarray]:
