@@ -5,15 +5,27 @@ partition you can afford, with a certificate (incumbent, lower bound, gap).
     spec = parse_file("examples/tiny.part", overrides={"k": 4})
     result = solve(spec)
 """
-from .core.errors import PartError, Span
-from .core.evaluate import Evaluation, Violation, evaluate
-from .core.ir import (Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, SolveOptions,
-                      Spec, Target, Work)
-from .dsl.builder import GraphBuilder, SpecBuilder
-from .dsl.parser import parse, parse_file
-from .dsl.printer import to_part
-from .solvers.api import solve
-from .solvers.result import Result, Status
+from partdsl.core.errors import PartError, Span
+from partdsl.core.evaluation import Evaluation, Violation
+from partdsl.core.evaluate import evaluate
+from partdsl.core.ir import (
+    Constraints,
+    DeviceClass,
+    Graph,
+    Link,
+    Node,
+    Objective,
+    Platform,
+    SolveOptions,
+    Spec,
+    Target,
+    Work,
+)
+from partdsl.dsl.builder import GraphBuilder, SpecBuilder
+from partdsl.dsl.parser import parse, parse_file
+from partdsl.dsl.printer import to_part
+from partdsl.methods.solve import solve
+from partdsl.core.result import Result, Status
 
 __all__ = ["PartError", "Span", "Evaluation", "Violation", "evaluate", "Constraints", "DeviceClass",
            "Graph", "Link", "Node", "Objective", "Platform", "SolveOptions", "Spec", "Target", "Work",

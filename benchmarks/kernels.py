@@ -57,8 +57,8 @@ def main() -> None:
                 cells.append(f"{r.objective:9.2f} {time.perf_counter() - t:6.1f}s ")
         print(f"{name:22} {pub:9.2f} " + " ".join(cells), flush=True)
 
-    from partdsl.dsl.generate import regal_spec
-    from partdsl.kernels.order_search import brkga, random_orders, slicegraph
+    from partdsl.dsl.regal import regal_spec
+    from partdsl.kernels.bottleneck.order_search import brkga, random_orders, slicegraph
 
     print("\nspeed targets on REGAL-style graphs (value, seconds)")
     for n, k, label, fn, kw in [(2000, 64, "SliceGraph n=2000 k=64", slicegraph, {}),

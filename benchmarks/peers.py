@@ -1,5 +1,5 @@
 """Real peers side by side: METIS, Scotch and Mt-KaHyPar (raw and `repair 1`) against
-every partdsl method, on the same workloads, machine and run (kernels/peers.py).
+every partdsl method, on the same workloads, machine and run (kernels/peers/runners.py).
 
 Workloads: the 8 `throughput/` files (max load, non-contiguous splits allowed), the 4
 `latency/` files (single-stream latency, non-contiguous, up to 8 subgraphs per
@@ -47,7 +47,7 @@ def workloads(data: Path, tmp: Path, quick: bool) -> list[tuple[str, object]]:
     from partdsl import parse
     from partdsl.cli.convert import dnn_partitioning_to_part
     from partdsl.core.ir import Constraints, Spec
-    from partdsl.dsl.generate import regal_spec
+    from partdsl.dsl.regal import regal_spec
     from partdsl.dsl.randwire import RandWire, randwire_spec
 
     out: list[tuple[str, object]] = []
@@ -91,7 +91,7 @@ def main() -> None:
     args = ap.parse_args()
     from partdsl import solve
     from partdsl.core.errors import PartError
-    from partdsl.solvers.api import METHODS
+    from partdsl.methods.solve import METHODS
 
     cap = 10.0 if args.quick else args.cap
     tmp = Path(tempfile.mkdtemp())

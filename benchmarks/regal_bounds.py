@@ -25,8 +25,8 @@ def main() -> None:
     ap.add_argument("--models", default="er,ba,ws")
     ap.add_argument("--workers", type=int, default=None, help="processes for the guess MIPs (default: cores)")
     args = ap.parse_args()
-    from partdsl.dsl.generate import regal_spec
-    from partdsl.solvers.hierarchy import hierarchy
+    from partdsl.dsl.regal import regal_spec
+    from partdsl.methods.hierarchy import hierarchy
 
     models = args.models.split(",")
     sizes = [50 + (150 * i) // max(args.graphs - 1, 1) for i in range(args.graphs)]  # 50 .. 200 nodes

@@ -5,13 +5,8 @@ import json
 import os
 from pathlib import Path
 
-from ..core.errors import PartError
-from ..dsl.imports import (
-    graph_from_dnn_partitioning,
-    graph_to_json,
-    load_json,
-    platform_fields,
-)
+from partdsl.core.errors import PartError
+from partdsl.dsl.graph_formats import graph_from_dnn_partitioning, graph_to_json, load_json, platform_fields
 
 
 def dnn_partitioning_to_part(path: Path, objective: str = "bottleneck", split: str = "contiguous",
@@ -67,8 +62,8 @@ def onnx_to_part(path: Path, objective: str = "latency", fuse: bool = False) -> 
     """A spec for an ONNX model: its graph written out (nodes with FLOPs, parameter and
     output bytes per sample, from dsl/onnx_import.py), on two A100s and a Xeon by device
     profile, with the objective asked for."""
-    from ..dsl.onnx_import import import_onnx
-    from ..dsl.printer import _node
+    from partdsl.dsl.onnx_import import import_onnx
+    from partdsl.dsl.printer import _node
 
     name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in path.stem) or "g"
     if name[0].isdigit():

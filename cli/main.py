@@ -22,7 +22,7 @@ EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report it; the best answer so far is
 
 
 def _defines(items: list[str]) -> dict[str, str]:
-    from ..core.errors import PartError
+    from partdsl.core.errors import PartError
 
     out = {}
     for it in items or []:
@@ -34,7 +34,7 @@ def _defines(items: list[str]) -> dict[str, str]:
 
 
 def _numbers(opts: dict[str, str]) -> dict[str, float]:
-    from ..core.errors import PartError
+    from partdsl.core.errors import PartError
 
     try:
         return {k: float(v) for k, v in opts.items()}
@@ -44,7 +44,7 @@ def _numbers(opts: dict[str, str]) -> dict[str, float]:
 
 
 def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from ..dsl.parser import parse_file
+    from partdsl.dsl.parser import parse_file
 
     return parse_file(args.spec, _defines(args.define))
 
@@ -55,8 +55,8 @@ def _emit(args: argparse.Namespace, obj: dict, text: str) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from ..solvers.bounds import bound
-    from .report import describe
+    from partdsl.methods.bounds import bound
+    from partdsl.cli.report import describe
 
     spec = _load(args)
     b = bound(spec)
@@ -68,8 +68,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..core.errors import PartError
-    from ..solvers.export import exact_mip, relaxed, write
+    from partdsl.core.errors import PartError
+    from partdsl.cli.export_mip import exact_mip, relaxed, write
 
     targets = [(f, x) for f, x in ((args.mps, ".mps"), (args.lp, ".lp")) if f]
     if not targets:
@@ -93,11 +93,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def _evaluate_file(spec, path: str, data):  # type: ignore[no-untyped-def]
     """Score a partition or schedule file: (Evaluation, device per node, subgraphs)."""
-    from ..core.assignment import parse_partition
-    from ..core.errors import PartError
-    from ..core.evaluate import evaluate
-    from ..core.schedule import evaluate_schedule
-    from ..core.schedule import from_json as schedule_from_json
+    from partdsl.core.assignment import parse_partition
+    from partdsl.core.errors import PartError
+    from partdsl.core.evaluate import evaluate
+    from partdsl.core.schedule import evaluate_schedule
+    from partdsl.core.schedule import from_json as schedule_from_json
 
     if isinstance(data, dict) and "schedule" in data and data["schedule"] is not None:  # DiviML: pieces and starts
         if not spec.objective.scheduled:
@@ -111,8 +111,8 @@ def _evaluate_file(spec, path: str, data):  # type: ignore[no-untyped-def]
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from ..core.assignment import read_json, subgraph_map
-    from .report import evaluation_report
+    from partdsl.core.assignment import read_json, subgraph_map
+    from partdsl.cli.report import evaluation_report
 
     spec = _load(args)
     data = read_json(args.partition)
@@ -135,9 +135,9 @@ def _progress(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def _solve_one(spec, args: argparse.Namespace, executor=None):  # type: ignore[no-untyped-def]
     """One solve: (json, text, exit code, sweep-table row, Result)."""
-    from ..solvers.api import solve
-    from ..solvers.result import Status
-    from .report import fmt, result_report
+    from partdsl.methods.solve import solve
+    from partdsl.core.result import Status
+    from partdsl.cli.report import fmt, result_report
 
     progress = _progress(args)
     method_opts = _numbers(_defines(args.option)) if args.option else None
@@ -151,7 +151,7 @@ def _solve_one(spec, args: argparse.Namespace, executor=None):  # type: ignore[n
         print("error: the spec is infeasible: no assignment satisfies its constraints", file=sys.stderr)
         code = EXIT_INFEASIBLE
     elif r.status == Status.NO_SOLUTION:
-        from ..kernels.peers import PEERS
+        from partdsl.kernels.peers.runners import PEERS
 
         hint = ("a raw peer partitioner ignores memory, colocation and pins: try -O repair=1, or another --method"
                 if r.method in PEERS and not (method_opts or {}).get("repair") else
@@ -187,8 +187,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _bound_one(spec, args: argparse.Namespace, executor=None):  # type: ignore[no-untyped-def]
-    from ..solvers.hierarchy import NAMES, hierarchy
-    from .report import fmt, hierarchy_report
+    from partdsl.methods.hierarchy import NAMES, hierarchy
+    from partdsl.cli.report import fmt, hierarchy_report
 
     progress = _progress(args)
     only = tuple(args.only.split(",")) if args.only else NAMES
@@ -207,8 +207,8 @@ def _bound_one(spec, args: argparse.Namespace, executor=None):  # type: ignore[n
 
 
 def cmd_bound(args: argparse.Namespace) -> int:
-    from ..core.errors import PartError
-    from ..solvers.hierarchy import NAMES
+    from partdsl.core.errors import PartError
+    from partdsl.methods.hierarchy import NAMES
 
     if args.only:
         bad = [x for x in args.only.split(",") if x not in NAMES]
@@ -219,7 +219,7 @@ def cmd_bound(args: argparse.Namespace) -> int:
 
 def _point(fn, args: argparse.Namespace, defines: dict[str, str]):  # type: ignore[no-untyped-def]
     """One point of a sweep, wherever the executor runs it."""
-    from ..dsl.parser import parse_file
+    from partdsl.dsl.parser import parse_file
 
     return fn(parse_file(args.spec, defines), args)
 
@@ -229,9 +229,9 @@ def _run(args: argparse.Namespace, fn, header: list[str], after=None) -> int:  #
     the points run on `--executor` (local: `--workers` processes, default this process).
     Without a sweep, the independent subproblems run there: `part bound`'s
     bottleneck-guess MIPs, MILP-SPLIT's module MILPs."""
-    from ..dsl.parser import parse_file
-    from ..solvers.executor import open_executor, run_all
-    from .report import table
+    from partdsl.dsl.parser import parse_file
+    from partdsl.runtime.executor import open_executor, run_all
+    from partdsl.cli.report import table
 
     defines = _defines(args.define)
     swept = {k: v.split(",") for k, v in defines.items() if "," in v}
@@ -274,10 +274,10 @@ def _picklable(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from ..core.errors import PartError
-    from ..solvers import sweep
-    from ..solvers.executor import open_executor
-    from .report import fmt, table
+    from partdsl.core.errors import PartError
+    from partdsl.cli import sweep
+    from partdsl.runtime.executor import open_executor
+    from partdsl.cli.report import fmt, table
 
     for f in args.specs:
         if not Path(f).is_file():
@@ -317,8 +317,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     """The graph colored by device, with the load bars or the Gantt chart below it."""
     import numpy as np
 
-    from ..core.assignment import read_json
-    from ..core.errors import PartError
+    from partdsl.core.assignment import read_json
+    from partdsl.core.errors import PartError
 
     figures = _figures()
     spec = _load(args)
@@ -326,7 +326,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         ev, dev, sub = _evaluate_file(spec, args.partition, read_json(args.partition))
         how = f"scored {args.partition}"
     else:
-        from ..solvers.api import solve
+        from partdsl.methods.solve import solve
 
         r = solve(spec, method=args.method, time_limit=args.time_limit, seed=args.seed)
         if r.evaluation is None:
@@ -348,25 +348,25 @@ def _figures():  # type: ignore[no-untyped-def]
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        from ..solvers.backends import SolverUnavailable
+        from partdsl.core.solver_errors import SolverUnavailable
 
         raise SolverUnavailable("matplotlib", hint="pip install 'partdsl[plot]' (or pip install matplotlib)",
                                 what="plotting library") from None
-    from ..viz import figures
+    from partdsl.viz import figures
 
     return figures
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from ..core.errors import PartError
-    from .convert import dnn_partitioning_to_part, graph_json
+    from partdsl.core.errors import PartError
+    from partdsl.cli.convert import dnn_partitioning_to_part, graph_json
 
     src = Path(args.file)
     fmt = args.from_format or ("dnn-partitioning" if src.suffix == ".json" else
                                "onnx" if src.suffix.lower() == ".onnx" else "part")
     out_dir = Path(args.output).parent if args.output else None
     if fmt == "onnx":
-        from .convert import onnx_to_part
+        from partdsl.cli.convert import onnx_to_part
 
         if args.to not in (None, "part"):
             raise PartError(f"cannot convert onnx to '{args.to}'", None, "use --to part")
@@ -376,8 +376,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
             raise PartError(f"cannot convert dnn-partitioning to '{args.to}'", None, "use --to part")
         text = dnn_partitioning_to_part(src, args.objective or "bottleneck", args.split, out_dir)
     elif fmt == "part":
-        from ..dsl.parser import parse_file
-        from ..dsl.printer import to_part
+        from partdsl.dsl.parser import parse_file
+        from partdsl.dsl.printer import to_part
 
         spec = parse_file(src, _defines(args.define))
         if args.to in (None, "part"):
@@ -396,9 +396,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from ..core.validate import validate
-    from ..dsl.printer import to_part
-    from ..dsl.randwire import RandWire, randwire_spec
+    from partdsl.core.validate import validate
+    from partdsl.dsl.printer import to_part
+    from partdsl.dsl.randwire import RandWire, randwire_spec
 
     rw = RandWire(model=args.model, size=args.size, modules=args.modules, channels=args.channels,
                   variant=args.variant, p=args.p, k=args.k, m=args.m, seed=args.seed)
@@ -418,8 +418,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..solvers.api import DEFAULT_METHOD, METHODS
-    from ..solvers.exact import DEFAULT_SOLVER, NAMES
+    from partdsl.methods.solve import DEFAULT_METHOD, METHODS
+    from partdsl.solvers.registry import DEFAULT_SOLVER, DISPLAY_NAMES as NAMES
     ap = argparse.ArgumentParser(
         prog="part", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Partition DNN computation graphs across devices, with certified answers.",
@@ -539,8 +539,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from ..core.errors import PartError
-    from ..solvers.backends import SolverFailed, SolverUnavailable
+    from partdsl.core.errors import PartError
+    from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
 
     args = build_parser().parse_args(argv)
     args.emitted = None
@@ -567,7 +567,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as e:  # a bug in partdsl, not the user's fault
-        from ..solvers.interrupt import is_ctrl_c
+        from partdsl.runtime.interrupt import is_ctrl_c
 
         if is_ctrl_c(e):  # Ctrl-C inside a numba call, outside a solve
             print("interrupted", file=sys.stderr)
@@ -586,7 +586,7 @@ def _guarded(args: argparse.Namespace) -> int:
     banner that the adapters did not catch) goes to standard error instead."""
     if not getattr(args, "json", False):
         return args.func(args)
-    from ..solvers.native import captured_stdout
+    from partdsl.runtime.capture import captured_stdout
 
     stray = None
     try:

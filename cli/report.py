@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.evaluate import Evaluation
-from ..core.ir import Spec
-from ..core.units import human_rate, human_size
-from ..solvers.result import Result
+from partdsl.core.evaluation import Evaluation
+from partdsl.core.ir import Spec
+from partdsl.core.quantities import human_rate, human_size
+from partdsl.core.result import Result
 
 if TYPE_CHECKING:
-    from ..solvers.hierarchy import Hierarchy
+    from partdsl.methods.hierarchy import Hierarchy
 
 
 def table(rows: list[list[str]], header: list[str], left: tuple[int, ...] = (0,)) -> str:

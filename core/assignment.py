@@ -16,8 +16,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .errors import PartError, did_you_mean
-from .ir import Spec
+from partdsl.core.errors import PartError, did_you_mean
+from partdsl.core.ir import Spec
 
 
 def _node_index(spec: Spec, key: Any, where: str) -> int:

@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .ir import GENERIC, Node, Spec
+from partdsl.core.ir import GENERIC, Node, Spec
 
 INF = float("inf")
 

@@ -22,58 +22,16 @@ Cost semantics
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import latency
-from .dense import INF, Dense, adjacency, topological_order, work_time
-from .ir import Spec
-from .schedule import Schedule, evaluate_schedule, whole_batches
+from partdsl.core import subgraphs
+from partdsl.core.dense import INF, Dense
+from partdsl.core.evaluation import Evaluation, Violation, short_list
+from partdsl.core.graphs import quotient_cycle
+from partdsl.core.ir import Spec
+from partdsl.core.schedule import evaluate_schedule, whole_batches
 
-
-@dataclass(frozen=True)
-class Violation:
-    kind: str  # unassigned | unsupported | placement | memory | colocate | contiguous | acyclic | stages | deadlock | batch
-    message: str
-    nodes: tuple[str, ...] = ()
-    device: str | None = None
-
-    def to_json(self) -> dict:
-        d: dict = {"kind": self.kind, "message": self.message}
-        if self.nodes:
-            d["nodes"] = list(self.nodes)
-        if self.device:
-            d["device"] = self.device
-        return d
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    objective: float
-    sense: str  # min | max
-    unit: str  # ms | samples/s
-    loads: dict[str, float]
-    parts: dict[str, dict[str, float]] = field(default_factory=dict)  # device -> compute/in/out/overflow/fw/bw/memory
-    violations: tuple[Violation, ...] = ()
-    subgraph: np.ndarray | None = field(default=None, compare=False)  # latency: each node's subgraph number
-    schedule: Schedule | None = field(default=None, compare=False)  # scheduled objectives: the timed schedule
-
-    @property
-    def feasible(self) -> bool:
-        return not self.violations and bool(np.isfinite(self.objective))
-
-    def to_json(self) -> dict:
-        return {"objective": _num(self.objective), "sense": self.sense, "unit": self.unit,
-                "feasible": self.feasible,
-                "loads": {d: _num(v) for d, v in self.loads.items()},
-                "parts": {d: {k: _num(v) for k, v in p.items()} for d, p in self.parts.items()},
-                "violations": [v.to_json() for v in self.violations]}
-
-
-def _num(x: float) -> float | str | None:
-    x = float(x)
-    return x if np.isfinite(x) else ("inf" if x > 0 else "-inf")
 
 
 # ----------------------------------------------------------------------------- loads
@@ -166,47 +124,8 @@ def non_contiguous_labels(dense: Dense, labels: np.ndarray) -> list[tuple[int, i
     return bad
 
 
-def quotient_cycle(k: int, pairs: np.ndarray) -> list[int] | None:
-    """A cycle in the quotient graph over k labels with edges `pairs`, or None."""
-    pairs = np.unique(pairs, axis=0) if len(pairs) else pairs
-    src = pairs[:, 0] if len(pairs) else np.zeros(0, np.int64)
-    dst = pairs[:, 1] if len(pairs) else np.zeros(0, np.int64)
-    if topological_order(k, src, dst) is not None:
-        return None
-    return find_cycle(k, src.tolist(), dst.tolist())
 
-
-def find_cycle(n: int, src: list[int], dst: list[int]) -> list[int]:
-    succ = adjacency(n, np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64))
-    color = [0] * n
-    stack_pos: dict[int, int] = {}
-    path: list[int] = []
-    for s in range(n):
-        if color[s]:
-            continue
-        it = [(s, iter(succ[s]))]
-        color[s] = 1
-        stack_pos[s] = 0
-        path = [s]
-        while it:
-            v, children = it[-1]
-            nxt = next(children, None)
-            if nxt is None:
-                color[v] = 2
-                stack_pos.pop(v, None)
-                path.pop()
-                it.pop()
-            elif color[nxt] == 1:
-                return path[stack_pos[nxt]:] + [nxt]
-            elif color[nxt] == 0:
-                color[nxt] = 1
-                stack_pos[nxt] = len(path)
-                path.append(nxt)
-                it.append((nxt, iter(succ[nxt])))
-    return []
-
-
-def violations(spec: Spec, dense: Dense, dev: np.ndarray, units: latency.Units | None = None) -> list[Violation]:
+def violations(spec: Spec, dense: Dense, dev: np.ndarray, units: subgraphs.SubgraphUnits | None = None) -> list[Violation]:
     """Every violated constraint. `units`: under latency, the accelerator subgraphs;
     `contiguous` then applies to each of them, not to a device's whole node set, and not to
     host devices (their nodes run independently, Tarnawski sec. 4)."""
@@ -214,18 +133,18 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, units: latency.Units |
     out: list[Violation] = []
     if (dev < 0).any():
         miss = tuple(names[i] for i in np.flatnonzero(dev < 0))
-        return [Violation("unassigned", f"{len(miss)} node(s) have no device: {_short(miss)}", miss)]
+        return [Violation("unassigned", f"{len(miss)} node(s) have no device: {short_list(miss)}", miss)]
     cls = dense.dev_class[dev]
     unsup = ~np.isfinite(dense.work[np.arange(dense.n), cls])
     for d in np.unique(dev[unsup]):
         nodes = tuple(names[i] for i in np.flatnonzero(unsup & (dev == d)))
-        out.append(Violation("unsupported", f"{_short(nodes)} cannot run on {devices[d]} "
+        out.append(Violation("unsupported", f"{short_list(nodes)} cannot run on {devices[d]} "
                              f"(no work given for class '{dense.class_names[dense.dev_class[d]]}')",
                              nodes, devices[d]))
     bad = ~dense.allowed[np.arange(dense.n), dev] & ~unsup
     for d in np.unique(dev[bad]):
         nodes = tuple(names[i] for i in np.flatnonzero(bad & (dev == d)))
-        out.append(Violation("placement", f"{_short(nodes)} may not be placed on {devices[d]} "
+        out.append(Violation("placement", f"{short_list(nodes)} may not be placed on {devices[d]} "
                              "(only/not/pin/forbid)", nodes, devices[d]))
     if c.memory == "hard":
         used = memory_used(dense, dev)
@@ -239,7 +158,7 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, units: latency.Units |
         members = np.flatnonzero(comp == r)
         if len(np.unique(dev[members])) > 1:
             nodes = tuple(names[i] for i in members)
-            out.append(Violation("colocate", f"colocated nodes {_short(nodes)} are on "
+            out.append(Violation("colocate", f"colocated nodes {short_list(nodes)} are on "
                                  f"{len(np.unique(dev[members]))} different devices", nodes))
     training = spec.graph.is_training
     if c.contiguous and units is not None:  # latency: each accelerator subgraph (Fig. 3: i = 1..k, not CPUs)
@@ -269,7 +188,7 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, units: latency.Units |
     return out
 
 
-def _subgraphs_contiguous(dense: Dense, u: latency.Units) -> list[Violation]:
+def _subgraphs_contiguous(dense: Dense, u: subgraphs.SubgraphUnits) -> list[Violation]:
     """Def. 3.1 for each accelerator subgraph: one violation per broken subgraph."""
     out = []
     seen: set[int] = set()
@@ -283,9 +202,6 @@ def _subgraphs_contiguous(dense: Dense, u: latency.Units) -> list[Violation]:
                              f"and comes back at {dense.names[v]}", (dense.names[v],), d))
     return out
 
-
-def _short(names: tuple[str, ...], k: int = 5) -> str:
-    return ", ".join(names[:k]) + (f" and {len(names) - k} more" if len(names) > k else "")
 
 
 # ------------------------------------------------------------------------ objectives
@@ -333,11 +249,11 @@ def _bottleneck(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict,
     return _max_load(table), {d: float(x) for d, x in zip(dense.devices, load)}, parts
 
 
-def _latency(spec: Spec, dense: Dense, dev: np.ndarray, u: latency.Units
+def _latency(spec: Spec, dense: Dense, dev: np.ndarray, u: subgraphs.SubgraphUnits
              ) -> tuple[float, dict, dict, list[Violation]]:
-    """Tarnawski sec. 4 on units (core/latency.py): per device, its subgraphs' compute,
+    """Tarnawski sec. 4 on units (core/subgraphs.py): per device, its subgraphs' compute,
     transfers, first start and last finish."""
-    s = latency.schedule(dense, dev, u)
+    s = subgraphs.timed(dense, dev, u)
     D = dense.D
     comp, inn, out = (np.bincount(u.device, weights=x, minlength=D)[:D] if u.A else np.zeros(D)
                       for x in (s.compute, s.inn, s.out))
@@ -364,31 +280,10 @@ def _latency(spec: Spec, dense: Dense, dev: np.ndarray, u: latency.Units
     return s.value, loads, parts, viol
 
 
-def link_table(spec: Spec) -> dict[tuple[int, int], float]:
-    """Direct device-to-device bandwidths (B/s), class-level links expanded."""
-    p = spec.platform
-    devs = {d: j for j, d in enumerate(p.devices)}
-
-    def expand(x: str) -> list[int]:
-        if x in devs:
-            return [devs[x]]
-        ci = p.class_index[x]
-        return [j for j, c in enumerate(p.device_class) if c == ci]
-
-    table: dict[tuple[int, int], float] = {}
-    for ln in p.links:
-        for a in expand(ln.a):
-            for b in expand(ln.b):
-                if a != b:
-                    table[(a, b)] = ln.bandwidth
-                    if not ln.directed:
-                        table[(b, a)] = ln.bandwidth
-    return table
-
 
 def evaluate(spec: Spec, assignment: np.ndarray, subgraph: np.ndarray | None = None) -> Evaluation:
     """Score an assignment (int array: node index -> device index, -1 = unassigned). Under
-    latency, `subgraph` numbers each accelerator node's subgraph (core/latency.py); without
+    latency, `subgraph` numbers each accelerator node's subgraph (core/subgraphs.py); without
     it they are derived."""
     dense = spec.dense
     dev = np.asarray(assignment, dtype=np.int64)
@@ -396,8 +291,8 @@ def evaluate(spec: Spec, assignment: np.ndarray, subgraph: np.ndarray | None = N
         return evaluate_schedule(spec, whole_batches(spec, dev))
     sub = units = None
     if spec.objective.kind == "latency" and not (dev < 0).any():
-        sub = latency.resolve(dense, dev, subgraph, spec.constraints.subgraphs)
-        units = latency.units(dense, dev, sub)
+        sub = subgraphs.resolve(dense, dev, subgraph, spec.constraints.subgraphs)
+        units = subgraphs.units(dense, dev, sub)
     viol = violations(spec, dense, dev, units)
     if viol and viol[0].kind == "unassigned":
         worst = 0.0 if spec.objective.sense == "max" else INF

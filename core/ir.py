@@ -1,7 +1,7 @@
 """The typed, immutable IR: the only contract between the front end and everything else.
 
 It knows nothing of Lark or Pyomo. Times are in ms, sizes in bytes, bandwidths in B/s
-(core/units.py). Source spans ride along for error messages but never take part in
+(core/quantities.py). Source spans ride along for error messages but never take part in
 equality, so a spec parsed from text equals the same spec built in Python.
 The NumPy view used by the evaluator and kernels is `core.dense.Dense` (built once,
 cached on the Spec).
@@ -12,11 +12,11 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .errors import Span
-from .units import Quantity
+from partdsl.core.errors import Span
+from partdsl.core.quantities import Quantity
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .dense import Dense
+    from partdsl.core.dense import Dense
 
 GENERIC = ""  # work entry that applies to every device class (scaled by the class speed)
 
@@ -217,6 +217,6 @@ class Spec:
 
     @cached_property
     def dense(self) -> "Dense":
-        from .dense import Dense
+        from partdsl.core.dense import Dense
 
         return Dense.build(self)

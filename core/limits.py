@@ -4,7 +4,7 @@ so that a spec file can never hang or exhaust the machine before it gets an erro
 under 2,000 nodes; ONNX graphs of large models have tens of thousands of operators."""
 from __future__ import annotations
 
-from .errors import PartError, Span
+from partdsl.core.errors import PartError, Span
 
 MAX_NODES = 200_000  # nodes in one graph (a family range counts its members)
 MAX_EDGES = 2_000_000  # edges in one graph

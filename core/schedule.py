@@ -30,9 +30,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .dense import INF, work_time
-from .errors import PartError
-from .ir import Spec
+from partdsl.core.dense import INF, work_time
+from partdsl.core.errors import PartError
+from partdsl.core.ir import Spec
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,7 @@ class _Timing:
 
 
 def _timing(spec: Spec, s: Schedule) -> _Timing:
-    from .evaluate import link_table
+    from partdsl.core.graphs import link_table
 
     dense = spec.dense
     links = link_table(spec)
@@ -246,8 +246,8 @@ def list_schedule(spec: Spec, s: Schedule, node_order: Sequence[int] | None = No
 def evaluate_schedule(spec: Spec, s: Schedule):  # type: ignore[no-untyped-def]  # -> Evaluation
     """Score a schedule (list-scheduled first if it has no times) and name every
     violation. Returns core.evaluate.Evaluation with the timed schedule."""
-    from .evaluate import Evaluation
-    from .schedule_checks import violations
+    from partdsl.core.evaluation import Evaluation
+    from partdsl.core.schedule_checks import violations
 
     if not s.timed:
         s = list_schedule(spec, s)
@@ -267,7 +267,7 @@ def evaluate_schedule(spec: Spec, s: Schedule):  # type: ignore[no-untyped-def] 
     for k, p in enumerate(s.pieces):
         busy[p.device] += tm.duration[k]
         last[p.device] = max(last[p.device], finish[k])
-    from .schedule_checks import memory
+    from partdsl.core.schedule_checks import memory
 
     used = memory(spec, s)
     parts = {d: {"busy": float(busy[j]), "finish": float(last[j]), "memory": float(used[j])}

@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ir import Spec
-from .schedule import Schedule
+from partdsl.core.ir import Spec
+from partdsl.core.schedule import Schedule
 
 SPLIT_FREE = ("contiguous", "acyclic", "stages")  # device-level constraints, checked on unsplit schedules
 
 
 def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], start: np.ndarray,
                finish: np.ndarray, share_end: np.ndarray) -> list:
-    from .evaluate import Violation, _short
-    from .evaluate import violations as assignment_violations
+    from partdsl.core.evaluation import Violation, short_list
+    from partdsl.core.evaluate import violations as assignment_violations
 
     dense = spec.dense
     names, devices = dense.names, dense.devices
@@ -30,7 +30,7 @@ def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], st
         what = (f"sample {miss[0]} of {names[v]} runs nowhere" if len(miss)
                 else f"sample {twice[0]} of {names[v]} runs twice")
         out.append(Violation("samples", f"each sample of each node must run exactly once: {what}"
-                             + (f" ({len(bad)} nodes: {_short(nodes)})" if len(bad) > 1 else ""), nodes))
+                             + (f" ({len(bad)} nodes: {short_list(nodes)})" if len(bad) > 1 else ""), nodes))
     for kind, test, why in (
             ("unsupported", lambda k, p: not np.isfinite(finish[k]), "no work given for its class at that batch"),
             ("placement", lambda k, p: not dense.allowed[p.node, p.device], "only/not/pin/forbid"),
@@ -41,7 +41,7 @@ def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], st
             sizes = sorted({p.size for _, p in hit if p.device == d})
             extra = f" (pieces of {', '.join(map(str, sizes))}; supported: " \
                     f"{', '.join(map(str, spec.platform.classes[dense.dev_class[d]].batches))})" if kind == "batch" else ""
-            out.append(Violation(kind, f"{_short(nodes)} cannot run on {devices[d]} ({why}){extra}", nodes,
+            out.append(Violation(kind, f"{short_list(nodes)} cannot run on {devices[d]} ({why}){extra}", nodes,
                                  devices[d]))
     late = [k for k in range(len(s.pieces)) if any(start[k] + eps < share_end[h] + t for h, t in preds[k])]
     if late:
@@ -83,7 +83,7 @@ def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], st
         dev = s.node_devices(dense.n)
         if (dev < 0).any():
             split = tuple(names[v] for v in np.flatnonzero(dev < 0))
-            out.append(Violation("split", f"{_short(split)} run on several devices, but contiguous/acyclic/stages "
+            out.append(Violation("split", f"{short_list(split)} run on several devices, but contiguous/acyclic/stages "
                                  "constrain one device per node", split))
         else:
             out += [v for v in assignment_violations(spec, dense, dev) if v.kind in SPLIT_FREE]
@@ -113,7 +113,7 @@ def memory(spec: Spec, s: Schedule) -> np.ndarray:
 
 def _colocate(spec: Spec, s: Schedule) -> list:
     """Colocated nodes run each sample on one device."""
-    from .evaluate import Violation, _short
+    from partdsl.core.evaluation import Violation, short_list
 
     dense = spec.dense
     where: dict[tuple[int, int], set[int]] = {}
@@ -123,14 +123,14 @@ def _colocate(spec: Spec, s: Schedule) -> list:
     out = []
     for r in sorted({r for (r, _), devs in where.items() if len(devs) > 1}):
         nodes = tuple(dense.names[v] for v in np.flatnonzero(dense.colo == r))
-        out.append(Violation("colocate", f"colocated nodes {_short(nodes)} run a sample on different devices", nodes))
+        out.append(Violation("colocate", f"colocated nodes {short_list(nodes)} run a sample on different devices", nodes))
     return out
 
 
 def _granularity(spec: Spec, s: Schedule) -> list:
     """`split K`: each node's samples go to devices in K equal chunks (samples c*L/K ..
     (c+1)*L/K - 1 on one device); how a device batches what it holds is free."""
-    from .evaluate import Violation, _short
+    from partdsl.core.evaluation import Violation, short_list
 
     dense = spec.dense
     K = spec.objective.split
@@ -142,5 +142,5 @@ def _granularity(spec: Spec, s: Schedule) -> list:
     bad = tuple(dict.fromkeys(dense.names[v] for (v, _), devs in where.items() if len(devs) > 1))
     if not bad:
         return []
-    return [Violation("granularity", f"{_short(bad)} split a chunk of {size} sample(s) over devices: with "
+    return [Violation("granularity", f"{short_list(bad)} split a chunk of {size} sample(s) over devices: with "
                       f"batch {s.batch} split {K}, each chunk of {size} runs on one device", bad)]

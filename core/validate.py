@@ -11,12 +11,12 @@ import re
 
 import numpy as np
 
-from .dense import topological_order
-from .errors import PartError, did_you_mean
-from .evaluate import find_cycle
-from .ir import GENERIC, Spec, Target
-from .limits import MAX_SUBGRAPHS
-from .units import human_size
+from partdsl.core.dense import topological_order
+from partdsl.core.errors import PartError, did_you_mean
+from partdsl.core.graphs import find_cycle
+from partdsl.core.ir import GENERIC, Spec, Target
+from partdsl.core.limits import MAX_SUBGRAPHS
+from partdsl.core.quantities import human_size
 
 
 def validate(spec: Spec) -> None:

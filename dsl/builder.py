@@ -17,12 +17,23 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from ..core.errors import PartError
-from ..core.ir import (Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, SolveOptions,
-                       Spec, Target, Work)
-from ..core.units import BANDWIDTH, SIZE, TIME
-from ..core.validate import validate
-from .transformer import assemble_graph
+from partdsl.core.errors import PartError
+from partdsl.core.ir import (
+    Constraints,
+    DeviceClass,
+    Graph,
+    Link,
+    Node,
+    Objective,
+    Platform,
+    SolveOptions,
+    Spec,
+    Target,
+    Work,
+)
+from partdsl.core.quantities import BANDWIDTH, SIZE, TIME
+from partdsl.core.validate import validate
+from partdsl.dsl.assemble import assemble_graph
 
 Amount = float | int | str
 
@@ -32,7 +43,7 @@ def _value(x: Amount | None, dim: str, what: str) -> float | None:
         return None
     if isinstance(x, (int, float)):
         return float(x)
-    from .parser import parse_override
+    from partdsl.dsl.parser import parse_override
 
     q = parse_override(what, x)
     if isinstance(q, str) or q.dim != dim:
@@ -109,7 +120,7 @@ class SpecBuilder:
                profile_fields: Mapping[str, float] | None = None) -> "SpecBuilder":
         """`profile` names a device profile of the cost model (`profile_fields` override its
         fields, in FLOP/s, B/s, seconds)."""
-        from .cost_model import FIELDS, names
+        from partdsl.dsl.cost_model import FIELDS, names
 
         if profile is not None and profile not in names():
             raise PartError(f"unknown device profile '{profile}'", None, "profiles: " + ", ".join(names()))
@@ -161,7 +172,7 @@ class SpecBuilder:
         return self
 
     def build(self) -> Spec:
-        from .cost_model import apply
+        from partdsl.dsl.cost_model import apply
 
         graph, platform = apply(self.graph, Platform.of(self._classes, tuple(self._links)), self._objective)
         spec = Spec(graph, platform, self._objective, self._constraints, self._solve, self._params)

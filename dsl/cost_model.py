@@ -15,9 +15,9 @@ from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
 
-from ..core.errors import PartError, Span
-from ..core.ir import Graph, Objective, Platform
-from ..core.units import BANDWIDTH, FLOP_RATE, FRACTION, NUMBER, TIME, Quantity
+from partdsl.core.errors import PartError, Span
+from partdsl.core.ir import Graph, Objective, Platform
+from partdsl.core.quantities import BANDWIDTH, FLOP_RATE, FRACTION, NUMBER, TIME, Quantity
 
 DTYPES = ("fp32", "fp16", "bf16", "int8")
 # the fields a spec may override (`device gpu[2] { profile a100 { overhead 20 us } }`): dimension, scale to
@@ -110,7 +110,7 @@ def apply(graph: Graph, platform: Platform, objective: Objective) -> tuple[Graph
     run (roofline + overhead); the class's memory and link default to the profile's."""
     from dataclasses import replace as dc_replace
 
-    from ..core.ir import Work
+    from partdsl.core.ir import Work
 
     with_profile = [k for k in platform.classes if k.profile]
     if not with_profile:

@@ -25,8 +25,8 @@ import math
 import re
 from pathlib import Path
 
-from ..core.errors import PartError, Span
-from ..core.ir import Graph, Node
+from partdsl.core.errors import PartError, Span
+from partdsl.core.ir import Graph, Node
 
 FUSABLE = {"BatchNormalization", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Add", "Mul", "Gelu",
            "HardSigmoid", "HardSwish", "Erf", "Div"}
@@ -46,7 +46,7 @@ def _onnx():  # type: ignore[no-untyped-def]
     try:
         import onnx
     except ImportError:
-        from ..solvers.backends import SolverUnavailable
+        from partdsl.core.solver_errors import SolverUnavailable
 
         raise SolverUnavailable("onnx", hint="pip install 'partdsl[onnx]' (or pip install onnx)",
                                 what="importer (Python package onnx)") from None
@@ -134,7 +134,7 @@ def _clean(name: str, used: set[str]) -> str:
 
 
 def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = False) -> Graph:
-    from .transformer import assemble_graph
+    from partdsl.dsl.assemble import assemble_graph
 
     onnx = _onnx()
     try:

@@ -10,11 +10,12 @@ from typing import Mapping
 from lark import Lark, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
-from ..core.errors import PartError, Span, did_you_mean
-from ..core.ir import Spec
-from ..core.units import UNITS, Quantity, make_quantity
-from ..core.validate import validate
-from .transformer import ToIR, assemble_spec
+from partdsl.core.errors import PartError, Span, did_you_mean
+from partdsl.core.ir import Spec
+from partdsl.core.quantities import UNITS, Quantity, make_quantity
+from partdsl.core.validate import validate
+from partdsl.dsl.transformer import ToIR
+from partdsl.dsl.assemble import assemble_spec
 
 Override = Quantity | str | int | float
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ..core.ir import GENERIC, Constraints, DeviceClass, Node, Objective, SolveOptions, Spec, Target
-from ..core.units import Quantity, format_number as num
+from partdsl.core.ir import GENERIC, Constraints, DeviceClass, Node, Objective, SolveOptions, Spec, Target
+from partdsl.core.quantities import Quantity, format_number as num
 
 
 def _quantity(q: Quantity | str) -> str:
@@ -60,7 +60,7 @@ def _device(k: DeviceClass) -> str:
     if k.batches:
         props.append("batch " + ", ".join(str(b) for b in k.batches))
     if k.profile:
-        from .cost_model import FIELDS
+        from partdsl.dsl.cost_model import FIELDS
 
         units = {"overhead": (1e3, " ms")}  # the profile keeps seconds; the language writes ms
         fields = []
@@ -150,6 +150,6 @@ def to_part(spec: Spec, header: str | None = None) -> str:
 
 
 def _canonical(dim: str) -> str:
-    from ..core.units import CANONICAL
+    from partdsl.core.quantities import CANONICAL
 
     return CANONICAL[dim]

@@ -1,23 +1,5 @@
-"""Vectorized NumPy heuristics that return assignments (re-scored by the evaluator)."""
-
-from typing import NamedTuple
-
-
-class Proven(NamedTuple):
-    """A kernel's proof: no feasible assignment is better than `bound`."""
-
-    bound: float
-    why: str
-
-
-class Progress(NamedTuple):
-    """A kernel's progress message for long runs (shown by `part solve` on stderr)."""
-
-    message: str
-
-
-class SolverLog(NamedTuple):
-    """A MIP solver's own log, kept in the Result (`part solve --solver-log FILE`)."""
-
-    solver: str
-    text: str
+"""Vectorized NumPy (and numba) algorithms grouped by family, as networkx groups its
+algorithms: graph/ (orders, contraction, modules), bottleneck/ (max-load splits and
+searches), latency/ (Tarnawski's latency objective), schedule/ (DiviML list schedules and
+searches), peers/ (METIS, Scotch, Mt-KaHyPar). Kernels yield candidates
+(core/events.py); the evaluator re-scores each one."""

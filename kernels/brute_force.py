@@ -11,8 +11,8 @@ from typing import Iterator
 
 import numpy as np
 
-from ..core.errors import PartError
-from ..core.ir import Spec
+from partdsl.core.errors import PartError
+from partdsl.core.ir import Spec
 
 LIMIT = 200_000
 

@@ -5,7 +5,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..core.ir import Spec
+from partdsl.core.ir import Spec
 
 
 def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: object) -> Iterator[tuple[str, np.ndarray]]:

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.dense import work_time
-from ..core.errors import PartError
-from ..core.evaluate import link_table
-from ..core.ir import Spec
-from ..core.schedule import Piece, Schedule, batch_split, list_schedule, transfer_time
-from .matrix import MatrixMIP, Rows
+from partdsl.core.dense import work_time
+from partdsl.core.errors import PartError
+from partdsl.core.graphs import link_table
+from partdsl.core.ir import Spec
+from partdsl.core.schedule import Piece, Schedule, batch_split, list_schedule, transfer_time
+from partdsl.models.matrix import MatrixMIP, Rows
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.errors import PartError
-from ..core.ir import Spec
-from .matrix import MatrixMIP, Rows
+from partdsl.core.errors import PartError
+from partdsl.core.ir import Spec
+from partdsl.models.matrix import MatrixMIP, Rows
 
 
 @dataclass(frozen=True)
@@ -230,14 +230,14 @@ def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def encode(spec: Spec, vm: VarMap, dev: np.ndarray, sub: np.ndarray | None) -> np.ndarray | None:
     """A complete MIP start from a split (None if it does not fit the slots: a pair not
     allowed, more than q subgraphs on a device, or a deadlock)."""
-    from ..core import latency as lat_model
-    from ..core.evaluate import evaluate
+    from partdsl.core import subgraphs
+    from partdsl.core.evaluate import evaluate
 
     d = spec.dense
     ev = evaluate(spec, dev, sub)
     if not ev.feasible:
         return None
-    s = lat_model.schedule(d, dev, lat_model.units(d, dev, ev.subgraph))
+    s = subgraphs.timed(d, dev, subgraphs.units(d, dev, ev.subgraph))
     u = s.units
     slot_of_unit = np.full(u.A, -1, dtype=np.int64)
     for a in range(u.A):

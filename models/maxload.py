@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.errors import PartError
-from ..core.ir import Spec
-from .matrix import MatrixMIP, Rows
-from .memory import treatment
+from partdsl.core.errors import PartError
+from partdsl.core.ir import Spec
+from partdsl.models.matrix import MatrixMIP, Rows
+from partdsl.models.memory import treatment
 
 
 @dataclass(frozen=True)
@@ -255,7 +255,7 @@ def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> np.ndarray:
 
 def encode(spec: Spec, vm: VarMap, dev: np.ndarray) -> np.ndarray | None:
     """A complete MIP start from an assignment (None if it uses a forbidden pair)."""
-    from ..core.evaluate import overflow
+    from partdsl.core.evaluate import overflow
 
     d = spec.dense
     dev = canonical(spec, vm.groups, dev)
@@ -310,7 +310,7 @@ def reaches(spec: Spec, dev: np.ndarray, i: int, part: int | None) -> np.ndarray
 
 def max_loads(spec: Spec, dev: np.ndarray) -> tuple[float, ...]:
     """MaxLoad of an assignment (FW and BW maxima under GPipe), per the evaluator."""
-    from ..core.evaluate import evaluate
+    from partdsl.core.evaluate import evaluate
 
     ev = evaluate(spec, dev)
     if spec.objective.training == "gpipe":

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.errors import PartError
-from ..core.ir import Spec
-from .matrix import MatrixMIP, Rows
-from .memory import treatment
+from partdsl.core.errors import PartError
+from partdsl.core.ir import Spec
+from partdsl.models.matrix import MatrixMIP, Rows
+from partdsl.models.memory import treatment
 
 
 @dataclass(frozen=True)
@@ -196,8 +196,8 @@ def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> np.ndarray:
 
 def dag_blocks(spec: Spec, dev: np.ndarray) -> np.ndarray | None:
     """Blocks 1..k numbered in DAG order of the quotient graph, or None if it is cyclic."""
-    from ..core.evaluate import quotient_cycle
-    from ..kernels.orders import kahn
+    from partdsl.core.graphs import quotient_cycle
+    from partdsl.kernels.graph.orders import kahn
 
     d = spec.dense
     cross = dev[d.src] != dev[d.dst]
@@ -212,7 +212,7 @@ def dag_blocks(spec: Spec, dev: np.ndarray) -> np.ndarray | None:
 
 def encode(spec: Spec, vm: VarMap, dev: np.ndarray) -> np.ndarray | None:
     """A MIP start from an assignment whose devices can be ordered along the DAG, or None."""
-    from ..core.evaluate import evaluate, overflow
+    from partdsl.core.evaluate import evaluate, overflow
 
     d = spec.dense
     block = dag_blocks(spec, dev)

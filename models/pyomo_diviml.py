@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pyomo.environ as pyo
 
-from ..core.evaluate import link_table
-from ..core.ir import Spec
-from ..core.schedule import Schedule, transfer_time
-from .diviml import check, pieces_of_shares, reachable, share_times
-from .pyomo_rules import constraint
+from partdsl.core.graphs import link_table
+from partdsl.core.ir import Spec
+from partdsl.core.schedule import Schedule, transfer_time
+from partdsl.models.diviml import check, pieces_of_shares, reachable, share_times
+from partdsl.models.pyomo_rules import constraint
 
 
 def build(spec: Spec, H: float) -> pyo.ConcreteModel:

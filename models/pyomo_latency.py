@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pyomo.environ as pyo
 
-from ..core.ir import Spec
-from .latency import check, horizon
-from .pyomo_rules import constraint
+from partdsl.core.ir import Spec
+from partdsl.models.latency import check, horizon
+from partdsl.models.pyomo_rules import constraint
 
 
 def build(spec: Spec, upper: float | None = None) -> pyo.ConcreteModel:
@@ -96,13 +96,13 @@ def decode(spec: Spec, m: pyo.ConcreteModel) -> tuple[np.ndarray, np.ndarray]:
 
 def warm_start(spec: Spec, m: pyo.ConcreteModel, dev: np.ndarray, sub: np.ndarray | None) -> bool:
     """Load x from a split (the solver completes the rest); False if it does not fit."""
-    from ..core.evaluate import evaluate
+    from partdsl.core.evaluate import evaluate
 
     d = spec.dense
     ev = evaluate(spec, dev, sub)
     if not ev.feasible:
         return False
-    from ..core.latency import units
+    from partdsl.core.subgraphs import units
 
     u = units(d, dev, ev.subgraph)
     for v in range(d.n):

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pyomo.environ as pyo
 
-from ..core.ir import Spec
-from .maxload import check
-from .memory import treatment
-from .pyomo_rules import constraint
+from partdsl.core.ir import Spec
+from partdsl.models.maxload import check
+from partdsl.models.memory import treatment
+from partdsl.models.pyomo_rules import constraint
 
 
 def build(spec: Spec) -> pyo.ConcreteModel:
@@ -107,8 +107,8 @@ def decode(spec: Spec, m: pyo.ConcreteModel) -> np.ndarray:
 def warm_start(spec: Spec, m: pyo.ConcreteModel, dev: np.ndarray) -> bool:
     """Load a complete start (x, transfers, overflow, z, MaxLoad) from an assignment;
     False if it uses a forbidden pair."""
-    from ..core.evaluate import overflow
-    from .maxload import max_loads, reaches
+    from partdsl.core.evaluate import overflow
+    from partdsl.models.maxload import max_loads, reaches
 
     d = spec.dense
     if any((v, int(i)) not in m.A for v, i in enumerate(dev)):

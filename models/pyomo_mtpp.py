@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pyomo.environ as pyo
 
-from ..core.ir import Spec
-from .memory import treatment
-from .mtpp import EXACT, Variant, check, simple_bound
-from .pyomo_rules import constraint
+from partdsl.core.ir import Spec
+from partdsl.models.memory import treatment
+from partdsl.models.mtpp import EXACT, Variant, check, simple_bound
+from partdsl.models.pyomo_rules import constraint
 
 
 def build(spec: Spec, variant: Variant = EXACT) -> pyo.ConcreteModel:
@@ -93,8 +93,8 @@ def decode(spec: Spec, m: pyo.ConcreteModel) -> np.ndarray:
 def warm_start(spec: Spec, m: pyo.ConcreteModel, dev: np.ndarray) -> bool:
     """Load an exact-MIP start (y, c, ov, t) from an assignment; False if its blocks cannot
     be numbered in DAG order."""
-    from ..core.evaluate import overflow
-    from .mtpp import dag_blocks
+    from partdsl.core.evaluate import overflow
+    from partdsl.models.mtpp import dag_blocks
 
     d = spec.dense
     block = dag_blocks(spec, dev)

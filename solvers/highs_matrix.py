@@ -8,7 +8,7 @@ re-scores any solution with the evaluator; a time limit with no solution is
 HiGHS has been seen to overrun its own time limit by 5-9 s (presolve, the root LP), so
 the caller's wall-clock deadline is also enforced through HiGHS's interrupt callbacks,
 which fire inside simplex, IPM and branch-and-bound; they also stop it on Ctrl-C
-(solvers/interrupt.py) and once the user's gap is met by our definition
+(runtime/interrupt.py) and once the user's gap is met by our definition
 (`gap_reached`). New incumbents are reported live through `progress`. A model with no
 integer column is solved as an LP; its optimum is its bound.
 
@@ -19,7 +19,7 @@ out, and HiGHS then reports that value (0.1 for a start worth 1.1) as both its o
 and its dual bound, "Optimal". Such a run's status and bound are not trusted: the model is
 solved again without the start (the caller still has the start as a candidate).
 HiGHS's stdout (its banner, since 1.16) is captured for the whole session and put at the
-head of its log (solvers/native.py)."""
+head of its log (runtime/capture.py)."""
 from __future__ import annotations
 
 import threading
@@ -29,11 +29,20 @@ from typing import Callable
 
 import numpy as np
 
-from ..models.matrix import MatrixMIP
-from . import interrupt
-from .native import captured_stdout, solver_call
-from .outcome import (GAP_REACHED, NativeSolverError, REPORT_EVERY, MipOutcome, checked, gap_reached,
-                      mip_status_line, outcome, solver_gap)
+from partdsl.models.matrix import MatrixMIP
+from partdsl.runtime import interrupt
+from partdsl.runtime.capture import captured_stdout, solver_call
+from partdsl.solvers.outcome import (
+    GAP_REACHED,
+    NativeSolverError,
+    REPORT_EVERY,
+    MipOutcome,
+    checked,
+    gap_reached,
+    mip_status_line,
+    outcome,
+    solver_gap,
+)
 
 
 # HiGHS (1.12 to 1.16 at least; ERGO-Code/HiGHS issues 2782, 2808) can end a MIP with "MIP

@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from .result import relative_gap
+from partdsl.core.result import relative_gap
 
 REPORT_EVERY = 10.0  # seconds between progress lines of a MIP that finds no new incumbent
 
@@ -46,7 +46,7 @@ GAP_REACHED = "Gap reached"  # why, when our own gap check stopped a solver (not
 
 
 def gap_reached(primal: float, dual: float, gap: float | None) -> bool:
-    """Our gap, |primal - dual| / |primal| (solvers/result.py), within 99% of the target:
+    """Our gap, |primal - dual| / |primal| (core/result.py), within 99% of the target:
     the adapters stop a solver there themselves. Solvers are asked for half the gap
     (`solver_gap`) because they measure theirs differently, so without this check a run
     that met the user's target went on, up to its time limit (SCIP on gnmt_training, any
@@ -77,7 +77,7 @@ def checked(name: str, run: Callable[[float | None, bool], MipOutcome], value: C
     With a MIP start a mismatch means a mis-scored start (HiGHS 1.16's presolve aggregator
     reported "Optimal 0.1" for a 1.1 solution): solve again without it, in the time left.
     A mismatch that remains keeps the solution but drops the status and bound."""
-    from . import interrupt
+    from partdsl.runtime import interrupt
 
     def agrees(out: MipOutcome) -> bool:
         ours = value(out)

@@ -20,18 +20,12 @@ from typing import Any
 
 import pyomo.environ as pyo
 
-from . import interrupt
-from .highs_matrix import fit_scheduler
-from .native import captured_stdout, solver_call
-from .outcome import MipOutcome, checked, outcome, solver_gap
+from partdsl.runtime import interrupt
+from partdsl.solvers.highs_matrix import fit_scheduler
+from partdsl.runtime.capture import captured_stdout, solver_call
+from partdsl.solvers.outcome import MipOutcome, checked, outcome, solver_gap
+from partdsl.solvers.registry import SOLVERS, pyomo_interface
 
-# our name -> (Pyomo interface, Pyomo solver name)
-INTERFACES = {"highs": ("appsi", "appsi_highs"), "scip": ("contrib", "scip_direct"),
-              "gurobi": ("contrib", "gurobi_direct"), "cplex": ("classic", "cplex_direct"),
-              "cbc": ("classic", "cbc")}
-# classic interfaces: option names for (relative gap, threads); another Pyomo solver gets
-# neither (solve() still certifies the gap from its bound), only the time limit
-CLASSIC_OPTIONS = {"cbc": ("ratioGap", "threads"), "cplex": ("mip_tolerances_mipgap", "threads")}
 
 
 def cbc_executable() -> str | None:
@@ -67,7 +61,7 @@ def _objective(model: pyo.ConcreteModel) -> float:
 
 def _solve(model: pyo.ConcreteModel, solver: str, time_limit: float | None, gap: float | None,
            threads: int | None, warm: bool) -> MipOutcome:
-    kind, name = INTERFACES.get(solver, ("classic", solver))  # any other Pyomo solver: its classic interface
+    kind, name = pyomo_interface(solver)
     rel = solver_gap(gap)
     limit = None if time_limit is None else float(max(time_limit, 0.01))
     if kind == "contrib":
@@ -154,8 +148,9 @@ def _classic(model: pyo.ConcreteModel, solver: str, name: str, limit: float | No
 
     opt = pyo.SolverFactory(name, executable=cbc_executable()) if solver == "cbc" else pyo.SolverFactory(name)
     kw: dict[str, Any] = {"load_solutions": False}
-    if solver in CLASSIC_OPTIONS:  # other solvers name their options their own way, and some take no logfile
-        gap_name, threads_name = CLASSIC_OPTIONS[solver]
+    names = SOLVERS[solver].gap_threads if solver in SOLVERS else None
+    if names:  # other solvers name their options their own way, and some take no logfile
+        gap_name, threads_name = names
         kw["options"] = {gap_name: rel, **({threads_name: int(threads)} if threads else {})}
         kw["logfile"] = str(log)
     if limit is not None:

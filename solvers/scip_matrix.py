@@ -23,10 +23,18 @@ from typing import Callable
 
 import numpy as np
 
-from ..models.matrix import MatrixMIP
-from . import interrupt
-from .native import captured_stdout, solver_call
-from .outcome import GAP_REACHED, REPORT_EVERY, MipOutcome, gap_reached, mip_status_line, outcome, solver_gap
+from partdsl.models.matrix import MatrixMIP
+from partdsl.runtime import interrupt
+from partdsl.runtime.capture import captured_stdout, solver_call
+from partdsl.solvers.outcome import (
+    GAP_REACHED,
+    REPORT_EVERY,
+    MipOutcome,
+    gap_reached,
+    mip_status_line,
+    outcome,
+    solver_gap,
+)
 
 
 NAUTY_MAX_LEVEL = 100

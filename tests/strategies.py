@@ -18,7 +18,7 @@ from partdsl.core.ir import (
     Target,
     Work,
 )
-from partdsl.core.units import Quantity
+from partdsl.core.quantities import Quantity
 from partdsl.core.validate import validate
 
 times = st.floats(min_value=0.0, max_value=50.0, allow_nan=False, allow_infinity=False)

@@ -117,7 +117,7 @@ def test_mip_start_restarts_reach_the_published_ip_value(data_dir: Path, tmp_pat
     below Gurobi's published 33.31 (which the MIP then only has to certify to 1%)."""
     import time
 
-    from partdsl.solvers.mip_start import best_start
+    from partdsl.methods.mip_start import best_start
 
     spec = parse_file(converted(data_dir / "throughput" / "resnet50_inference.json", tmp_path, split="any"))
     dev, value = best_start(spec, 0, time.monotonic() + 120, None, None)
@@ -173,7 +173,7 @@ def test_a_mip_stopped_by_the_time_limit_keeps_its_dual_bound(data_dir: Path, tm
     HiGHS's bound (29.94 after 3 s on this machine). GNMT, not BERT-24: HiGHS 1.16 proves
     BERT-24's optimum in about 3 s on an idle machine, so that test depended on the load;
     GNMT takes it a minute or two."""
-    from partdsl.solvers.bounds import bound
+    from partdsl.methods.bounds import bound
 
     spec = parse_file(converted(data_dir / "throughput" / "gnmt_inference.json", tmp_path, split="any"))
     r = solve(spec, method="exact", time_limit=5, gap=0.0, options={"heuristics": 0})

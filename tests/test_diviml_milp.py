@@ -11,13 +11,12 @@ import itertools
 import math
 from dataclasses import replace
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, Spec, Work
 from partdsl.core.schedule import Piece, Schedule, batch_split, evaluate_schedule, list_schedule
-from partdsl.solvers.api import solve
+from partdsl.methods.solve import solve
 
 
 def brute_schedules(spec: Spec) -> float:
@@ -131,7 +130,7 @@ def test_the_milp_equals_brute_force_over_schedules_on_highs_scip_and_pyomo(spec
 
 
 def test_symmetry_rows_order_identical_devices_and_the_start_is_relabelled() -> None:
-    from partdsl.kernels.list_schedulers import schedule
+    from partdsl.kernels.schedule.list_schedulers import schedule
     from partdsl.models import diviml
 
     assert diviml.identical_devices(SAMPLE) == ((0, 1),)
@@ -162,10 +161,10 @@ def test_the_milp_splits_the_batch_where_it_pays() -> None:
 @given(tiny())
 @example(SAMPLE)
 def test_the_cheap_bounds_hold_against_brute_force_over_schedules(spec: Spec) -> None:
-    """The critical-path, spread and work bounds (solvers/bounds.py) never pass the optimum
+    """The critical-path, spread and work bounds (methods/bounds.py) never pass the optimum
     over schedules; the work bound alone neither, and it is at least the spread over the
     devices of each node's cheapest per-sample work."""
-    from partdsl.solvers.bounds import bound, per_sample, work_bound
+    from partdsl.methods.bounds import bound, per_sample, work_bound
 
     opt = brute_schedules(spec)
     if spec.objective.sense == "min" and math.isinf(opt) or spec.objective.sense == "max" and opt == 0.0:

@@ -8,7 +8,7 @@ import highspy
 import pytest
 
 from partdsl import parse_file, solve
-from partdsl.solvers.result import Status
+from partdsl.core.result import Status
 
 from conftest import EXAMPLES, run_part
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from partdsl import evaluate, parse, solve
 from partdsl.core.ir import Spec
 from partdsl.models import maxload, mtpp, pyomo_maxload, pyomo_mtpp
-from partdsl.solvers.exact import NAMES
+from partdsl.solvers.registry import DISPLAY_NAMES as NAMES
 from partdsl.solvers.highs_matrix import solve_highs
 from partdsl.solvers.pyomo_adapter import solve_pyomo
 
@@ -86,7 +86,7 @@ def test_symmetry_breaking_keeps_the_optimum_and_the_start() -> None:
     """Four identical accelerators: with and without symmetry rows, one optimum; the
     canonical relabelling of any start satisfies the rows (HiGHS accepts it as is)."""
     from partdsl.core.ir import Constraints, DeviceClass, Objective, Platform
-    from partdsl.dsl.generate import regal_graph
+    from partdsl.dsl.regal import regal_graph
 
     g = regal_graph(9, "er", 5)
     spec = Spec(g, Platform((DeviceClass("acc", 4, link=1e9),)), Objective("bottleneck"),

@@ -16,7 +16,7 @@ import pytest
 
 from partdsl import to_part
 from partdsl.cli.convert import dnn_partitioning_to_part
-from partdsl.dsl.generate import regal_spec
+from partdsl.dsl.regal import regal_spec
 
 from tests.conftest import run_part
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from partdsl.cli.main import main
-from partdsl.kernels.peers import PEERS
-from partdsl.solvers.api import METHODS
-from partdsl.solvers.backends import is_installed
-from partdsl.solvers.exact import NAMES as SOLVERS
+from partdsl.kernels.peers.runners import PEERS
+from partdsl.methods.solve import METHODS
+from partdsl.solvers.registry import is_installed
+from partdsl.solvers.registry import DISPLAY_NAMES as SOLVERS
 
 from tests.conftest import EXAMPLES
 

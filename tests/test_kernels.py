@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from partdsl import evaluate
 from partdsl.core.evaluate import bottleneck_loads
 from partdsl.core.ir import Spec
-from partdsl.kernels.orders import dfs_order, kahn
+from partdsl.kernels.graph.orders import dfs_order, kahn
 from partdsl.kernels.jit import HAVE_NUMBA
-from partdsl.kernels.load_table import LoadTable
-from partdsl.kernels.segment_dp import split_dp
-from partdsl.kernels.segments import segment_costs
-from partdsl.kernels.units import contract
+from partdsl.kernels.bottleneck.load_table import LoadTable
+from partdsl.kernels.bottleneck.segment_dp import split_dp
+from partdsl.kernels.bottleneck.segments import segment_costs
+from partdsl.kernels.graph.contraction import contract
 from tests.strategies import assignments, specs
 
 SETTINGS = settings(max_examples=120, deadline=None,
@@ -126,8 +126,8 @@ def test_slicegraph_is_the_best_segmentation_of_its_order(spec: Spec) -> None:
     evaluator (Archer Thm. 4.1), when nothing but the load matters."""
     from partdsl import solve
     from partdsl.core.ir import Constraints, Objective
-    from partdsl.kernels.topo_split import assign
-    from partdsl.kernels.segment_dp import Split
+    from partdsl.kernels.bottleneck.topo_split import assign
+    from partdsl.kernels.bottleneck.segment_dp import Split
 
     spec = spec.__class__(spec.graph, spec.platform, Objective("bottleneck", None, spec.objective.overlap),
                           Constraints(memory="ignore"))
@@ -159,7 +159,7 @@ def test_ideal_dp_equals_brute_force_best_acyclic_split(spec: Spec, force: str) 
     feasible and never better than the optimum."""
     from partdsl import solve
     from partdsl.core.ir import Constraints
-    from partdsl.kernels.ideal_dp import exact_for
+    from partdsl.kernels.bottleneck.ideal_dp import exact_for
 
     c = spec.constraints
     if force != "as is":
@@ -180,8 +180,8 @@ def test_ideal_dp_equals_brute_force_best_acyclic_split(spec: Spec, force: str) 
 
 def test_ideals_of_a_diamond_and_absorbed_sinks() -> None:
     from partdsl import parse
-    from partdsl.kernels.ideal_dp import enumerate_ideals
-    from partdsl.kernels.units import absorbable_sinks, contract
+    from partdsl.kernels.bottleneck.ideal_dp import enumerate_ideals
+    from partdsl.kernels.graph.contraction import absorbable_sinks, contract
 
     # a -> {b, c} -> d : ideals {}, a, ab, ac, abc, abcd
     ideals = enumerate_ideals(4, np.array([0, 0, 1, 2]), np.array([1, 2, 3, 3]))
@@ -215,8 +215,8 @@ def test_contiguous_blocks_with_a_cyclic_quotient_are_not_a_chain_of_ideals() ->
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 10_000), st.integers(20, 300))
 def test_compiled_kahn_equals_the_reference(seed: int, n: int) -> None:
-    from partdsl.dsl.generate import regal_graph
-    from partdsl.kernels.kahn_keys import KahnCSR
+    from partdsl.dsl.regal import regal_graph
+    from partdsl.kernels.graph.kahn_keys import KahnCSR
 
     g = regal_graph(n, "ba", seed)
     src = np.array([a for a, _ in g.edges], dtype=np.int64)
@@ -230,7 +230,7 @@ def test_compiled_kahn_equals_the_reference(seed: int, n: int) -> None:
 def test_ideal_dp_value_is_the_evaluator_score_of_its_split(spec: Spec) -> None:
     """The DP's segment costs are the evaluator's, training graphs and backward edges
     included, whenever every device holds at most one DP segment."""
-    from partdsl.kernels.ideal_dp import ideal_split
+    from partdsl.kernels.bottleneck.ideal_dp import ideal_split
 
     if spec.objective.training == "gpipe":
         return  # the DP minimizes the PipeDream load; GPipe is only re-scored
@@ -256,7 +256,7 @@ def test_compiled_load_table_equals_the_evaluator(data) -> None:
 @SETTINGS
 @given(st.data())
 def test_batched_move_scores_equal_one_evaluation_per_move(data) -> None:
-    from partdsl.kernels.load_search import Search
+    from partdsl.kernels.bottleneck.load_search import Search
 
     spec: Spec = data.draw(specs(kinds=("bottleneck",)))
     dev = np.array(data.draw(assignments(spec)), dtype=np.int64)

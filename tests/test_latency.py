@@ -20,9 +20,9 @@ from partdsl.core.evaluate import evaluate
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Platform, Spec, Work
 from partdsl.core.validate import validate
 from partdsl.dsl.parser import parse, parse_file
-from partdsl.kernels.latency_bound import path_bound
+from partdsl.kernels.latency.path_bound import path_bound
 from partdsl.models import latency as latency_ip
-from partdsl.solvers.api import solve
+from partdsl.methods.solve import solve
 from partdsl.solvers.highs_matrix import solve_highs
 
 from reference import closure, contiguous, node_time, tensor_time
@@ -230,7 +230,7 @@ def test_every_latency_bound_is_below_the_brute_force_optimum(spec: Spec) -> Non
     opt = brute_optimum(spec)
     if math.isinf(opt):
         return
-    from partdsl.solvers.bounds import bound
+    from partdsl.methods.bounds import bound
 
     assert bound(spec) <= opt + 1e-9
     pb, _ = path_bound(spec, tries=8)
@@ -288,8 +288,8 @@ def test_reference_order_dp_returns_an_optimal_max_load_split(spec: Spec) -> Non
     CPUs too, holds one contiguous set: a chain of ideals): its max load equals the best
     such chain found by enumerating them all, scored by the evaluator on the max-load twin;
     when no chain fits, it says so (and `maxload_dp` falls back to our DP)."""
-    from partdsl.kernels import reference_dp
-    from partdsl.kernels.latency_greedy import bottleneck_twin
+    from partdsl.kernels.bottleneck import reference_dp
+    from partdsl.kernels.latency.fill import bottleneck_twin
 
     spec = replace(spec, constraints=replace(spec.constraints, contiguous=True))
     twin = bottleneck_twin(spec)
@@ -404,7 +404,7 @@ def test_fill_reproduces_the_published_greedy(data_dir: Path, tmp_path: Path, na
 def test_maxload_dp_reproduces_the_published_values(data_dir: Path, tmp_path: Path, name: str,
                                                     published: float) -> None:
     """BERT-24, ResNet50 and InceptionV3 by the paper's code's order among optimal splits
-    (kernels/reference_dp.py; InceptionV3's split depends on the code's hash-map order of
+    (kernels/bottleneck/reference_dp.py; InceptionV3's split depends on the code's hash-map order of
     units and takes about 30 s), GNMT by DPL, as the paper's code falls back to above its
     60,000 ideals."""
     spec = _spec(data_dir, tmp_path, name)

@@ -1,4 +1,4 @@
-"""MILP-SPLIT (solvers/milp_split.py): on single-channel graphs where every node of a module
+"""MILP-SPLIT (methods/milp_split.py): on single-channel graphs where every node of a module
 descends from its input and reaches its output, the split's answer is the full MILP's
 optimum; its lower bound never exceeds the optimum (latency and batched throughput,
 single- and multi-channel); every answer is re-scored by the evaluator."""
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from partdsl.core.schedule import evaluate_schedule, from_json
 from partdsl.core.errors import PartError
 from partdsl.dsl.randwire import RandWire, randwire_spec
-from partdsl.solvers.api import solve
-from partdsl.solvers.result import Status
+from partdsl.methods.solve import solve
+from partdsl.core.result import Status
 
 TOL = 1e-6
 

@@ -5,7 +5,7 @@ import pytest
 
 from partdsl import parse
 from partdsl.core.ir import Objective, SolveOptions, Target, Work
-from partdsl.core.units import Quantity
+from partdsl.core.quantities import Quantity
 
 GOLDEN = """
 # comments run to the end of a line

@@ -16,12 +16,11 @@ from hypothesis import strategies as st
 
 from partdsl import parse, parse_file, solve
 from partdsl.core.evaluate import evaluate
-from partdsl.kernels.brute_force import run as brute
-from partdsl.kernels.peer_graph import peer_graph
-from partdsl.kernels.peers import PEERS, bottleneck_assignment
-from partdsl.solvers.result import Status
+from partdsl.kernels.peers.graph import peer_graph
+from partdsl.kernels.peers.runners import PEERS, bottleneck_assignment
+from partdsl.core.result import Status
 
-from conftest import DATA, EXAMPLES, run_part
+from conftest import EXAMPLES, run_part
 
 NAMES = tuple(PEERS)
 

@@ -1,5 +1,5 @@
 """The RandWire generator (dsl/randwire.py), its cost model (dsl/cost_model.py) and the
-module decomposition of MILP-SPLIT (kernels/modules.py)."""
+module decomposition of MILP-SPLIT (kernels/graph/modules.py)."""
 from __future__ import annotations
 
 import itertools
@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import networkx as nx
-import numpy as np
 import pytest
 from partdsl.core.dense import work_time
 from partdsl.core.errors import PartError
@@ -17,7 +16,7 @@ from partdsl.dsl.cost_model import names, profile
 from partdsl.dsl.parser import parse, parse_file
 from partdsl.dsl.printer import to_part
 from partdsl.dsl.randwire import RandWire, randwire_spec
-from partdsl.kernels.modules import boundary_edges, chain, split_articulations
+from partdsl.kernels.graph.modules import boundary_edges, chain, split_articulations
 
 
 def _digraph(spec: Spec) -> nx.DiGraph:

@@ -4,7 +4,6 @@ schedule evaluator's numbers by hand, each violation named, the JSON form throug
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from partdsl.core.errors import PartError
 from partdsl.core.evaluate import evaluate
 from partdsl.core.schedule import Piece, Schedule, evaluate_schedule, from_json, list_schedule, whole_batches
 from partdsl.dsl.parser import parse
-from partdsl.solvers.bounds import bound
+from partdsl.methods.bounds import bound
 
 from strategies import assignments, specs
 
@@ -185,7 +184,7 @@ def test_list_schedules_are_valid_and_within_the_bounds(data: st.DataObject) -> 
 def test_brute_over_assignments_is_no_proof_for_a_schedule_objective() -> None:
     """Every assignment list-scheduled is one schedule of many: here splitting the batch
     beats every assignment, so `brute` must not call its best optimal."""
-    from partdsl.solvers.api import solve
+    from partdsl.methods.solve import solve
 
     spec = spec_of("maximize throughput batch 4 split 2")
     r = solve(spec, method="brute")
@@ -198,7 +197,7 @@ def test_brute_over_assignments_is_no_proof_for_a_schedule_objective() -> None:
 def test_the_batched_baselines_split_the_batch_where_it_pays(method: str) -> None:
     """bMET / bGreedy / bHEFT choose a chunk count per device for each node: here half the
     batch on each GPU, each GPU running a then b on its own samples, no transfer."""
-    from partdsl.solvers.api import solve
+    from partdsl.methods.solve import solve
 
     r = solve(spec_of("maximize throughput batch 4 split 2"), method=method)
     assert r.evaluation.feasible and r.objective == pytest.approx(4 / 4.5 * 1e3)
@@ -220,7 +219,7 @@ def test_heft_inserts_into_an_idle_gap() -> None:
     platform { device slow[1] { link 1 GB/s } device fast[1] { link 1 GB/s } }
     minimize latency by tasks
     """)
-    from partdsl.solvers.api import solve
+    from partdsl.methods.solve import solve
 
     heft, met = solve(spec, method="heft"), solve(spec, method="met")
     assert heft.evaluation.feasible and met.evaluation.feasible and met.objective == pytest.approx(14.0)
@@ -235,7 +234,7 @@ def test_heft_inserts_into_an_idle_gap() -> None:
 def test_the_baselines_return_valid_schedules(spec, method: str) -> None:  # type: ignore[no-untyped-def]
     """Whatever the spec, the schedule is a schedule: every sample once, in K chunks, no
     overlap, inputs before use; the result is the evaluator's score of it, within the bound."""
-    from partdsl.solvers.api import solve
+    from partdsl.methods.solve import solve
 
     opts = {"iterations": 40} if method in ("sa", "ea") else {}
     r = solve(spec, method=method, gap=0.0, time_limit=1e6, options=opts)
@@ -250,7 +249,7 @@ def test_the_baselines_return_valid_schedules(spec, method: str) -> None:  # typ
 
 @pytest.mark.parametrize("method", ["sa", "ea"])
 def test_the_searches_are_seeded_and_improve_on_their_biased_start(method: str) -> None:
-    from partdsl.solvers.api import solve
+    from partdsl.methods.solve import solve
 
     spec = parse(Path(__file__).parents[1].joinpath("examples", "diviml_batched.part").read_text()
                  .replace("batch 16", "batch 16 split 4"))

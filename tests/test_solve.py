@@ -6,16 +6,16 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from partdsl import PartError, evaluate, parse, solve
 from partdsl.core.assignment import to_array
 from partdsl.core.ir import Spec
-from partdsl.solvers.api import METHODS
-from partdsl.solvers.backends import BACKENDS, SolverFailed, failures, is_installed
-from partdsl.solvers.result import Status
+from partdsl.methods.solve import METHODS
+from partdsl.solvers.registry import SOLVERS, failures, is_installed
+from partdsl.core.solver_errors import SolverFailed
+from partdsl.core.result import Status
 
 from tests.conftest import EXAMPLES, run_part
 from tests.strategies import specs
@@ -65,7 +65,7 @@ def test_brute_is_exact_and_bounds_hold(spec: Spec) -> None:
         ev = evaluate(spec, to_array(spec, exact.assignment))
         assert ev.feasible and ev.objective == exact.objective
         # the cheap bound is valid: never beyond the optimum (nor, so, beyond any solution)
-        from partdsl.solvers.bounds import bound
+        from partdsl.methods.bounds import bound
 
         b, opt = bound(spec), exact.objective
         tol = 1e-9 * max(1.0, abs(opt))
@@ -110,7 +110,7 @@ def test_unknown_method_and_solver_exit_2() -> None:
 
 def test_missing_solver_exits_5_and_installed_ones_work() -> None:
     assert is_installed("highs") and is_installed("scip")  # both come from pip
-    for name in BACKENDS:
+    for name in SOLVERS:
         p = run_part("solve", str(EXAMPLES / "tiny.part"), "--solver", name, "--json")
         if is_installed(name):
             assert p.returncode == 0, p.stderr
@@ -236,7 +236,7 @@ def test_method_options_are_checked(tmp_path: Path) -> None:
 
 
 def test_order_search_improves_on_a_fixed_order() -> None:
-    from partdsl.dsl.generate import regal_spec
+    from partdsl.dsl.regal import regal_spec
 
     spec = regal_spec(60, 4, seed=5)
     fixed = solve(spec, method="slicegraph")

@@ -1,11 +1,11 @@
-"""kernels/stdhash.py against libstdc++ itself: each expected order below was printed by
+"""kernels/bottleneck/libstdcxx_hash.py against libstdc++ itself: each expected order below was printed by
 a `for (auto &it : m)` loop over a std::unordered_map<int, ...> filled with `m[k]` in the
 given order, compiled by g++ 12.2 (Debian 12.2.0-14). They cover the first bucket counts
 (13, 29, 59, 127), keys sharing a bucket, negative keys and a bucket-order relink."""
 from __future__ import annotations
 
 import pytest
-from partdsl.kernels.stdhash import unordered_order
+from partdsl.kernels.bottleneck.libstdcxx_hash import unordered_order
 
 RANDOM_60 = [41445, 18772, 50750, 84319, 5328, 8494, 69239, 11337, 46931, 75387, 6602, 65510, 27140, 3914,
              10265, 55838, 53810, 8156, 30544, 10889, 71226, 54642, 6747, 73115, 15226, 28260, 81657, 81238,

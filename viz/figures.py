@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.evaluate import Evaluation
-from ..core.ir import Spec
+from partdsl.core.evaluation import Evaluation
+from partdsl.core.ir import Spec
 
 PARTS = (("compute", "#4c72b0"), ("in", "#dd8452"), ("out", "#55a868"), ("overflow", "#c44e52"))
 FORMATS = (".png", ".svg", ".pdf")
@@ -114,7 +114,7 @@ def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | Non
     d = spec.dense
     colors = device_colors(spec)
     if ev.schedule is not None:
-        from ..core.schedule import timeline
+        from partdsl.core.schedule import timeline
 
         start, finish, moves = timeline(spec, ev.schedule)
         for k, p in enumerate(ev.schedule.pieces):
@@ -127,11 +127,11 @@ def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | Non
         ax.plot([], [], color="#c44e52", label="transfer")
         end = float(finish.max()) if len(finish) else 0.0
     else:
-        from ..core import latency
+        from partdsl.core import subgraphs
 
-        u = latency.units(d, dev, sub if sub is not None else latency.resolve(d, dev, None,
+        u = subgraphs.units(d, dev, sub if sub is not None else subgraphs.resolve(d, dev, None,
                                                                               spec.constraints.subgraphs))
-        s = latency.schedule(d, dev, u)
+        s = subgraphs.timed(d, dev, u)
         for a in range(u.A):
             row, t = int(u.device[a]), float(s.start[a])
             for w, color, label in ((s.inn[a], "#dd8452", "in"), (s.compute[a], colors[row], None),
@@ -176,7 +176,7 @@ def bounds(ax, h) -> None:  # type: ignore[no-untyped-def]  # h: solvers.hierarc
 
 
 def save(fig, path: str | Path) -> None:  # type: ignore[no-untyped-def]
-    from ..core.errors import PartError
+    from partdsl.core.errors import PartError
 
     path = Path(path)
     if path.suffix.lower() not in FORMATS:

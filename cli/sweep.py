@@ -1,0 +1,178 @@
+"""`part sweep`: solver-agnostic experiments. The cross product of specs, `-D` parameter
+values, methods and solvers, one solve each, on the executor of runtime/executor.py
+(local processes, or a Dask cluster), written as one tidy row per run as it finishes
+(CSV, or JSON lines for `.jsonl` / `.json`), so an interrupted sweep resumes: rows
+already in the output file are not run again.
+
+A method that runs no MIP solver runs once per point, whatever the solver list (its row
+says `numpy`). A run that fails (a method that refuses the objective, a solver that is not
+installed) gets a row too, its status saying why.
+"""
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping
+
+COLUMNS = ("spec", "params", "method", "solver", "seed", "status", "objective", "bound", "gap", "time",
+           "stopped", "error")
+KEY = ("spec", "params", "method", "solver", "seed")
+
+
+@dataclass(frozen=True)
+class Job:
+    spec: str
+    params: tuple[tuple[str, str], ...]
+    method: str
+    solver: str | None
+    seed: int
+    time_limit: float | None
+    gap: float | None
+    options: tuple[tuple[str, float], ...] = ()
+
+    def key(self, solver_label: str) -> tuple[str, ...]:
+        return (self.spec, params_text(self.params), self.method, solver_label, str(self.seed))
+
+
+def params_text(params: tuple[tuple[str, str], ...] | Mapping[str, str]) -> str:
+    items = params.items() if isinstance(params, Mapping) else params
+    return ";".join(f"{k}={v}" for k, v in items)
+
+
+def jobs(specs: list[str], defines: Mapping[str, str], methods: list[str], solvers: list[str | None],
+         seed: int, time_limit: float | None, gap: float | None,
+         options: Mapping[str, float] | None = None) -> list[Job]:
+    """Every run of the sweep, in a stable order. A `-D` value with commas is swept."""
+    from partdsl.methods.solve import ALIASES, METHODS
+
+    swept = {k: v.split(",") for k, v in defines.items()}
+    keys = list(swept)
+    out: list[Job] = []
+    for spec in specs:
+        for combo in itertools.product(*swept.values()):
+            params = tuple(zip(keys, combo))
+            for method in methods:
+                m = METHODS.get(ALIASES.get(method, method))
+                for solver in (solvers if m is None or m.mip else [None]):
+                    out.append(Job(spec, params, method, solver, seed, time_limit, gap,
+                                   tuple(sorted((options or {}).items()))))
+    return out
+
+
+def solver_label(job: Job) -> str:
+    from partdsl.methods.solve import ALIASES, METHODS
+    from partdsl.solvers.registry import DEFAULT_SOLVER
+
+    m = METHODS.get(ALIASES.get(job.method, job.method))
+    return "numpy" if m is not None and not m.mip else (job.solver or DEFAULT_SOLVER)
+
+
+def run_job(job: Job) -> dict:
+    """One run, as a row (never raises for a user's mistake: the row says what went wrong)."""
+    from partdsl.core.errors import PartError
+    from partdsl.dsl.parser import parse_file
+    from partdsl.methods.solve import solve
+    from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
+
+    row: dict = dict(zip(KEY, job.key(solver_label(job))))
+    row["seed"] = job.seed
+    t0 = time.monotonic()
+    try:
+        spec = parse_file(job.spec, dict(job.params))
+        r = solve(spec, method=job.method, solver=job.solver, time_limit=job.time_limit, gap=job.gap,
+                  seed=job.seed, options=dict(job.options) or None)
+        row.update(status=r.status.value, objective=r.objective, bound=r.bound, gap=r.gap,
+                   time=round(r.wall_time_s, 3), stopped=r.stopped, error="")
+    except PartError as e:
+        row.update(status="error", error=str(e).splitlines()[0].removeprefix("error: "))
+    except SolverUnavailable as e:
+        row.update(status="unavailable", error=f"{e} ({e.hint})")
+    except SolverFailed as e:
+        row.update(status="solver_failed", error=str(e))
+    row.setdefault("time", round(time.monotonic() - t0, 3))
+    for c in COLUMNS:
+        row.setdefault(c, "")
+    return row
+
+
+def _json_lines(path: Path) -> bool:
+    return path.suffix.lower() in (".jsonl", ".json", ".ndjson")
+
+
+def previous_rows(path: Path) -> dict[tuple[str, ...], dict]:
+    """The rows already in `path`, by key (a resumed sweep does not run them again)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return {}
+    with path.open(newline="") as f:
+        if _json_lines(path):
+            rows = [json.loads(line) for line in f if line.strip()]
+        else:
+            rows = [{k: _number(v) for k, v in r.items()} for r in csv.DictReader(f)]
+    return {tuple(str(r.get(k, "")) for k in KEY): r for r in rows}
+
+
+def _number(x: str) -> object:
+    try:
+        return float(x) if any(c in x for c in ".ein") else int(x)
+    except ValueError:
+        return x
+
+
+class Writer:
+    """Appends rows to the output file, flushed one by one."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        fresh = not path.exists() or path.stat().st_size == 0
+        self.f = path.open("a", newline="")
+        self.csv = None if _json_lines(path) else csv.DictWriter(self.f, fieldnames=COLUMNS)
+        if self.csv is not None and fresh:
+            self.csv.writeheader()
+
+    def write(self, row: dict) -> None:
+        if self.csv is not None:
+            self.csv.writerow({k: _cell(row[k]) for k in COLUMNS})
+        else:
+            self.f.write(json.dumps({k: _json_value(row[k]) for k in COLUMNS}) + "\n")
+        self.f.flush()
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def _cell(x: object) -> object:
+    return repr(x) if isinstance(x, float) else x  # repr: every digit, inf as 'inf'
+
+
+def _json_value(x: object) -> object:
+    if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
+        return str(x)
+    return x
+
+
+def sweep(all_jobs: list[Job], out: Path | None, workers: int | None = None,
+          executor=None) -> Iterator[tuple[int, dict, bool]]:  # type: ignore[no-untyped-def]
+    """Run the jobs not already in `out`; (job index, row, was_run) for every job, rows of
+    an earlier run first, then new rows as they complete."""
+    from partdsl.runtime.executor import run_all
+
+    done = previous_rows(out) if out is not None else {}
+    todo = [j for j in all_jobs if j.key(solver_label(j)) not in done]
+    writer = Writer(out) if out is not None else None
+    try:
+        index = {id(j): i for i, j in enumerate(all_jobs)}
+        for i, j in enumerate(all_jobs):
+            key = j.key(solver_label(j))
+            if key in done:
+                yield i, done[key], False
+        for t, row in run_all(run_job, [(j,) for j in todo], workers or 1, executor):
+            if writer is not None:
+                writer.write(row)
+            yield index[id(todo[t])], row, True
+    finally:
+        if writer is not None:
+            writer.close()

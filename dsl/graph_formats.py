@@ -1,0 +1,169 @@
+"""External graph formats -> Graph.
+
+- `dnn-partitioning`: the JSON of Tarnawski et al.'s code release (see
+  data/dnn-partitioning/README.md). Node `id` N becomes node `nN`;
+  fpgaLatency is work on class `acc`, cpuLatency work on class `cpu`; `size` is the
+  node's memory (`params`); an edge `cost` is the source node's transfer time (`comm`);
+  `colorClass` becomes the colocation `group` cN; `isBackwardNode` marks backward nodes.
+  Times are taken as milliseconds. Times are as profiled; a node not supported on
+  accelerators gets `not acc`.
+- `partdsl`: the project's own JSON (see `graph_to_json`), a lossless dump of a Graph.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from partdsl.core.errors import PartError, Span
+from partdsl.core.limits import MAX_IMPORT_BYTES, MAX_JSON_DEPTH, check_count
+from partdsl.core.ir import Graph, Node, Work
+from partdsl.dsl.assemble import assemble_graph
+
+FORMATS = ("dnn-partitioning", "partdsl", "onnx", "onnx-fused")
+ACC, CPU = "acc", "cpu"
+
+
+def load_json(path: Path, span: Span | None) -> Any:
+    try:
+        size = path.stat().st_size
+        check_count(size, MAX_IMPORT_BYTES, f"import: '{path}' is too large (bytes)", span,
+                    "import a graph file of a real model")
+        text = path.read_text(encoding="utf-8")
+        depth = _max_depth(text)
+        check_count(depth, MAX_JSON_DEPTH, f"import: '{path}' nests JSON too deeply", span,
+                    "a graph file is an object with nodes and edges")
+        return json.loads(text)
+    except UnicodeDecodeError as e:
+        raise PartError(f"import: '{path}' is not UTF-8 text ({e.reason} at byte {e.start})", span,
+                        "import a JSON graph file") from None
+    except IsADirectoryError:
+        raise PartError(f"import: '{path}' is a folder, not a file", span, "name a JSON graph file") from None
+    except FileNotFoundError:
+        raise PartError(f"import: no such file '{path}'", span,
+                        "paths are relative to the spec file's folder") from None
+    except json.JSONDecodeError as e:
+        raise PartError(f"import: '{path}' is not valid JSON ({e.msg} at line {e.lineno}, "
+                        f"column {e.colno})", span) from None
+    except OSError as e:
+        raise PartError(f"import: cannot read '{path}': {e}", span) from None
+
+
+def _max_depth(text: str) -> int:
+    """How deeply `[` and `{` nest (strings included: an upper bound, cheap to compute)."""
+    import numpy as np
+
+    b = np.frombuffer(text.encode("utf-8", "replace"), dtype=np.uint8)
+    step = (b == ord("[")).astype(np.int64) + (b == ord("{")) - (b == ord("]")) - (b == ord("}"))
+    return int(np.cumsum(step).max(initial=0))
+
+
+def detect_format(data: Any) -> str:
+    if isinstance(data, dict) and data.get("format") == "partdsl-graph":
+        return "partdsl"
+    return "dnn-partitioning"
+
+
+def import_graph(path: Path, fmt: str | None, name: str, span: Span | None = None) -> Graph:
+    if fmt in ("onnx", "onnx-fused") or (fmt is None and path.suffix.lower() == ".onnx"):
+        from partdsl.dsl.onnx_import import import_onnx
+
+        return import_onnx(path, name, span, fuse=fmt == "onnx-fused")
+    data = load_json(path, span)
+    fmt = fmt or detect_format(data)
+    if fmt not in FORMATS:
+        raise PartError(f"unknown import format '{fmt}'", span, "formats: " + ", ".join(FORMATS))
+    try:
+        if fmt == "partdsl":
+            return graph_from_json(data, name, span)
+        return graph_from_dnn_partitioning(data, name, span)
+    except PartError:
+        raise
+    except (KeyError, TypeError, ValueError) as e:
+        raise PartError(f"import: '{path}' is not a valid {fmt} file ({type(e).__name__}: {e})",
+                        span, "see the format description in the README") from None
+
+
+def _bad(msg: str, span: Span | None) -> PartError:
+    return PartError(f"import: {msg}", span, "see the format description in the README")
+
+
+def graph_from_dnn_partitioning(data: dict, name: str, span: Span | None = None) -> Graph:
+    if not isinstance(data, dict) or "nodes" not in data or "edges" not in data:
+        raise _bad("a dnn-partitioning file is an object with `nodes` and `edges`", span)
+    out_cost: dict[int, float] = {}
+    for e in data["edges"]:
+        s, c = int(e["sourceId"]), float(e["cost"])
+        if s in out_cost and abs(out_cost[s] - c) > 1e-12 * max(1.0, abs(c)):
+            # Tarnawski App. B subdivides such edges; the files here never need it.
+            raise _bad(f"node {s} has out-edges with different costs ({out_cost[s]} and {c})", span)
+        out_cost[s] = c
+    nodes = []
+    ids = set()
+    for nd in data["nodes"]:
+        i = int(nd["id"])
+        if i in ids:
+            raise _bad(f"node id {i} appears twice", span)
+        ids.add(i)
+        supported = bool(nd.get("supportedOnFpga", True))
+        work = (Work(float(nd["cpuLatency"]), CPU),)
+        if supported:
+            work = (Work(float(nd["fpgaLatency"]), ACC),) + work
+        color = nd.get("colorClass")
+        nodes.append(Node(name=f"n{i}", work=work, params=float(nd.get("size", 0.0)),
+                          comm=out_cost.get(i, 0.0), backward=bool(nd.get("isBackwardNode", False)),
+                          group=None if color is None else f"c{int(color)}", span=span))
+    edges = []
+    for e in data["edges"]:
+        a, b = int(e["sourceId"]), int(e["destId"])
+        for x in (a, b):
+            if x not in ids:
+                raise _bad(f"edge {a} -> {b} names node {x}, which is not in `nodes`", span)
+        edges.append((f"n{a}", span, f"n{b}", span))
+    return assemble_graph(name, nodes, edges, span)
+
+
+def platform_fields(data: dict) -> tuple[int, int, float]:
+    """(accelerators, CPUs, memory per accelerator) of a dnn-partitioning file."""
+    return int(data["maxFPGAs"]), int(data["maxCPUs"]), float(data["maxSizePerFPGA"])
+
+
+# ---------------------------------------------------------------------- own JSON
+
+def graph_to_json(g: Graph) -> dict:
+    nodes = []
+    for nd in g.nodes:
+        d: dict[str, Any] = {"name": nd.name,
+                             "work": [{"time": w.time, "on": w.on, "batch": w.batch} for w in nd.work]}
+        if nd.params:
+            d["params"] = nd.params
+        for key in ("out", "comm", "group", "flops", "dtype"):
+            if getattr(nd, key) is not None:
+                d[key] = getattr(nd, key)
+        if nd.backward:
+            d["backward"] = True
+        if nd.only:
+            d["only"] = list(nd.only)
+        if nd.forbid:
+            d["not"] = list(nd.forbid)
+        nodes.append(d)
+    return {"format": "partdsl-graph", "version": 1, "name": g.name, "nodes": nodes,
+            "edges": [[g.nodes[a].name, g.nodes[b].name] for a, b in g.edges]}
+
+
+def graph_from_json(data: dict, name: str, span: Span | None = None) -> Graph:
+    if data.get("version", 1) != 1:
+        raise _bad(f"unsupported partdsl-graph version {data.get('version')}", span)
+    nodes = [Node(name=str(d["name"]),
+                  work=tuple(Work(float(w["time"]), str(w.get("on", "")), int(w.get("batch", 1)))
+                             for w in d.get("work", [])),
+                  params=float(d.get("params", 0.0)),
+                  out=None if d.get("out") is None else float(d["out"]),
+                  comm=None if d.get("comm") is None else float(d["comm"]),
+                  backward=bool(d.get("backward", False)),
+                  group=d.get("group"), only=tuple(d.get("only", ())), forbid=tuple(d.get("not", ())),
+                  flops=None if d.get("flops") is None else float(d["flops"]), dtype=d.get("dtype"),
+                  span=span)
+             for d in data["nodes"]]
+    edges = [(str(a), span, str(b), span) for a, b in data["edges"]]
+    return assemble_graph(name, nodes, edges, span)

@@ -1,0 +1,149 @@
+"""Baselines to compare against (Tarnawski et al. sec. 6-7), usable as methods:
+
+- `greedy`: walk a topological order and fill devices one at a time up to an even share
+  of the work (accelerators first, then host devices), respecting memory.
+- `local_search`: from random starts, move single nodes between devices while the
+  evaluator's score improves (any split, not only contiguous ones), with restarts.
+- `pipedream`: PipeDream's linear DP - the graph is treated as the chain of a
+  topological order, a stage pays only the tensors crossing its two cut points, and
+  only accelerators (non-host devices) are used.
+- `dpl`: Tarnawski's DPL (sec. 5.1.2) - the DP on one DFS linearization of the graph.
+Everything-on-one-device is the `single` method.
+"""
+from __future__ import annotations
+
+import time
+from typing import Iterator
+
+import numpy as np
+
+from partdsl.core.evaluate import evaluate
+from partdsl.core.ir import Spec
+from partdsl.kernels.graph.orders import dfs_order, kahn
+from partdsl.kernels.bottleneck.segment_dp import split_dp
+from partdsl.kernels.bottleneck.segments import segment_costs
+from partdsl.kernels.bottleneck.topo_split import assign
+from partdsl.kernels.graph.contraction import contract
+
+Candidate = tuple[str, np.ndarray]
+
+
+def _unit_positions(spec: Spec, linear: str) -> tuple[np.ndarray, int]:
+    u = contract(spec.dense)
+    order = dfs_order(u.count, u.src, u.dst) if linear == "dfs" else kahn(u.count, u.src, u.dst)
+    at = np.empty(u.count, dtype=np.int64)
+    at[order] = np.arange(u.count)
+    return at[u.unit], u.count
+
+
+def dpl(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: object) -> Iterator[Candidate]:
+    pos, P = _unit_positions(spec, "dfs")
+    counts = [k.count for k in spec.platform.classes]
+    splits = split_dp(segment_costs(spec, pos, P), counts, spec.constraints.max_stages)
+    if splits:
+        best = min(splits, key=lambda s: s.value)
+        yield "dpl (DFS linearization)", assign(spec, best, pos)
+
+
+def pipedream(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: object) -> Iterator[Candidate]:
+    d = spec.dense
+    pos, P = _unit_positions(spec, "kahn")
+    acc = [c for c in range(len(d.class_names)) if not d.host[c]]
+    if not acc:
+        return
+    c = acc[0]
+    w = np.where(d.allowed[:, d.dev_class == c].any(axis=1), d.work[:, c], np.inf)
+    cw = np.r_[0.0, np.cumsum(np.bincount(pos, weights=w, minlength=P))]
+    # the chain's boundary tensor after position t: the outputs of the unit at t
+    boundary = np.bincount(pos, weights=d.comm[:, c] * (np.bincount(d.src, minlength=d.n) > 0), minlength=P)
+    cost = np.full((1, P, P), np.inf)
+    for l in range(P):
+        r = np.arange(l, P)
+        with np.errstate(invalid="ignore"):  # inf - inf where a node cannot run on accelerators
+            seg = (cw[r + 1] - cw[l]) + (boundary[l - 1] if l > 0 else 0.0) + np.where(r < P - 1, boundary[r], 0.0)
+        cost[0, l, l:] = np.nan_to_num(seg, nan=np.inf)
+    splits = split_dp(cost, [spec.platform.classes[c].count])
+    if splits:
+        best = min(splits, key=lambda s: s.value)
+        segs = tuple((l, r, c) for l, r, _ in best.segments)
+        from partdsl.kernels.bottleneck.segment_dp import Split
+
+        yield "pipedream (linear DP)", assign(spec, Split(best.value, best.counts, segs), pos)
+
+
+def greedy(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: object) -> Iterator[Candidate]:
+    d = spec.dense
+    u = contract(d)
+    order = kahn(u.count, u.src, u.dst)
+    members = [np.flatnonzero(u.unit == k) for k in range(u.count)]
+    devs = sorted(range(d.D), key=lambda j: (d.host[d.dev_class[j]], j))
+    cheapest = np.where(d.allowed, d.work[:, d.dev_class], np.inf).min(axis=1)
+    share = np.nansum(np.where(np.isfinite(cheapest), cheapest, 0.0)) / max(d.D, 1)
+    dev = np.full(d.n, -1, dtype=np.int64)
+    k, load, mem = 0, 0.0, 0.0
+    for unit in order:
+        nodes = members[unit]
+        for _ in range(d.D):
+            j = devs[k]
+            c = d.dev_class[j]
+            ok = d.allowed[nodes, j].all() and mem + d.params[nodes].sum() <= d.memory[c]
+            last = k == d.D - 1
+            if ok and (load < share or last):
+                break
+            if last:
+                break
+            k, load, mem = k + 1, 0.0, 0.0
+        j = devs[k]
+        dev[nodes] = j
+        load += d.work[nodes, d.dev_class[j]].sum()
+        mem += d.params[nodes].sum()
+    yield "greedy", dev
+
+
+def local_search(spec: Spec, seed: int = 0, deadline: float = np.inf, restarts: float = 5,
+                 passes: float = 20, **_: object) -> Iterator[Candidate]:
+    """Each restart starts from SliceGraph on a random order (feasible for contiguity and
+    acyclicity), then moves one colocation unit at a time to another device while the
+    score (number of violations, then objective) improves."""
+    from partdsl.kernels.bottleneck.order_search import Decoder
+
+    d = spec.dense
+    rng = np.random.default_rng(seed)
+    sign = -1.0 if spec.objective.sense == "max" else 1.0
+    dec = Decoder(spec)
+    u = dec.units
+    members = [np.flatnonzero(u.unit == k) for k in range(u.count)]
+    options = [np.flatnonzero(d.allowed[m].all(axis=0)) for m in members]
+
+    def score(arr: np.ndarray) -> tuple[int, float]:
+        ev = evaluate(spec, arr)
+        return len(ev.violations), sign * ev.objective
+
+    best = (np.iinfo(np.int64).max, np.inf)
+    for r in range(int(restarts)):
+        _, dev = dec.decode(rng.random(dec.U))
+        if dev is None:
+            dev = np.array([opts[rng.integers(len(opts))] for opts in options])[u.unit]
+        cur = score(dev)
+        for _p in range(int(passes)):
+            improved = False
+            for k in rng.permutation(u.count):
+                if time.monotonic() > deadline:
+                    break
+                here = dev[members[k][0]]
+                for j in options[k]:
+                    if j == here:
+                        continue
+                    dev[members[k]] = j
+                    s = score(dev)
+                    if s[0] < cur[0] or (s[0] == cur[0] and s[1] < cur[1] - 1e-12):
+                        cur, here, improved = s, j, True
+                    else:
+                        dev[members[k]] = here
+            if not improved or time.monotonic() > deadline:
+                break
+        if cur < best:
+            best = cur
+            yield f"local search (restart {r + 1})", dev.copy()
+        if time.monotonic() > deadline:
+            return

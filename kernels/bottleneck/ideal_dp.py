@@ -1,0 +1,337 @@
+"""Method `dp`: the dynamic program over ideals (Tarnawski et al. sec. 5.1.1, App. B).
+
+A contiguous set is the difference of two ideals (Fact 5.2), so an optimal contiguous
+split carves successive differences I \\ I' out of a chain of ideals. The DP runs on the
+contracted unit DAG (colocation groups and the cycles they force, kernels/graph/contraction.py; for
+training graphs the forward part with its backward partners and mirrored orphans):
+
+    dp[I][s] = min over ideals I' < I and classes c of max(dp[I'][s - e_c], cost_c(I \\ I'))
+
+with s counting the devices used per class (k accelerators + l CPUs, generalized to any
+classes). cost_c is the exact evaluator cost of the node set (compute, each tensor once in
+and once out, overflow, overlap), computed on node-level edges, so backward edges are
+counted right. Ideals are enumerated as bitsets; the pair loop is compiled by numba and
+pruned by a heuristic incumbent B (pairs whose compute alone exceeds B, or whose prefix
+already exceeds B, are skipped). If the DP then finds nothing better than B, B is
+optimal.
+
+What it proves: a chain of ideals is exactly a partition whose quotient graph is acyclic
+(whose blocks are then contiguous, Fact 5.2). Contiguous blocks alone may form a cyclic
+quotient, which no chain produces. So the DP is exact under `acyclic` (for non-training
+graphs, with no device-level pins); under `contiguous` alone, as in Tarnawski's model, it
+returns the best acyclic contiguous split, which matched the IP on every published
+workload but is not a proof.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterator
+
+import numpy as np
+
+from partdsl.core.errors import PartError
+from partdsl.core.ir import Spec
+from partdsl.core.events import Progress, Proven
+from partdsl.kernels.jit import njit
+from partdsl.kernels.bottleneck.segment_dp import state_table
+from partdsl.kernels.bottleneck.topo_split import assign_masks
+from partdsl.kernels.bottleneck.topo_split import best_split
+from partdsl.kernels.graph.contraction import absorbable_sinks, contract, memory_can_bind
+
+MAX_IDEALS = 250_000
+OVERLAP = {None: 0, "simplex": 1, "duplex": 2}
+
+
+def enumerate_ideals(U: int, src: np.ndarray, dst: np.ndarray, limit: int = MAX_IDEALS) -> list[int]:
+    """All downward-closed sets of a DAG with U nodes, as Python-int bitsets."""
+    pred = [0] * U
+    succ: list[list[int]] = [[] for _ in range(U)]
+    for a, b in zip(src.tolist(), dst.tolist()):
+        pred[b] |= 1 << a
+        succ[a].append(b)
+    start_add = 0
+    for v in range(U):
+        if pred[v] == 0:
+            start_add |= 1 << v
+    seen = {0: start_add}
+    stack = [0]
+    while stack:
+        ideal = stack.pop()
+        addable = seen[ideal]
+        while addable:
+            low = addable & -addable
+            u = low.bit_length() - 1
+            addable ^= low
+            nxt = ideal | low
+            if nxt in seen:
+                continue
+            add2 = seen[ideal] & ~low
+            for v in succ[u]:
+                if pred[v] & ~nxt == 0:
+                    add2 |= 1 << v
+            seen[nxt] = add2
+            stack.append(nxt)
+            if len(seen) > limit:
+                raise PartError(f"the graph has more than {limit:,} ideals: the DP over ideals would not finish",
+                                None, "use --method topo (DPL-style linear orders) or brkga")
+    return sorted(seen, key=lambda x: (x.bit_count(), x))
+
+
+def _words(ideals: list[int], U: int) -> np.ndarray:
+    nw = (U + 63) // 64
+    mask = (1 << 64) - 1
+    out = np.zeros((len(ideals), nw), dtype=np.uint64)
+    for i, x in enumerate(ideals):
+        for k in range(nw):
+            out[i, k] = (x >> (64 * k)) & mask
+    return out
+
+
+@njit
+def _frontiers(bits, prod_unit, prod_cons, inward):  # pragma: no cover - compiled
+    """CSR, per ideal, of the producers inside it with a consumer outside (inward=False)
+    or outside it with a consumer inside (inward=True)."""
+    NI, nw = bits.shape
+    P = len(prod_unit)
+    ptr = np.zeros(NI + 1, dtype=np.int64)
+    buf = np.empty(NI * 8 + P, dtype=np.int64)
+    t = 0
+    one = np.uint64(1)
+    for i in range(NI):
+        for p in range(P):
+            a = prod_unit[p]
+            inside = (bits[i, a // 64] >> np.uint64(a % 64)) & one
+            if inward == bool(inside):
+                continue
+            cross = False
+            for k in range(nw):
+                if (prod_cons[p, k] & bits[i, k]) if inward else (prod_cons[p, k] & ~bits[i, k]):
+                    cross = True
+                    break
+            if cross:
+                if t >= len(buf):
+                    grown = np.empty(2 * len(buf), dtype=np.int64)
+                    grown[:t] = buf[:t]
+                    buf = grown
+                buf[t] = p
+                t += 1
+        ptr[i + 1] = t
+    return ptr, buf[:t].copy()
+
+
+@njit
+def _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, hard, ovrate, prod_unit, prod_cons, wprod, prev, dp, argj,
+              argc, bound, overlap, optr, oidx, iptr, iidx, dpmin, i0, i1):  # pragma: no cover - compiled
+    NI, nw = bits.shape
+    C = W.shape[1]
+    S = dp.shape[1]
+    P = len(prod_unit)
+    seg = np.zeros(nw, dtype=np.uint64)
+    stamp = np.full(P, -1, dtype=np.int64)
+    pair = 0
+    tin = np.zeros(C)
+    tout = np.zeros(C)
+    one = np.uint64(1)
+    for i in range(max(i0, 1), i1):
+        for j in range(lo[i], i):  # ideals cheap enough below i: the segment fits under the bound
+            if size[j] >= size[i]:
+                continue
+            if dpmin[j] > bound:
+                continue
+            lb = np.inf
+            for c in range(C):
+                if BAD[i, c] == BAD[j, c]:
+                    x = W[i, c] - W[j, c]
+                    if x < lb:
+                        lb = x
+            if lb > bound:
+                continue
+            sub = True
+            for k in range(nw):
+                if bits[j, k] & ~bits[i, k]:
+                    sub = False
+                    break
+                seg[k] = bits[i, k] & ~bits[j, k]
+            if not sub:
+                continue
+            for c in range(C):
+                tin[c] = 0.0
+                tout[c] = 0.0
+            # S = I \ I'. A tensor leaves S iff its producer is in S and on the out-frontier
+            # of I (a consumer beyond I) or the in-frontier of I' (a consumer in I'); it
+            # enters S iff its producer is on the out-frontier of I' or the in-frontier of I
+            # (both outside S, disjoint) with a consumer in S. Frontiers are about as large
+            # as the graph is wide; a stamp counts a producer on both out-lists once.
+            pair += 1
+            for e in range(optr[i], optr[i + 1]):
+                p = oidx[e]
+                a = prod_unit[p]
+                if (seg[a // 64] >> np.uint64(a % 64)) & one:
+                    stamp[p] = pair
+                    for c in range(C):
+                        tout[c] += wprod[p, c]
+            for e in range(iptr[j], iptr[j + 1]):
+                p = iidx[e]
+                a = prod_unit[p]
+                if stamp[p] != pair and (seg[a // 64] >> np.uint64(a % 64)) & one:
+                    for c in range(C):
+                        tout[c] += wprod[p, c]
+            for half in range(2):
+                lo_e = optr[j] if half == 0 else iptr[i]
+                hi_e = optr[j + 1] if half == 0 else iptr[i + 1]
+                for e in range(lo_e, hi_e):
+                    p = oidx[e] if half == 0 else iidx[e]
+                    for k in range(nw):
+                        if prod_cons[p, k] & seg[k]:
+                            for c in range(C):
+                                tin[c] += wprod[p, c]
+                            break
+            used = MEM[i] - MEM[j]
+            for c in range(C):
+                if BAD[i, c] != BAD[j, c]:
+                    continue
+                ov = 0.0
+                if used > memcap[c] * (1.0 + 1e-12):
+                    if hard:
+                        continue
+                    ov = (used - memcap[c]) * ovrate[c]
+                comp = W[i, c] - W[j, c]
+                if overlap == 0:
+                    load = comp + tin[c] + tout[c] + ov
+                elif overlap == 1:
+                    load = max(comp, tin[c] + tout[c] + ov)
+                else:
+                    load = max(max(tin[c] + ov, comp), tout[c])
+                if load > bound:
+                    continue
+                for s in range(S):
+                    ps = prev[c, s]
+                    if ps < 0:
+                        continue
+                    v = max(dp[j, ps], load)
+                    if v < dp[i, s]:
+                        dp[i, s] = v
+                        argj[i, s] = j
+                        argc[i, s] = c
+                        if v < dpmin[i]:
+                            dpmin[i] = v
+
+
+def exact_for(spec: Spec) -> bool:
+    """Whether an exhausted DP proves optimality for this spec."""
+    c, o = spec.constraints, spec.objective
+    devices = set(spec.platform.devices)
+    device_level = any(t.name in devices for _, ts in c.pins + c.forbids for t in ts)
+    return (c.acyclic and not spec.graph.is_training and o.kind == "bottleneck"
+            and o.training != "gpipe" and not device_level)
+
+
+def run(spec: Spec, seed: int = 0, deadline: float = float("inf"),
+        progress: Callable[[str], None] | None = None, **_: float) -> Iterator:
+    # an incumbent first: it prunes the DP and is what the DP must beat
+    best_val, best_arr = best_split(spec, seed, deadline)
+    if best_arr is not None:
+        yield "dp incumbent (topo)", best_arr
+    yield Progress(f"DP over ideals, pruned by the incumbent {best_val:.6g}")
+    value, arr, NI = ideal_split(spec, best_val, deadline, progress)
+    if arr is not None:
+        yield f"dp over {NI:,} ideals", arr
+    if time.monotonic() > deadline:
+        return  # the DP did not finish: no proof
+    if exact_for(spec):
+        opt = min(value, best_val)
+        if np.isfinite(opt):
+            yield Proven(opt, f"the DP over {NI:,} ideals is exhaustive for acyclic splits")
+    else:
+        yield Progress("the DP's answer is the best acyclic split, not a proof of optimality here: "
+                       + why_not_exact(spec))
+
+
+def why_not_exact(spec: Spec) -> str:
+    c, o = spec.constraints, spec.objective
+    if not c.acyclic:
+        return "contiguous blocks may form a cyclic quotient; add `acyclic` to get a proof"
+    if spec.graph.is_training:
+        return "training graphs are ordered on their forward part"
+    if o.training == "gpipe":
+        return "the DP minimizes the PipeDream load, not the GPipe objective"
+    return "device-level pins or forbids are not modelled by the DP"
+
+
+def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: float = np.inf,
+                progress: Callable[[str], None] | None = None) -> tuple[float, np.ndarray | None, int]:
+    """(the DP's value, its assignment or None, number of ideals). Only splits costing at
+    most `incumbent` are searched; the value is inf if none is, or if the deadline passes
+    before the DP completes (an unfinished DP proves and returns nothing)."""
+    d = spec.dense
+    u = contract(d, absorbable_sinks(d, memory_can_bind(d, spec.constraints.memory)))
+    ideals = enumerate_ideals(u.count, u.src, u.dst)
+    bits = _words(ideals, u.count)
+    NI = len(ideals)
+    member = np.zeros((NI, u.count), dtype=bool)
+    for k in range(bits.shape[1]):
+        col = np.arange(64 * k, min(64 * (k + 1), u.count))
+        member[:, col] = ((bits[:, k:k + 1] >> (col - 64 * k).astype(np.uint64)) & np.uint64(1)).astype(bool)
+    C = len(d.class_names)
+    cls_any = np.stack([d.allowed[:, d.dev_class == c].any(axis=1) for c in range(C)], axis=1)
+    uw = np.zeros((u.count, C))
+    np.add.at(uw, u.unit, np.where(cls_any, d.work, 0.0))
+    ubad = np.zeros((u.count, C))
+    np.add.at(ubad, u.unit, (~cls_any).astype(float))
+    umem = np.bincount(u.unit, weights=d.params, minlength=u.count)
+    mf = member.astype(float)
+    W, BAD, MEM = mf @ uw, mf @ ubad, mf @ umem
+    size = member.sum(axis=1).astype(np.int64)
+    # order by the cheapest possible compute (ties by size): every subset of an ideal comes
+    # before it, and a segment I \ I' costs at least key(I) - key(I'), so only ideals with
+    # key >= key(I) - bound can precede I in the chain (a window found by binary search)
+    cheapest = np.where(np.isfinite(d.work) & cls_any, d.work, np.inf).min(axis=1)
+    ukey = np.bincount(u.unit, weights=np.where(np.isfinite(cheapest), cheapest, 0.0), minlength=u.count)
+    key = mf @ ukey
+    perm = np.lexsort((size, key))
+    bits, member, W, BAD, MEM, size, key = bits[perm], member[perm], W[perm], BAD[perm], MEM[perm], size[perm], key[perm]
+    mf = None
+    prods = np.unique(d.src)
+    cons = np.zeros((len(prods), bits.shape[1]), dtype=np.uint64)
+    idx = {p: i for i, p in enumerate(prods.tolist())}
+    for a, b in zip(d.src.tolist(), d.dst.tolist()):
+        ub = int(u.unit[b])
+        if ub != u.unit[a]:
+            cons[idx[a], ub // 64] |= np.uint64(1) << np.uint64(ub % 64)
+    counts = [k.count for k in spec.platform.classes]
+    states, zero, prev = state_table(counts, spec.constraints.max_stages)
+    dp = np.full((NI, len(states)), np.inf)
+    dp[0, zero] = 0.0
+    argj = np.full((NI, len(states)), -1, dtype=np.int64)
+    argc = np.full((NI, len(states)), -1, dtype=np.int64)
+    with np.errstate(divide="ignore"):
+        ovrate = np.where(np.isfinite(d.link), 1e3 / d.link, 0.0)
+    memcap = np.where(spec.constraints.memory == "ignore", np.inf, d.memory)
+    bound = incumbent * (1 + 1e-9) if np.isfinite(incumbent) else np.inf
+    lo = np.searchsorted(key, key - bound * (1 + 1e-9) - 1e-9, side="left").astype(np.int64)
+    prod_unit = u.unit[prods].astype(np.int64)
+    optr, oidx = _frontiers(bits, prod_unit, cons, False)
+    iptr, iidx = _frontiers(bits, prod_unit, cons, True)
+    dpmin = np.full(NI, np.inf)
+    dpmin[0] = 0.0
+    chunk = max(256, NI // 50)
+    for i0 in range(0, NI, chunk):  # chunks keep the wall-clock budget and report progress
+        if time.monotonic() > deadline:
+            return np.inf, None, NI
+        if progress and i0:
+            progress(f"DP over ideals: {i0:,} of {NI:,}")
+        _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, spec.constraints.memory == "hard", ovrate,
+                  prod_unit, cons, d.comm[prods], prev, dp, argj, argc, bound,
+                  OVERLAP[spec.objective.overlap], optr, oidx, iptr, iidx, dpmin, i0, min(i0 + chunk, NI))
+    full = NI - 1
+    s = int(np.argmin(dp[full]))
+    value = float(dp[full, s])
+    if not np.isfinite(value):
+        return value, None, NI
+    segs = []
+    i = full
+    while i != 0:
+        j, c = int(argj[i, s]), int(argc[i, s])
+        segs.append((member[i] & ~member[j], c))
+        s, i = int(prev[c, s]), j
+    return value, assign_masks(spec, [(m[u.unit], c) for m, c in reversed(segs)]), NI

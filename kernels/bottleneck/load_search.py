@@ -1,0 +1,231 @@
+"""Iterated local search for the bottleneck objective (max device load), any split: the
+method `load_search`, and the polish `exact` applies to its MIP start.
+
+Tarnawski et al. (sec. 6, "local search") move single nodes while the max load drops;
+the max is flat for most moves, so that search stalls early. Here a move is scored by
+(objective, sum of squared loads): unloading any device counts, and the search walks
+the plateaus of the max. Moves carry whole colocation units. Each step takes the best
+move of a unit on a critical device (the most loaded one, per phase under GPipe); when
+none improves, every unit is tried, then chains of two moves (a unit leaves the
+bottleneck for j, then a unit of j moves on). Loads come from the evaluator's own cost
+model (`core.evaluate.bottleneck_loads`, compiled in kernels/bottleneck/load_table.py); memory is
+checked per move, and under contiguity, acyclicity or a stage limit the evaluator's
+`violations` vets a move before it is taken. At a local optimum the best assignment is
+perturbed (a few units of a critical device sent to random allowed devices) and the
+descent restarts, until `stall` perturbations in a row bring nothing or the deadline
+passes.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable, Iterator
+
+import numpy as np
+
+from partdsl.core.evaluate import memory_used, violations
+from partdsl.core.ir import Spec
+from partdsl.kernels.bottleneck.load_table import LoadTable
+from partdsl.kernels.graph.contraction import contract
+
+Candidate = tuple[str, np.ndarray]
+Score = tuple[float, float]
+STALL = 100  # perturbations in a row without a better objective before the search stops
+
+
+class Search:
+    """Moves of colocation units between devices, scored by the evaluator's load table."""
+
+    def __init__(self, spec: Spec, dev: np.ndarray) -> None:
+        d = spec.dense
+        self.spec, self.d = spec, d
+        u = contract(d)
+        self.unit, self.count = u.unit, u.count
+        self.midx = np.argsort(u.unit, kind="stable").astype(np.int64)
+        self.mptr = np.searchsorted(u.unit[self.midx], np.arange(u.count + 1)).astype(np.int64)
+        self.members = [self.midx[self.mptr[k]:self.mptr[k + 1]] for k in range(u.count)]
+        allowed = np.ones((u.count, d.D), dtype=bool)
+        np.logical_and.at(allowed, u.unit, d.allowed)
+        self.options = [np.flatnonzero(a) for a in allowed]
+        self.params = np.bincount(u.unit, weights=d.params, minlength=u.count)
+        hard = spec.constraints.memory == "hard"
+        self.cap = d.memory[d.dev_class] * (1 + 1e-12) if hard else np.full(d.D, np.inf)
+        c = spec.constraints
+        self.vetted = bool(c.contiguous or c.acyclic or c.max_stages is not None)
+        self.loads = LoadTable(spec)
+        self.dev = np.asarray(dev, dtype=np.int64).copy()
+        self.mem = memory_used(d, self.dev)
+        self.score = self.rate(self.dev)
+        self.evaluations = 0
+
+    def rate(self, dev: np.ndarray) -> Score:
+        value, table = self.loads(dev)
+        return value, float(np.square(table).sum())
+
+    def bottlenecks(self, dev: np.ndarray) -> np.ndarray:
+        """The most loaded device (per phase under GPipe)."""
+        _, table = self.loads(dev)
+        return np.unique(table.reshape(self.d.D, -1).argmax(axis=0))
+
+    def units_on(self, devices: np.ndarray, dev: np.ndarray | None = None) -> np.ndarray:
+        dev = self.dev if dev is None else dev
+        return np.unique(self.unit[np.isin(dev, devices)])
+
+    def feasible(self, dev: np.ndarray) -> bool:
+        return not self.vetted or not violations(self.spec, self.d, dev)
+
+    def moves(self, units: np.ndarray, dev: np.ndarray, mem: np.ndarray, skip: int = -1
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """Every move of `units` (but `skip`) to another allowed device with room for it."""
+        ks: list[int] = []
+        js: list[int] = []
+        for k in units:
+            if k == skip:
+                continue
+            here = dev[self.members[k][0]]
+            for j in self.options[k]:
+                if j != here and mem[j] + self.params[k] <= self.cap[j]:
+                    ks.append(int(k))
+                    js.append(int(j))
+        return np.array(ks, dtype=np.int64), np.array(js, dtype=np.int64)
+
+    def scan(self, dev: np.ndarray, ks: np.ndarray, js: np.ndarray) -> np.ndarray:
+        """Indices of the moves that improve on the current score, best first."""
+        if not len(ks):
+            return np.empty(0, dtype=np.int64)
+        value, spread = self.loads.scan(dev, ks, js, self.mptr, self.midx)
+        self.evaluations += len(ks)
+        v0, s0 = self.score
+        tol = 1e-12 * max(1.0, abs(v0))
+        good = (value < v0 - tol) | ((value <= v0 + tol) & (spread < s0 - 1e-9 * max(1.0, s0)))
+        idx = np.flatnonzero(good)
+        return idx[np.lexsort((spread[idx], value[idx]))]
+
+    def move(self, k: int, to: int) -> None:
+        m = self.members[k]
+        here = self.dev[m[0]]
+        self.mem[here] -= self.params[k]
+        self.mem[to] += self.params[k]
+        self.dev[m] = to
+
+    def take(self, steps: list[tuple[int, int]]) -> bool:
+        """Make the moves if the constraints allow the result."""
+        trial = self.dev.copy()
+        for k, j in steps:
+            trial[self.members[k]] = j
+        if not self.feasible(trial):
+            return False
+        for k, j in steps:
+            self.move(k, j)
+        self.score = self.rate(self.dev)
+        return True
+
+    def descend_once(self, units: np.ndarray, tries: int = 8) -> bool:
+        """Take the best improving move of `units` that the constraints allow."""
+        ks, js = self.moves(units, self.dev, self.mem)
+        return any(self.take([(int(ks[i]), int(js[i]))]) for i in self.scan(self.dev, ks, js)[:tries])
+
+    def descend(self, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            if self.descend_once(self.units_on(self.bottlenecks(self.dev))):
+                continue
+            if self.descend_once(np.arange(self.count)):
+                continue
+            if not self.chain(deadline):
+                return
+
+    def chain(self, deadline: float, width: int = 16) -> bool:
+        """An ejection chain of two moves: a unit leaves a critical device for device j,
+        which becomes the bottleneck, then a unit of j moves on; the best pair that
+        improves the score is taken. Only the `width` least bad first moves are followed."""
+        best: tuple[Score, list[tuple[int, int]]] | None = None
+        ks, js = self.moves(self.units_on(self.bottlenecks(self.dev)), self.dev, self.mem)
+        if not len(ks):
+            return False
+        value, spread = self.loads.scan(self.dev, ks, js, self.mptr, self.midx)
+        tried = 0
+        for i in np.lexsort((spread, value)):  # the least bad first moves first
+            k, j = int(ks[i]), int(js[i])
+            if tried >= width or time.monotonic() > deadline:
+                break
+            trial = self.dev.copy()
+            trial[self.members[k]] = j
+            if j not in self.bottlenecks(trial):
+                continue  # j is not the new bottleneck: single moves said all
+            tried += 1
+            mem = self.mem.copy()
+            mem[self.dev[self.members[k][0]]] -= self.params[k]
+            mem[j] += self.params[k]
+            k2s, j2s = self.moves(self.units_on(np.array([j]), trial), trial, mem, skip=k)
+            good = self.scan(trial, k2s, j2s)
+            if len(good):
+                trial[self.members[k2s[good[0]]]] = j2s[good[0]]
+                s = self.rate(trial)
+                if best is None or _better(s, best[0]):
+                    best = (s, [(k, j), (int(k2s[good[0]]), int(j2s[good[0]]))])
+        return best is not None and self.take(best[1])
+
+    def perturb(self, rng: np.random.Generator, size: int) -> None:
+        pool = self.units_on(self.bottlenecks(self.dev))
+        for k in rng.permutation(pool)[:size]:
+            here = self.dev[self.members[k][0]]
+            fits = [j for j in self.options[k] if j != here and self.mem[j] + self.params[k] <= self.cap[j]]
+            if not fits:
+                continue
+            j = int(rng.choice(fits))
+            trial = self.dev.copy()
+            trial[self.members[k]] = j
+            if self.feasible(trial):
+                self.move(int(k), j)
+        self.score = self.rate(self.dev)
+
+    def reset(self, dev: np.ndarray, score: Score) -> None:
+        self.dev = dev.copy()
+        self.mem = memory_used(self.d, self.dev)
+        self.score = score
+
+
+def _better(a: Score, b: Score) -> bool:
+    """Lower objective, or the same objective (to 1e-12 relative) and a lower spread."""
+    tol = 1e-12 * max(1.0, abs(b[0]))
+    return a[0] < b[0] - tol or (a[0] <= b[0] + tol and a[1] < b[1] - 1e-9 * max(1.0, b[1]))
+
+
+def improve(spec: Spec, start: np.ndarray, deadline: float = math.inf, seed: int = 0, stall: int = STALL,
+            progress: Callable[[str], None] | None = None) -> Iterator[Candidate]:
+    """Yield each assignment better than `start` (which must satisfy the constraints)."""
+    s = Search(spec, start)
+    rng = np.random.default_rng(seed)
+    best_dev, best = s.dev.copy(), s.score
+    idle = 0
+    rounds = 0
+    while idle < stall and time.monotonic() < deadline:
+        s.descend(deadline)
+        rounds += 1
+        if _better(s.score, best) and s.score[0] < best[0] - 1e-12 * max(1.0, best[0]):
+            best_dev, best, idle = s.dev.copy(), s.score, 0
+            if progress:
+                progress(f"load search: {best[0]:.6g} after {rounds} descents, {s.evaluations} moves scored")
+            yield f"load search (descent {rounds})", best_dev.copy()
+        else:
+            idle += 1
+            if _better(s.score, best):  # same max, less spread: keep walking from here
+                best_dev, best = s.dev.copy(), s.score
+        s.reset(best_dev, best)
+        s.perturb(rng, 1 + int(rng.integers(1 + min(idle, 5))))
+
+
+def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callable[[str], None] | None = None,
+        stall: float = STALL, **_: object) -> Iterator[Candidate]:
+    """Method `load_search`: the best topo split, then improve() from it. (`exact`'s MIP
+    start, methods/mip_start.py, also tries dp and restarts with new seeds.)"""
+    from partdsl.core.evaluate import evaluate
+    from partdsl.kernels.bottleneck.topo_split import best_split
+
+    _, dev = best_split(spec, seed, deadline)
+    if dev is None:
+        return
+    yield "load search: start (topo)", dev
+    if spec.objective.kind != "bottleneck" or not evaluate(spec, dev).feasible:
+        return
+    yield from improve(spec, dev, deadline, seed, int(stall), progress)

@@ -1,0 +1,68 @@
+"""A min-cut lower bound on the cost of one accelerator run of the path segmentation
+bound (kernels/latency/path_bound.py; Tarnawski et al. sec. 4, Fig. 3 constraints 6-7).
+
+A run p_j .. p_i on class c is one subgraph S: S holds the interval I (every node on a
+path from p_j to p_i, by contiguity) and cannot hold an ancestor of p_j-1, a descendant of
+p_i+1, a node that may not run on c, or a node too large to fit beside I's memory. Its
+cost is in(S) + compute(S) + out(S): each tensor entering S once per producer, each node
+of S at its time on c, each tensor leaving S once. The least such cost over all S between
+those limits (memory beyond the single-node test and contiguity dropped, so a relaxation)
+is an s-t minimum cut (S = the source side):
+
+    v -> t       work(v, c)    v in S runs on c
+    s -> v       inf           v in I
+    v -> t       inf           v excluded
+    x -> a_p     inf           for each consumer x of p: a_p follows any consumer into S
+    a_p -> p     comm(p, c)    p outside S feeds S: its tensor moves in
+    b_p -> x     inf           b_p leaves S with any consumer that leaves it
+    p -> b_p     comm(p, c)    p in S feeds a node outside S: its tensor moves out
+
+Capacities are scaled to integers (scipy's max flow) and rounded down, so the cut found
+is never above the real minimum.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import maximum_flow
+
+from partdsl.core.ir import Spec
+
+BIG = 1 << 30  # "infinite" capacity; every finite cut is kept below it by the scaling
+
+
+class RunCut:
+    """The fixed part of the network for one class; `cost(inside, excluded)` per run."""
+
+    def __init__(self, spec: Spec, c: int) -> None:
+        d = spec.dense
+        n = d.n
+        allowed = d.allowed[:, d.dev_class == c].any(axis=1)
+        work = np.where(allowed, d.work[:, c], 0.0)
+        comm = d.comm[:, c]
+        producers = np.unique(d.src)
+        finite = float(work.sum() + 2 * comm.sum())
+        self.scale = min((BIG // 4) / finite, 1e9) if finite > 0 else 1.0
+        w = np.floor(work * self.scale).astype(np.int64)
+        k = np.floor(comm * self.scale).astype(np.int64)
+        self.n = n
+        self.s, self.t = 3 * n, 3 * n + 1
+        a, b = n + d.src, 2 * n + d.src  # a_p, b_p of each edge's producer p
+        inf = np.full(len(d.src), BIG, dtype=np.int64)
+        self.base_rows = np.concatenate([np.arange(n), d.dst, n + producers, producers, b])
+        self.base_cols = np.concatenate([np.full(n, self.t), a, producers, 2 * n + producers, d.dst])
+        self.base_caps = np.concatenate([w, inf, k[producers], k[producers], inf])
+        self.always_out = ~allowed
+
+    def cost(self, inside: np.ndarray, excluded: np.ndarray) -> float:
+        """The least in + compute + out of a subgraph holding `inside` ([n] bool) and no
+        node of `excluded` ([n] bool), memory and contiguity aside."""
+        ins = np.flatnonzero(inside)
+        out = np.flatnonzero(excluded | self.always_out)
+        rows = np.concatenate([self.base_rows, np.full(len(ins), self.s), out])
+        cols = np.concatenate([self.base_cols, ins, np.full(len(out), self.t)])
+        caps = np.concatenate([self.base_caps, np.full(len(ins), BIG), np.full(len(out), BIG)])
+        N = 3 * self.n + 2
+        g = csr_matrix((caps.astype(np.int32), (rows, cols)), shape=(N, N))
+        flow = maximum_flow(g, self.s, self.t, method="dinic").flow_value
+        return float(flow) / self.scale

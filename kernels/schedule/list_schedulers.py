@@ -1,0 +1,212 @@
+"""DiviML's list-scheduling baselines (Ghannane & Abdelfattah sec. V-A), for the schedule
+objectives (`minimize latency by tasks`, `maximize throughput batch L split K`):
+
+- `met`: each node where it runs fastest (Minimum Execution Time), in topological order;
+- `eft`: DiviML's "Greedy": each node, in topological order, where it finishes earliest
+  given everything placed so far;
+- `heft`: Topcuoglu et al.'s HEFT: nodes by decreasing upward rank (mean time over the
+  devices it may use plus the largest mean transfer + rank of a successor), each where
+  it finishes earliest, in the earliest idle gap of its device that fits (insertion).
+
+Under a batch (L > 1) these are the paper's bMET / bGreedy / bHEFT: a node's choice is a
+"batch-device combination", its K chunks of L / K samples spread over devices (every
+way of counting chunks per device), so data parallelism is chosen per node; MET takes
+the combination whose slowest device finishes the node's own work first. Each device
+runs what it holds of a node in the fastest batch sizes it supports. Colocated nodes take
+the combination of the first of them placed. Memory is not looked at (the evaluator,
+which re-scores every schedule, reports it).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+
+from partdsl.core.dense import INF, work_time
+from partdsl.core.graphs import link_table
+from partdsl.core.ir import Spec
+from partdsl.core.schedule import Piece, Schedule, batch_split, transfer_time
+from partdsl.core.events import Progress
+
+
+@dataclass
+class _Board:
+    """What is placed so far: pieces with finish times, and each device's busy intervals."""
+
+    spec: Spec
+    insertion: bool
+    links: dict = field(default_factory=dict)
+    pieces: list[Piece] = field(default_factory=list)
+    finish: list[float] = field(default_factory=list)  # when each piece's outputs are ready (its share's end)
+    of_node: dict[int, list[int]] = field(default_factory=dict)
+    busy: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+
+    def ready(self, node: int, device: int, samples: tuple[int, ...]) -> float:
+        """When every predecessor's pieces have finished and the inputs of these samples can
+        be on `device` (eq. 3)."""
+        dense = self.spec.dense
+        want = set(samples)
+        t = 0.0
+        for u in dense.preds[node]:
+            for k in self.of_node.get(int(u), []):
+                p = self.pieces[k]
+                move = transfer_time(self.spec, self.links, int(u), p.device, device) if want.intersection(p.samples) \
+                    else 0.0
+                t = max(t, self.finish[k] + move)
+        return t
+
+    def slot(self, device: int, ready: float, duration: float) -> float:
+        """The earliest start at or after `ready`: after the device's last piece, or with
+        insertion in the first idle gap that fits."""
+        spans = self.busy.get(device, [])
+        if not self.insertion:
+            return max(ready, spans[-1][1] if spans else 0.0)
+        t = ready
+        for a, b in spans:  # sorted by start
+            if t + duration <= a + 1e-12:
+                return t
+            t = max(t, b)
+        return t
+
+    def place(self, node: int, plan: list[tuple[int, tuple[int, ...], float]], commit: bool) -> float:
+        """Pieces (device, samples, duration) of a node, each as early as possible; returns
+        the node's finish (placing them for real if `commit`)."""
+        saved = {d: list(v) for d, v in self.busy.items()} if not commit else None
+        end = 0.0
+        for device in dict.fromkeys(d for d, _, _ in plan):  # a device's share in one go (one block)
+            block = [(samples, dur) for d, samples, dur in plan if d == device]
+            total = sum(dur for _, dur in block)
+            start = self.slot(device, max(self.ready(node, device, smp) for smp, _ in block), total)
+            spans = self.busy.setdefault(device, [])
+            spans.append((start, start + total))
+            spans.sort()
+            end = max(end, start + total)
+            t = start
+            for samples, dur in block:  # a share's outputs are ready when it ends
+                if commit:
+                    self.of_node.setdefault(node, []).append(len(self.pieces))
+                    self.pieces.append(Piece(node, device, samples, t))
+                    self.finish.append(start + total)
+                t += dur
+        if saved is not None:
+            self.busy = saved
+        return end
+
+
+def _combos(K: int, devices: list[int]) -> Iterator[tuple[int, ...]]:
+    """Chunks per device: every way to spread K chunks over the devices."""
+    for cut in itertools.combinations(range(K + len(devices) - 1), len(devices) - 1):
+        counts, prev = [], -1
+        for c in cut + (K + len(devices) - 1,):
+            counts.append(c - prev - 1)
+            prev = c
+        yield tuple(counts)
+
+
+def _plan(spec: Spec, node: int, devices: list[int], counts: tuple[int, ...]
+          ) -> list[tuple[int, tuple[int, ...], float]] | None:
+    """Pieces of a node for chunk counts per device: consecutive samples, each device's
+    share in its fastest supported batch sizes; None if a share cannot run there."""
+    dense = spec.dense
+    L, K = spec.objective.batch, spec.objective.split
+    g = L // K
+    nd = spec.graph.nodes[node]
+    out, lo = [], 0
+    for d, c in zip(devices, counts):
+        if not c:
+            continue
+        cls = int(dense.dev_class[d])
+        k = spec.platform.classes[cls]
+        sizes = batch_split(spec, node, cls, c * g)
+        if sizes is None:
+            return None
+        for b in sizes:
+            out.append((d, tuple(range(lo, lo + b)), work_time(nd, k.name, k.speed, b)))
+            lo += b
+    return out
+
+
+def _allowed(spec: Spec, node: int) -> list[int]:
+    dense = spec.dense
+    return [d for d in range(dense.D) if dense.allowed[node, d] and np.isfinite(dense.work[node, dense.dev_class[d]])]
+
+
+def _upward_rank(spec: Spec) -> np.ndarray:
+    """HEFT's rank: mean time of the node's whole batch over its devices, plus the largest
+    mean transfer (over device pairs) + rank of a successor."""
+    dense = spec.dense
+    L = spec.objective.batch
+    links = link_table(spec)
+    w = np.zeros(dense.n)
+    c = np.zeros(dense.n)
+    for v in range(dense.n):
+        ds = _allowed(spec, v) or list(range(dense.D))
+        times = []
+        for d in ds:
+            cls = int(dense.dev_class[d])
+            sizes = batch_split(spec, v, cls, L)
+            k = spec.platform.classes[cls]
+            times.append(sum(work_time(spec.graph.nodes[v], k.name, k.speed, b) for b in sizes) if sizes else INF)
+        finite = [t for t in times if np.isfinite(t)]
+        w[v] = float(np.mean(finite)) if finite else 0.0
+        pairs = [(a, b) for a in range(dense.D) for b in range(dense.D) if a != b]
+        c[v] = float(np.mean([transfer_time(spec, links, v, a, b) for a, b in pairs])) if pairs else 0.0
+    rank = np.zeros(dense.n)
+    for v in dense.topo[::-1].tolist():
+        succ = dense.succ_idx[dense.succ_ptr[v]:dense.succ_ptr[v + 1]]
+        rank[v] = w[v] + max((c[v] + rank[s] for s in succ.tolist()), default=0.0)
+    return rank
+
+
+def schedule(spec: Spec, rule: str) -> Schedule:
+    """One list schedule by `rule`: met | eft | heft."""
+    dense = spec.dense
+    board = _Board(spec, insertion=rule == "heft", links=link_table(spec))
+    if rule == "heft":
+        rank = _upward_rank(spec)
+        pos = np.empty(dense.n, dtype=np.int64)
+        pos[dense.topo] = np.arange(dense.n)
+        order = sorted(range(dense.n), key=lambda v: (-rank[v], pos[v]))
+    else:
+        order = dense.topo.tolist()
+    K = spec.objective.split
+    chosen: dict[int, tuple[list[int], tuple[int, ...]]] = {}  # colocation group -> (devices, counts)
+    for v in order:
+        group = int(dense.colo[v])
+        devices = _allowed(spec, v) or list(range(dense.D))
+        options = [chosen[group]] if group in chosen else [(devices, c) for c in _combos(K, devices)]
+        best, best_key = None, None
+        for devs, counts in options:
+            plan = _plan(spec, v, devs, counts)
+            if plan is None:
+                continue
+            if rule == "met":  # its own work only: the slowest device's share
+                per: dict[int, float] = {}
+                for d, _, t in plan:
+                    per[d] = per.get(d, 0.0) + t
+                score = max(per.values())
+            else:
+                score = board.place(v, plan, commit=False)
+            key = (score, sum(1 for c in counts if c))
+            if best_key is None or key < best_key:
+                best, best_key = (devs, counts, plan), key
+        if best is None:  # nothing runs it: all on its first device, for the evaluator to report
+            devs, counts = devices[:1], (K,)
+            plan = [(devs[0], tuple(range(spec.objective.batch)), INF)]
+        else:
+            devs, counts, plan = best
+        chosen.setdefault(group, (devs, counts))
+        board.place(v, plan, commit=True)
+    return Schedule(tuple(board.pieces), spec.objective.batch)
+
+
+def run(rule: str):  # type: ignore[no-untyped-def]
+    def method(spec: Spec, seed: int = 0, deadline: float = float("inf"), progress=None,  # type: ignore[no-untyped-def]
+               **_: object) -> Iterator:
+        name = {"met": "MET", "eft": "Greedy (earliest finish)", "heft": "HEFT"}[rule]
+        batched = spec.objective.kind == "throughput" and spec.objective.batch > 1
+        yield Progress(f"{'b' if batched else ''}{name} list schedule")
+        yield (f"{'b' if batched else ''}{name} (DiviML sec. V-A)", schedule(spec, rule))
+    return method

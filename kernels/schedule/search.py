@@ -1,0 +1,135 @@
+"""DiviML's search baselines (Ghannane & Abdelfattah sec. V-A, "Fitness function"):
+simulated annealing (`sa`) and the biased (1+1) EA (`ea`) on the integer-string encoding.
+
+A string holds one device per node (per chunk of L / K samples under `batch L split K`,
+the batched variants), nodes in a breadth-first topological order; its fitness is the
+schedule objective of the mapping list-scheduled in that order (core/schedule.py). Both
+start from the biased string: every chunk where its node runs fastest. The EA mutates
+each gene with probability 1/len (at least one) and keeps a child no worse; SA changes
+one gene and accepts a worse string with probability exp(-delta / T), T cooling
+geometrically from 5% of the start's value. Infeasible strings rank below feasible ones
+(by violation count). Seeded; option `iterations` (default 2000), and the time limit.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Iterator
+
+import numpy as np
+
+from partdsl.core.dense import work_time
+from partdsl.core.ir import Spec
+from partdsl.core.schedule import Piece, Schedule, batch_split, evaluate_schedule, list_schedule
+from partdsl.core.events import Progress
+from partdsl.kernels.graph.orders import kahn, levels
+
+
+class Strings:
+    """The encoding: genes [n, K] of device numbers, nodes breadth first."""
+
+    def __init__(self, spec: Spec) -> None:
+        d = spec.dense
+        self.spec = spec
+        self.K = spec.objective.split
+        self.g = spec.objective.batch // self.K
+        self.order = kahn(d.n, d.src, d.dst, levels(d.n, d.src, d.dst)).tolist()
+        self.options = [np.flatnonzero(d.allowed[v] & np.isfinite(d.work[v, d.dev_class])) for v in range(d.n)]
+        self.options = [o if len(o) else np.arange(d.D) for o in self.options]
+
+    def biased(self) -> np.ndarray:
+        """Each chunk on the device where a chunk of its node runs fastest."""
+        spec, d = self.spec, self.spec.dense
+        genes = np.zeros((d.n, self.K), dtype=np.int64)
+        for v, opts in enumerate(self.options):
+            times = []
+            for dev in opts:
+                k = spec.platform.classes[int(d.dev_class[dev])]
+                times.append(work_time(spec.graph.nodes[v], k.name, k.speed, self.g))
+            genes[v] = opts[int(np.argmin(times))]
+        return genes
+
+    def decode(self, genes: np.ndarray) -> Schedule:
+        """Chunks to devices; each device's share of a node in its fastest batch sizes;
+        list-scheduled breadth first."""
+        spec, d = self.spec, self.spec.dense
+        pieces = []
+        for v in range(d.n):
+            for dev in dict.fromkeys(genes[v].tolist()):
+                samples = [x for c in range(self.K) if genes[v, c] == dev for x in range(c * self.g, (c + 1) * self.g)]
+                sizes = batch_split(spec, v, int(d.dev_class[dev]), len(samples)) or [len(samples)]
+                lo = 0
+                for b in sizes:
+                    pieces.append(Piece(v, int(dev), tuple(samples[lo:lo + b])))
+                    lo += b
+        return list_schedule(spec, Schedule(tuple(pieces), spec.objective.batch), self.order)
+
+    def score(self, genes: np.ndarray) -> tuple[tuple[int, float], Schedule]:
+        """(violations, value to minimize) and the schedule."""
+        s = self.decode(genes)
+        ev = evaluate_schedule(self.spec, s)
+        value = -ev.objective if self.spec.objective.sense == "max" else ev.objective
+        return (len(ev.violations), value), s
+
+
+def ea(spec: Spec, seed: int = 0, deadline: float = math.inf, iterations: float = 2000,
+       **_: object) -> Iterator:
+    """The biased (1+1) EA (random hill climbing from the greedy string)."""
+    enc = Strings(spec)
+    rng = np.random.default_rng(seed)
+    genes = enc.biased()
+    best, s = enc.score(genes)
+    yield "biased (1+1) EA: start", s
+    n_genes = genes.size
+    for it in range(int(iterations)):
+        if time.monotonic() > deadline:
+            break
+        child = genes.copy()
+        flip = rng.random(child.shape) < 1.0 / n_genes
+        if not flip.any():
+            flip.flat[rng.integers(n_genes)] = True
+        for v, c in zip(*np.nonzero(flip)):
+            child[v, c] = rng.choice(enc.options[v])
+        score, s = enc.score(child)
+        if score <= best:
+            if score < best:
+                yield f"biased (1+1) EA: iteration {it + 1}", s
+            genes, best = child, score
+        if (it + 1) % 500 == 0:
+            yield Progress(f"(1+1) EA: {it + 1} of {int(iterations)} iterations")
+
+
+def sa(spec: Spec, seed: int = 0, deadline: float = math.inf, iterations: float = 2000,
+       **_: object) -> Iterator:
+    """Simulated annealing over one-gene moves."""
+    enc = Strings(spec)
+    rng = np.random.default_rng(seed)
+    genes = enc.biased()
+    cur, s = enc.score(genes)
+    best = cur
+    yield "simulated annealing: start", s
+    T = 0.05 * abs(cur[1]) if math.isfinite(cur[1]) and cur[1] else 1.0
+    cool = 0.01 ** (1.0 / max(int(iterations), 1))  # T falls a hundredfold over the run
+    for it in range(int(iterations)):
+        if time.monotonic() > deadline:
+            break
+        v = int(rng.integers(spec.dense.n))
+        c = int(rng.integers(enc.K))
+        child = genes.copy()
+        child[v, c] = rng.choice(enc.options[v])
+        score, s = enc.score(child)
+        if score[0] < cur[0]:
+            accept = True
+        elif score[0] > cur[0]:
+            accept = False
+        else:
+            delta = score[1] - cur[1]
+            accept = delta <= 0 or (math.isfinite(delta) and rng.random() < math.exp(-delta / max(T, 1e-300)))
+        if accept:
+            genes, cur = child, score
+            if cur < best:
+                best = cur
+                yield f"simulated annealing: iteration {it + 1}", s
+        T *= cool
+        if (it + 1) % 500 == 0:
+            yield Progress(f"simulated annealing: {it + 1} of {int(iterations)} iterations")

@@ -1,0 +1,144 @@
+"""Cheap proven bounds valid for every method (tighter ones come from the MIP hierarchy).
+
+bottleneck: a device's load is at least the compute of its nodes, so OPT >= the largest
+colocated component's cheapest compute, and >= total cheapest compute / devices usable.
+latency: OPT >= the critical path with each node at its cheapest allowed time (Tarnawski
+sec. 4: a subgraph's finish includes every node of it on the path).
+throughput and latency by tasks (DiviML schedules, core/schedule.py): every sample passes
+each node in some piece, so the makespan >= the critical path of each node's shortest
+piece; and the devices' busy time >= the cheapest way to run each node's L samples in
+pieces of supported sizes on allowed classes, so makespan >= that total / devices; and
+(the work bound) a device runs x samples of a node in at least x times the node's least
+time per sample there (the best of t(b) / b over its supported sizes b), so the makespan
+>= the least C of the LP "each node's L samples spread over its allowed devices, each
+device's time <= C". The LP's value is taken through its dual: for device weights
+lambda >= 0 summing to 1, C >= sum_d lambda_d time_d >= L sum_v min_d lambda_d r_vd, which
+holds for any such weights, so the bound does not rest on the LP solver's tolerances.
+Throughput <= L / that makespan (an upper bound, the objective being maximized).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from partdsl.core.dense import INF
+from partdsl.core.dense import work_time
+from partdsl.core.ir import Spec
+from partdsl.kernels.graph.orders import kahn, successors
+
+
+def _cheapest(spec: Spec, times: np.ndarray) -> np.ndarray:
+    """times[n, C] -> cheapest allowed time per node."""
+    d = spec.dense
+    t = times[:, d.dev_class]  # [n, D]
+    return np.where(d.allowed, t, INF).min(axis=1)
+
+
+def _critical_path(spec: Spec, w: np.ndarray) -> float:
+    d = spec.dense
+    succ = successors(d.n, d.src, d.dst)
+    dist = w.copy()
+    for u in kahn(d.n, d.src, d.dst):
+        for v in succ[u]:
+            dist[v] = max(dist[v], dist[u] + w[v])
+    return float(dist.max()) if d.n else 0.0
+
+
+def _spread(spec: Spec, w: np.ndarray) -> float:
+    d = spec.dense
+    usable = d.D if spec.constraints.max_stages is None else min(d.D, spec.constraints.max_stages)
+    return float(w.sum() / max(usable, 1))
+
+
+def bound(spec: Spec) -> float:
+    d = spec.dense
+    kind = spec.objective.kind
+    if kind == "bottleneck":
+        t = np.where(d.allowed, d.work[:, d.dev_class], INF)  # [n, D]
+        _, comp = np.unique(d.colo, return_inverse=True)
+        per = np.zeros((comp.max() + 1, d.D))
+        np.add.at(per, comp, t)
+        return float(max(per.min(axis=1).max(), _spread(spec, _cheapest(spec, d.work))))
+    if kind == "latency":
+        return _critical_path(spec, _cheapest(spec, d.work))
+    makespan = makespan_bound(spec)
+    if kind == "task_latency":
+        return makespan
+    L = spec.objective.batch
+    return L / makespan * 1e3 if makespan > 0 else INF
+
+
+def makespan_bound(spec: Spec) -> float:
+    """Schedule objectives: no schedule ends before the critical path of each node's
+    shortest piece, or before the devices' least busy time spread over them."""
+    shortest, least = piece_costs(spec)
+    return max(_critical_path(spec, shortest), _spread(spec, least), work_bound(spec))
+
+
+def per_sample(spec: Spec) -> np.ndarray:
+    """[n, D]: each node's least time per sample on each device (inf where not allowed)."""
+    d = spec.dense
+    L = spec.objective.batch
+    rate = np.full((d.n, len(spec.platform.classes)), INF)
+    for v, nd in enumerate(spec.graph.nodes):
+        for c, k in enumerate(spec.platform.classes):
+            sizes = [b for b in (k.batches or range(1, L + 1)) if b <= L]
+            rate[v, c] = min((work_time(nd, k.name, k.speed, b) / b for b in sizes), default=INF)
+    return np.where(d.allowed, rate[:, d.dev_class], INF)
+
+
+def work_bound(spec: Spec) -> float:
+    """The work bound (module docstring): the LP over sample shares, certified by its dual."""
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix
+
+    d = spec.dense
+    L = spec.objective.batch
+    r = per_sample(spec)
+    if d.n == 0 or d.D == 0 or not np.isfinite(r.min(axis=1)).all():
+        return 0.0
+    v_idx, u_idx = np.nonzero(np.isfinite(r))
+    m = len(v_idx)
+    # variables: y (one per allowed node-device pair, samples), then C
+    eq = coo_matrix((np.ones(m), (v_idx, np.arange(m))), shape=(d.n, m + 1))
+    ub = coo_matrix((np.r_[r[v_idx, u_idx], -np.ones(d.D)], (np.r_[u_idx, np.arange(d.D)], np.r_[np.arange(m), np.full(d.D, m)])),
+                    shape=(d.D, m + 1))
+    cost = np.zeros(m + 1)
+    cost[m] = 1.0
+    res = linprog(cost, A_ub=ub.tocsr(), b_ub=np.zeros(d.D), A_eq=eq.tocsr(), b_eq=np.full(d.n, float(L)),
+                  bounds=(0, None), method="highs")
+    if res.status != 0:
+        return 0.0
+    lam = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=float), 0.0)
+    if lam.sum() <= 0:
+        return 0.0
+    lam /= lam.sum()
+    finite = np.isfinite(r)
+    return float(L * np.where(finite, lam[None, :] * np.where(finite, r, 0.0), INF).min(axis=1).sum())
+
+
+def piece_costs(spec: Spec) -> tuple[np.ndarray, np.ndarray]:
+    """Per node: the shortest piece on any allowed class and size, and the least total
+    time of pieces covering its L samples (a DP over sample counts)."""
+    d = spec.dense
+    L = spec.objective.batch
+    shortest = np.full(d.n, INF)
+    least = np.full(d.n, INF)
+    classes = [c for c in range(len(spec.platform.classes))]
+    for v, nd in enumerate(spec.graph.nodes):
+        options = []
+        for c in classes:
+            if not d.allowed[v, d.dev_class == c].any():
+                continue
+            k = spec.platform.classes[c]
+            for b in (k.batches or range(1, L + 1)):
+                if b <= L:
+                    options.append((b, work_time(nd, k.name, k.speed, b)))
+        if not options:
+            continue
+        shortest[v] = min(t for _, t in options)
+        best = np.full(L + 1, INF)
+        best[0] = 0.0
+        for x in range(1, L + 1):
+            best[x] = min((best[x - b] + t for b, t in options if b <= x), default=INF)
+        least[v] = best[L]
+    return shortest, least

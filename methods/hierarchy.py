@@ -1,0 +1,349 @@
+"""The lower-bound hierarchy of Archer et al. sec. 3 (`part bound`), as in their Table 1:
+simple (Lemma 3.3), the LP relaxation of the exact MIP, the three-superblock
+"bottleneck" MIP (sec. 3.2), "bottleneck-guess" (sec. 3.3: k independent MIPs, min over
+the guesses, run concurrently in local processes) and the exact MIP's dual bound, each
+with its wall time, next to the best solution found (topo, dp where it is exact, the
+exact MIP's incumbent).
+
+Every number is a proven lower bound: a MIP stopped by its time limit contributes its
+dual bound, never its incumbent; a relaxation that could not be solved is reported as
+such, with no value. Specs outside MTPP (several device classes, no `acyclic`) get
+simple, LP (of Tarnawski's IP, without `acyclic` if the spec has it) and exact; the
+superblock bounds say why they do not apply.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from concurrent.futures import Executor
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import numpy as np
+
+from partdsl.core.errors import PartError
+from partdsl.core.ir import Spec
+from partdsl.models import mtpp
+from partdsl.runtime import interrupt
+from partdsl.solvers.registry import require
+from partdsl.methods.bounds import bound as trivial_bound
+from partdsl.runtime.executor import run_all
+from partdsl.methods.exact import formulation, solve_mtpp_variant
+from partdsl.solvers.highs_matrix import solve_highs
+from partdsl.solvers.outcome import MipOutcome
+from partdsl.core.result import Result
+
+NAMES = ("simple", "lp", "bottleneck", "bottleneck_guess", "exact")
+
+
+@dataclass(frozen=True)
+class BoundEntry:
+    name: str
+    value: float | None  # a proven lower bound on the optimum; None if not applicable / not solved
+    seconds: float
+    solved: bool  # the relaxation was solved to optimality (else: a dual bound at a limit)
+    note: str = ""
+
+    def to_json(self) -> dict:
+        v = self.value
+        return {"value": None if v is None else (v if math.isfinite(v) else "inf"),
+                "seconds": round(self.seconds, 3), "solved": self.solved, "note": self.note}
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    best: float  # the best solution value found (inf if none)
+    best_method: str
+    bounds: dict[str, BoundEntry] = field(default_factory=dict)
+    proven: bool = False  # the best solution is a proven optimum (dp under `acyclic`, or a solved MIP)
+    assignment: dict[str, str] | None = None
+    interrupted: bool = False  # Ctrl-C: the bounds after it were not computed
+
+    def fraction(self, name: str) -> float | None:
+        e = self.bounds.get(name)
+        if e is None or e.value is None or not math.isfinite(self.best) or self.best <= 0:
+            return None
+        return e.value / self.best
+
+    def to_json(self) -> dict:
+        return {"best": self.best if math.isfinite(self.best) else None, "best_method": self.best_method,
+                "best_proven_optimal": self.proven, "interrupted": self.interrupted,
+                "bounds": {k: {**e.to_json(), "fraction": self.fraction(k)} for k, e in self.bounds.items()},
+                "assignment": self.assignment}
+
+
+def _why(e: PartError) -> str:
+    return e.message.split("does not fit this spec: ")[-1]
+
+
+def is_mtpp(spec: Spec) -> str | None:
+    """None if the spec is an MTPP instance, else why not."""
+    try:
+        mtpp.check(spec)
+    except PartError as e:
+        return _why(e)
+    return None
+
+
+def mip_bound(outcome: MipOutcome, floor: float = -math.inf) -> float:
+    if outcome.status == "infeasible":
+        return math.inf
+    b = outcome.bound if outcome.status != "optimal" else min(outcome.bound, outcome.objective)
+    return max(float(b), floor) if np.isfinite(b) else floor
+
+
+def _guess(spec: Spec, j: int, deadline: float, solver: str | None, threads: int | None,
+           floor: float) -> tuple[int, float, bool]:
+    """LB_j of sec. 3.3, its dual bound if the wall-clock deadline (time.time()) stops it;
+    never below `floor`, a bound every LB_j is known to meet."""
+    left = deadline - time.time()
+    L = max(mtpp.simple_bound(spec), floor)
+    if left <= 0:
+        return j, L, False
+    out = solve_mtpp_variant(spec, mtpp.Variant("guess", j), solver, None if math.isinf(left) else left, 0.0, threads)
+    return j, mip_bound(out, L), out.status in ("optimal", "infeasible")
+
+
+def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | None = None,
+                     threads: int | None = None, workers: int | None = None,
+                     progress: Callable[[str], None] | None = None, floor: float = -math.inf,
+                     executor: Executor | None = None) -> tuple[float, bool]:
+    """min_j LB_j over the k guesses. The k MIPs run on `executor` if given (any
+    concurrent.futures Executor: threads, processes, a cluster's), else in `workers` local
+    processes (default: the cores; 1: in this process). `time_limit` is the wall-clock
+    budget of the whole set. `floor`: a proven bound of the three-superblock MIP, which
+    every LB_j meets (each LB_j MIP is that MIP with more constraints and a larger
+    objective), so a guess stopped by the limit never reports less."""
+    k = spec.platform.classes[0].count
+    deadline = time.time() + time_limit if time_limit is not None else math.inf
+    workers = min(workers or os.cpu_count() or 1, k)
+    per_threads = threads if threads is not None else (1 if workers > 1 or executor else None)
+    results: dict[int, tuple[float, bool]] = {}
+    jobs = [(spec, j, deadline, solver, per_threads, floor) for j in range(1, k + 1)]
+    for _, (j, b, ok) in run_all(_guess, jobs, workers, executor):
+        results[j] = (b, ok)
+        if progress:
+            progress(f"bottleneck-guess j={j} done ({len(results)}/{k}): {b:.6g}")
+    return min(b for b, _ in results.values()), all(ok for _, ok in results.values())
+
+
+def without_acyclic(spec: Spec) -> Spec | None:
+    """The spec without `acyclic` when the exact formulation is Tarnawski's IP, which has no
+    stage order: a relaxation (the evaluator's cost does not depend on `acyclic`), so its
+    LP is still a lower bound. None when the spec needs no such step."""
+    if not spec.constraints.acyclic or formulation(spec) is mtpp:
+        return None
+    return replace(spec, constraints=replace(spec.constraints, acyclic=False))
+
+
+def lp_bound(spec: Spec, time_limit: float | None = None) -> tuple[float | None, bool]:
+    """The LP relaxation of the exact formulation (HiGHS simplex); None if not solved. For
+    Tarnawski's IP under `acyclic`, the LP of the IP without it (`without_acyclic`)."""
+    spec = without_acyclic(spec) or spec
+    mip, _ = formulation(spec).build(spec)
+    out = solve_highs(replace(mip, integer=np.zeros_like(mip.integer)), time_limit)
+    if out.status == "infeasible":
+        return math.inf, True
+    if out.status != "optimal":
+        return None, False
+    return float(out.objective), True
+
+
+def _relaxed_exact(spec: Spec, solver: str | None, time_limit: float | None, threads: int | None, seed: int,
+                   found: "_Found") -> BoundEntry | None:
+    """Under `acyclic` on a mixed platform with dp refused (too many ideals): the dual bound
+    of Tarnawski's IP without `acyclic`, a relaxation; its incumbent may be cyclic, so it
+    is not a solution. None if that IP does not fit the spec either."""
+    from partdsl.methods.solve import solve
+
+    relaxed = without_acyclic(spec)
+    if relaxed is None:
+        return None
+    try:
+        r = solve(relaxed, method="exact", solver=solver, time_limit=time_limit, threads=threads, seed=seed,
+                  warm_start=found.assignment)
+    except PartError:
+        return None
+    return _exact_entry(r, "dual bound of Tarnawski's IP without `acyclic` (a relaxation; dp refused: too many ideals)")
+
+
+def _exact_entry(r: Result, note: str) -> BoundEntry:
+    """The exact row from a MIP's Result: its dual bound, solved unless stopped early."""
+    solved = r.status.value in ("optimal", "infeasible") and r.stopped != "interrupted"
+    return BoundEntry("exact", r.bound, r.wall_time_s, solved,
+                      note + (": interrupted" if r.stopped == "interrupted" else ""))
+
+
+@dataclass
+class _Found:
+    """The best solution so far, and dp's proven optimum under `acyclic` (value, seconds)."""
+    best: float = math.inf
+    method: str = "none"
+    assignment: dict[str, str] | None = None
+    proven: bool = False
+    dp: tuple[float, float] | None = None
+
+    def consider(self, r, label: str) -> None:  # type: ignore[no-untyped-def]
+        if r.status.has_solution() and r.objective < self.best:
+            self.best, self.method, self.assignment = r.objective, label, r.assignment
+        self.proven = self.proven or r.status.value == "optimal"
+        if label == "dp" and r.status.value == "optimal":
+            self.dp = (r.bound, r.wall_time_s)
+
+
+def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = None,
+              threads: int | None = None, workers: int | None = None, seed: int = 0,
+              progress: Callable[[str], None] | None = None, only: tuple[str, ...] = NAMES,
+              executor: Executor | None = None) -> Hierarchy:
+    """Every bound of the hierarchy that applies to `spec` (each MIP gets `time_limit`),
+    and the best solution found by topo, dp (exact under `acyclic`) and the exact MIP.
+    The bottleneck-guess MIPs run on `executor` if given (see bottleneck_guess). Ctrl-C
+    stops it: the bounds computed so far are kept, the others say so."""
+    if spec.objective.kind == "latency":
+        return latency_hierarchy(spec, time_limit, solver, threads, seed, say=progress or (lambda _m: None))
+    if spec.objective.kind != "bottleneck":
+        raise PartError("`part bound` computes the lower-bound hierarchy for the bottleneck and latency "
+                        "objectives", None, "use `part solve` for batched throughput (it prints a bound too)")
+    if solver is not None:
+        require(solver)  # an unknown or missing solver is the caller's to fix, not a bound to skip
+    say = progress or (lambda _m: None)
+    not_mtpp = is_mtpp(spec)
+    bounds: dict[str, BoundEntry] = {}
+    t = time.monotonic()
+    simple = mtpp.simple_bound(spec) if not_mtpp is None else trivial_bound(spec)
+    bounds["simple"] = BoundEntry("simple", max(simple, 0.0), time.monotonic() - t, True,
+                                  "Lemma 3.3" if not_mtpp is None else "cheapest compute per device")
+    say(f"simple: {simple:.6g}")
+    found = _Found()
+    interrupt.clear()
+    try:
+        _compute(spec, bounds, found, say, progress, only, not_mtpp, simple, time_limit, solver, threads,
+                 workers, seed, executor)
+    except (KeyboardInterrupt, SystemError) as e:  # Ctrl-C between solver runs (inside one, it stops and returns)
+        if not interrupt.is_ctrl_c(e):
+            raise
+        interrupt.request()
+    stopped = interrupt.requested()
+    for name in NAMES:
+        if stopped and name in only and name not in bounds:
+            bounds[name] = BoundEntry(name, None, 0.0, False, "not computed: interrupted")
+    _below_best(bounds, found.best)
+    return Hierarchy(found.best, found.method, bounds, found.proven, found.assignment, stopped)
+
+
+def _below_best(bounds: dict[str, BoundEntry], best: float) -> None:
+    """The best solution is an upper bound on the optimum: no proven bound may pass it."""
+    if not math.isfinite(best):
+        return
+    for e in bounds.values():
+        if e.value is not None and math.isfinite(e.value) and e.value > best * (1 + 1e-6) + 1e-6:
+            raise AssertionError(f"bound {e.name} = {e.value} exceeds a solution of value {best}")
+
+
+def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Callable[[str], None],
+             progress: Callable[[str], None] | None, only: tuple[str, ...], not_mtpp: str | None, simple: float,
+             time_limit: float | None, solver: str | None, threads: int | None, workers: int | None,
+             seed: int, executor: Executor | None) -> None:
+    """The solutions and the bounds after `simple`, in order of cost, until done or Ctrl-C."""
+    from partdsl.methods.solve import solve
+
+    stop = interrupt.requested
+    found.consider(solve(spec, method="topo", seed=seed, time_limit=time_limit), "topo")
+    if spec.constraints.acyclic and not stop():
+        try:
+            found.consider(solve(spec, method="dp", seed=seed, time_limit=time_limit), "dp")
+        except PartError as e:  # too many ideals: dp refuses up front
+            say(f"dp skipped: {e.message}")
+    say(f"best heuristic: {found.best:.6g} ({found.method})")
+    if "lp" in only and not stop():
+        t = time.monotonic()
+        try:
+            v, ok = lp_bound(spec, time_limit)
+        except PartError as e:
+            bounds["lp"] = BoundEntry("lp", None, 0.0, False, f"not applicable: {_why(e)}")
+        else:
+            bounds["lp"] = BoundEntry("lp", v, time.monotonic() - t, ok,
+                                      "LP relaxation of " + ("Fig. 3" if not_mtpp is None else "Tarnawski's IP")
+                                      + (" without `acyclic`" if without_acyclic(spec) else "")
+                                      + ("" if ok else ": not solved within the limit"))
+            say(f"lp: {v}")
+    for name in ("bottleneck", "bottleneck_guess"):
+        if name not in only or stop():
+            continue
+        if not_mtpp is not None:
+            bounds[name] = BoundEntry(name, None, 0.0, False, f"not applicable: {not_mtpp}")
+            continue
+        t = time.monotonic()
+        if name == "bottleneck":
+            out = solve_mtpp_variant(spec, mtpp.Variant("bottleneck"), solver, time_limit, 0.0, threads)
+            v, ok = mip_bound(out, simple), out.status in ("optimal", "infeasible")
+            note = "sec. 3.2, three superblocks"
+        else:
+            below = bounds.get("bottleneck")
+            floor = below.value if below is not None and below.value is not None else -math.inf
+            v, ok = bottleneck_guess(spec, time_limit, solver, threads, workers, progress, floor, executor)
+            note = f"sec. 3.3, min over {spec.platform.classes[0].count} guesses"
+            if not ok and math.isfinite(floor):
+                note += ", each at least the bottleneck bound"
+        bounds[name] = BoundEntry(name, v, time.monotonic() - t, ok, note + ("" if ok else ": dual bound at the limit"))
+        say(f"{name}: {v:.6g}")
+    if "exact" in only and not stop():
+        try:
+            r = solve(spec, method="exact", solver=solver, time_limit=time_limit, threads=threads, seed=seed,
+                      warm_start=found.assignment)  # the best solution so far is the MIP start
+        except PartError as e:
+            if found.dp is not None:  # under `acyclic` the DP over ideals is the exact method
+                bounds["exact"] = BoundEntry("exact", found.dp[0], found.dp[1], True,
+                                             f"DP over ideals (Tarnawski sec. 5.1.1); no MIP: {_why(e)}")
+            else:
+                bounds["exact"] = _relaxed_exact(spec, solver, time_limit, threads, seed, found) \
+                    or BoundEntry("exact", None, 0.0, False, f"not applicable: {_why(e)}")
+        else:
+            found.consider(r, "exact")
+            bounds["exact"] = _exact_entry(r, "Fig. 3" if not_mtpp is None else "Tarnawski's IP (Fig. 6)")
+            say(f"exact: {r.bound:.6g}")
+
+
+LATENCY_NAMES = ("critical_path", "path_segmentation", "lp", "exact")
+
+
+def latency_hierarchy(spec: Spec, time_limit: float | None, solver: str | None, threads: int | None,
+                      seed: int, say: Callable[[str], None]) -> Hierarchy:
+    """Latency bounds (Tarnawski sec. 4), weakest first: the critical path at each node's
+    cheapest time; the path segmentation bound (kernels/latency/path_bound.py: memory, contiguity
+    and the transfers a cut forces); the LP relaxation of the latency IP (Figs. 3-4, H from
+    the best split found); the IP's dual bound. The best solution: latency_search, fill and
+    the IP's incumbent."""
+    from partdsl.kernels.latency.path_bound import path_bound
+    from partdsl.models import latency as latency_ip
+    from partdsl.methods.solve import solve
+
+    if solver is not None:
+        require(solver)
+    bounds: dict[str, BoundEntry] = {}
+    t = time.monotonic()
+    cp = trivial_bound(spec)
+    bounds["critical_path"] = BoundEntry("critical_path", cp, time.monotonic() - t, True,
+                                         "each node at its cheapest allowed time")
+    t = time.monotonic()
+    pb, path = path_bound(spec, seed=seed)
+    bounds["path_segmentation"] = BoundEntry("path_segmentation", max(pb, cp), time.monotonic() - t, True,
+                                             f"best of the paths tried ({len(path)} nodes)")
+    say(f"path segmentation: {pb:.6g}")
+    found = _Found()
+    found.consider(solve(spec, method="fill", seed=seed), "fill")
+    found.consider(solve(spec, method="latency_search", seed=seed, time_limit=time_limit), "latency_search")
+    say(f"best heuristic: {found.best:.6g} ({found.method})")
+    t = time.monotonic()
+    mip, _ = latency_ip.build(spec, found.best)
+    out = solve_highs(replace(mip, integer=np.zeros_like(mip.integer)), time_limit)
+    lp = float(out.objective) if out.status == "optimal" else None
+    bounds["lp"] = BoundEntry("lp", lp, time.monotonic() - t, lp is not None,
+                              f"LP relaxation of the latency IP (Figs. 3-4), H = {found.best:.6g}")
+    r = solve(spec, method="exact", solver=solver, time_limit=time_limit, threads=threads, seed=seed,
+              warm_start=found.assignment)
+    found.consider(r, "exact")
+    bounds["exact"] = _exact_entry(r, "latency IP (Figs. 3-4) with the path bound as a floor")
+    _below_best(bounds, found.best)
+    return Hierarchy(found.best, found.method, bounds, found.proven, found.assignment, False)

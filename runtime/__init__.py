@@ -1,0 +1,2 @@
+"""What a run needs around the algorithms: Ctrl-C handling, capture of a native
+library's standard output, and executors (local processes or a Dask cluster)."""
