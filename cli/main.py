@@ -96,7 +96,7 @@ def _evaluate_file(spec, path: str, data):  # type: ignore[no-untyped-def]
     from partdsl.core.assignment import parse_partition
     from partdsl.core.errors import PartError
     from partdsl.core.evaluate import evaluate
-    from partdsl.core.schedule import evaluate_schedule
+    from partdsl.core.schedule_eval import evaluate_schedule
     from partdsl.core.schedule import from_json as schedule_from_json
 
     if isinstance(data, dict) and "schedule" in data and data["schedule"] is not None:  # DiviML: pieces and starts

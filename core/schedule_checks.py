@@ -12,7 +12,7 @@ SPLIT_FREE = ("contiguous", "acyclic", "stages")  # device-level constraints, ch
 def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], start: np.ndarray,
                finish: np.ndarray, share_end: np.ndarray) -> list:
     from partdsl.core.evaluation import Violation, short_list
-    from partdsl.core.evaluate import violations as assignment_violations
+    from partdsl.core.violations import violations as assignment_violations
 
     dense = spec.dense
     names, devices = dense.names, dense.devices

@@ -3,14 +3,11 @@ errors), top-level items to a Spec (one graph, one platform, at most one of the 
 Shared by the Transformer, the Python builder and the graph importers."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
 
 from partdsl.core.errors import PartError, Span, did_you_mean
-from partdsl.core.ir import Constraints, Graph, Node, Objective, Platform, SolveOptions, Spec
+from partdsl.core.ir import Graph, Node
 from partdsl.core.limits import MAX_EDGES, MAX_NODES, check_count
 
-if TYPE_CHECKING:
-    from partdsl.dsl.transformer import ToIR
 
 
 Edge = tuple[str, "Span | None", str, "Span | None"]  # (from, its span, to, its span)
@@ -52,43 +49,3 @@ def assemble_graph(name: str, nodes: list[Node], edges: list[Edge], span: Span |
                  tuple(pos[e] for e in pairs))
 
 
-def assemble_spec(tr: ToIR, items: list[Any], span: Span) -> Spec:
-    """Top-level items -> Spec: exactly one graph and one platform, at most one of the rest."""
-    kinds = {Graph: "graph", Platform: "platform", Objective: "objective",
-             Constraints: "subject to", SolveOptions: "solve"}
-    found: dict[type, Any] = {}
-    for x in items:
-        if x is None:
-            continue
-        t = type(x)
-        if t in found:
-            what = kinds[t]
-            spans = tr.block_spans.get(t, [])  # blocks whose IR carries no span: the second one
-            where = getattr(x, "span", None) or (spans[1] if len(spans) > 1 else None)
-            hint = ("one spec partitions one graph: put the other graph in its own file"
-                    if t is Graph else f"merge the two `{what}` blocks into one")
-            raise PartError(f"more than one `{what}` in this spec", where, hint)
-        found[t] = x
-    if Graph not in found:
-        raise PartError("the spec declares no graph", span,
-                        'add `graph g { node a { work 1 ms } }` or `graph g = import "file.json"`')
-    if Platform not in found:
-        raise PartError("the spec declares no platform", span,
-                        "add e.g. `platform { device gpu[2] { memory 16 GiB; link 12 GB/s } }`")
-    classes = {k.name for k in found[Platform].classes} | found[Platform].empty_names
-    for ref, sp in tr.class_refs:
-        if ref not in classes:
-            raise PartError(f"unknown device class '{ref}'", sp, did_you_mean(ref, classes))
-    if tr.overrides:
-        name = next(iter(tr.overrides))
-        raise PartError(f"-D {name}: the spec has no param named '{name}'", None,
-                        did_you_mean(name, list(tr.values)))
-    from partdsl.dsl.cost_model import apply
-
-    objective = found.get(Objective, Objective())
-    graph, platform = apply(found[Graph], found[Platform], objective)  # profiles -> work entries
-    return Spec(graph=graph, platform=platform,
-                objective=objective,
-                constraints=found.get(Constraints, Constraints()),
-                solve=found.get(SolveOptions, SolveOptions()),
-                params=tuple(tr.param_order), file=tr.file)

@@ -166,7 +166,8 @@ def _schedule(spec: Spec, seed: int, deadline: float, progress: Callable[[str], 
     `symmetry` (matrix path): sec. V-E's rows among identical devices, the start relabelled
     to satisfy them."""
     from partdsl.core.errors import PartError
-    from partdsl.core.schedule import Schedule, evaluate_schedule
+    from partdsl.core.schedule import Schedule
+    from partdsl.core.schedule_eval import evaluate_schedule
     from partdsl.kernels.schedule import list_schedulers, search as schedule_search
     from partdsl.models import diviml
 

@@ -39,7 +39,8 @@ import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
-from partdsl.core.schedule import Piece, Schedule, evaluate_schedule, list_schedule, transfer_time
+from partdsl.core.schedule import Piece, Schedule
+from partdsl.core.schedule_eval import evaluate_schedule, list_schedule, transfer_time
 from partdsl.core.events import Progress, Proven
 from partdsl.kernels.schedule import list_schedulers
 from partdsl.kernels.graph.modules import Split, boundary_edges, chain, restrict, split_articulations

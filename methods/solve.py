@@ -19,7 +19,8 @@ from partdsl.core.errors import PartError
 from partdsl.core.evaluation import Evaluation
 from partdsl.core.evaluate import evaluate
 from partdsl.core.ir import OBJECTIVES, SCHEDULED, Spec
-from partdsl.core.schedule import Schedule, evaluate_schedule
+from partdsl.core.schedule import Schedule
+from partdsl.core.schedule_eval import evaluate_schedule
 from partdsl.core.events import Progress, Proven, SolverLog
 from partdsl.kernels.bottleneck import baselines, ideal_dp, load_search, order_search, topo_split
 from partdsl.kernels import brute_force, single_device

@@ -29,7 +29,8 @@ from partdsl.core.dense import work_time
 from partdsl.core.errors import PartError
 from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
-from partdsl.core.schedule import Piece, Schedule, batch_split, list_schedule, transfer_time
+from partdsl.core.schedule import Piece, Schedule, batch_split
+from partdsl.core.schedule_eval import list_schedule, transfer_time
 from partdsl.models.matrix import MatrixMIP, Rows
 
 

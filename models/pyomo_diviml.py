@@ -8,7 +8,8 @@ import pyomo.environ as pyo
 
 from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
-from partdsl.core.schedule import Schedule, transfer_time
+from partdsl.core.schedule import Schedule
+from partdsl.core.schedule_eval import transfer_time
 from partdsl.models.diviml import check, pieces_of_shares, reachable, share_times
 from partdsl.models.pyomo_rules import constraint
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import math
-import shutil
 import tempfile
 import time
 from dataclasses import replace
@@ -24,25 +23,9 @@ from partdsl.runtime import interrupt
 from partdsl.solvers.highs_matrix import fit_scheduler
 from partdsl.runtime.capture import captured_stdout, solver_call
 from partdsl.solvers.outcome import MipOutcome, checked, outcome, solver_gap
-from partdsl.solvers.registry import SOLVERS, pyomo_interface
+from partdsl.solvers.registry import SOLVERS, cbc_executable, pyomo_interface
 
 
-
-def cbc_executable() -> str | None:
-    """cbc on PATH, else the binary PuLP ships."""
-    found = shutil.which("cbc")
-    if found:
-        return found
-    import warnings
-
-    try:
-        from pulp.apis import PULP_CBC_CMD
-    except ImportError:
-        return None
-    with warnings.catch_warnings():  # PuLP 3 warns that version 4 moves the binary to pulp[cbc]
-        warnings.simplefilter("ignore", DeprecationWarning)
-        cmd = PULP_CBC_CMD()
-    return cmd.path if cmd.available() else None
 
 
 def solve_pyomo(model: pyo.ConcreteModel, solver: str = "highs", time_limit: float | None = None,

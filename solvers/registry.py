@@ -115,7 +115,7 @@ def is_installed(name: str) -> bool:
     if kind == "module":
         return importlib.util.find_spec(what) is not None
     if what == "cbc":
-        from partdsl.solvers.pyomo_adapter import cbc_executable
+
 
         return cbc_executable() is not None
     return shutil.which(what) is not None
@@ -128,3 +128,20 @@ def require(name: str) -> None:
                         + ", or any name Pyomo's SolverFactory knows (glpk, xpress_direct, mosek_direct, ...)")
     if not is_installed(name):
         raise SolverUnavailable(name, install_hint(name))
+
+
+def cbc_executable() -> str | None:
+    """cbc on PATH, else the binary PuLP ships."""
+    found = shutil.which("cbc")
+    if found:
+        return found
+    import warnings
+
+    try:
+        from pulp.apis import PULP_CBC_CMD
+    except ImportError:
+        return None
+    with warnings.catch_warnings():  # PuLP 3 warns that version 4 moves the binary to pulp[cbc]
+        warnings.simplefilter("ignore", DeprecationWarning)
+        cmd = PULP_CBC_CMD()
+    return cmd.path if cmd.available() else None

@@ -220,7 +220,8 @@ def test_every_example_checks_and_solves(example: str) -> None:
     spec = parse_file(path)
     assert out["status"] in ("optimal", "feasible")
     if spec.objective.scheduled:  # a DiviML schedule (a node may be split over devices)
-        from partdsl.core.schedule import evaluate_schedule, from_json
+        from partdsl.core.schedule_eval import evaluate_schedule
+        from partdsl.core.schedule import from_json
 
         ev = evaluate_schedule(spec, from_json(spec, out["schedule"]))
     else:

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from partdsl.core.errors import PartError
 from partdsl.core.evaluate import evaluate
-from partdsl.core.schedule import Piece, Schedule, evaluate_schedule, from_json, list_schedule, whole_batches
+from partdsl.core.schedule import Piece, Schedule, from_json, whole_batches
+from partdsl.core.schedule_eval import evaluate_schedule, list_schedule
 from partdsl.dsl.parser import parse
 from partdsl.methods.bounds import bound
 

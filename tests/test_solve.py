@@ -211,7 +211,8 @@ def test_result_reports_bounds_in_the_objective_direction() -> None:
     assert r.sense == "max" and r.lower_bound == r.objective and r.upper_bound == r.bound >= r.objective
     d = r.to_json()
     assert d["lower_bound"] <= d["upper_bound"]
-    from partdsl.core.schedule import evaluate_schedule, from_json
+    from partdsl.core.schedule_eval import evaluate_schedule
+    from partdsl.core.schedule import from_json
 
     assert r.method == "heft"  # the default under a schedule objective
     assert evaluate_schedule(spec, from_json(spec, r.schedule)).objective == r.objective  # its schedule, as given

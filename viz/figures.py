@@ -114,7 +114,7 @@ def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | Non
     d = spec.dense
     colors = device_colors(spec)
     if ev.schedule is not None:
-        from partdsl.core.schedule import timeline
+        from partdsl.core.schedule_eval import timeline
 
         start, finish, moves = timeline(spec, ev.schedule)
         for k, p in enumerate(ev.schedule.pieces):

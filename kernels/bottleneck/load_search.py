@@ -23,7 +23,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from partdsl.core.evaluate import memory_used, violations
+from partdsl.core.violations import memory_used, violations
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.load_table import LoadTable
 from partdsl.kernels.graph.contraction import contract

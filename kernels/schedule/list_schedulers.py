@@ -27,7 +27,8 @@ import numpy as np
 from partdsl.core.dense import INF, work_time
 from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
-from partdsl.core.schedule import Piece, Schedule, batch_split, transfer_time
+from partdsl.core.schedule import Piece, Schedule, batch_split
+from partdsl.core.schedule_eval import transfer_time
 from partdsl.core.events import Progress
 
 

@@ -20,7 +20,8 @@ import numpy as np
 
 from partdsl.core.dense import work_time
 from partdsl.core.ir import Spec
-from partdsl.core.schedule import Piece, Schedule, batch_split, evaluate_schedule, list_schedule
+from partdsl.core.schedule import Piece, Schedule, batch_split
+from partdsl.core.schedule_eval import evaluate_schedule, list_schedule
 from partdsl.core.events import Progress
 from partdsl.kernels.graph.orders import kahn, levels
 

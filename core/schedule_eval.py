@@ -1,0 +1,148 @@
+"""The schedule evaluator (DiviML sec. IV-A; the semantics are in core/schedule.py): the
+one scorer of `minimize latency by tasks` and `maximize throughput batch L`, list
+scheduling of a schedule's pieces, and the timeline drawn by `part plot`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from partdsl.core.dense import INF, work_time
+from partdsl.core.ir import Spec
+from partdsl.core.schedule import Schedule
+
+
+def transfer_time(spec: Spec, links: Mapping[tuple[int, int], float], node: int, a: int, b: int) -> float:
+    """One input's tensor of `node` from device a to device b (eq. 3): nothing on one device,
+    over their direct link if there is one, else out to host memory and back in."""
+    dense = spec.dense
+    if a == b:
+        return 0.0
+    if (a, b) in links:
+        return float(dense.out_bytes[node] / links[(a, b)] * 1e3)
+    return float(dense.comm[node, dense.dev_class[a]] + dense.comm[node, dense.dev_class[b]])
+
+
+@dataclass
+class _Timing:
+    """Per-piece times and transfers of a schedule, shared by list scheduling and checks.
+    A share is what a device runs of a node (its pieces, in one go); its outputs are ready
+    when the share ends."""
+
+    duration: np.ndarray
+    share: np.ndarray  # piece -> its share
+    preds: list[list[tuple[int, float]]]  # piece -> (predecessor's share, one input's transfer ms)
+    order: list[int] = field(default_factory=list)  # pieces, nodes in topological order
+
+    def share_ends(self, finish: np.ndarray) -> np.ndarray:
+        end = np.zeros(int(self.share.max(initial=-1)) + 1)
+        np.maximum.at(end, self.share, finish)
+        return end
+
+
+def _timing(spec: Spec, s: Schedule) -> _Timing:
+    from partdsl.core.graphs import link_table
+
+    dense = spec.dense
+    links = link_table(spec)
+    cls = dense.dev_class
+    duration = np.array([work_time(spec.graph.nodes[p.node], dense.class_names[cls[p.device]],
+                                   spec.platform.classes[cls[p.device]].speed, p.size) for p in s.pieces])
+    ids: dict[tuple[int, int], int] = {}
+    share = np.array([ids.setdefault((p.node, p.device), len(ids)) for p in s.pieces], dtype=np.int64)
+    held: list[set[int]] = [set() for _ in ids]
+    for k, p in enumerate(s.pieces):
+        held[share[k]].update(p.samples)
+    of_node: list[list[int]] = [[] for _ in range(dense.n)]
+    where = [0] * len(ids)
+    for (v, dev), h in ids.items():
+        of_node[v].append(h)
+        where[h] = dev
+    preds: list[list[tuple[int, float]]] = [[] for _ in s.pieces]
+    for k, q in enumerate(s.pieces):
+        mine = set(q.samples)
+        for u in dense.preds[q.node]:
+            for h in of_node[u]:  # every share of a predecessor; a transfer where they share a sample
+                shared = not mine.isdisjoint(held[h])
+                preds[k].append((h, transfer_time(spec, links, u, where[h], q.device) if shared else 0.0))
+    by_node: list[list[int]] = [[] for _ in range(dense.n)]
+    for k, p in enumerate(s.pieces):
+        by_node[p.node].append(k)
+    order = [k for v in dense.topo.tolist() for k in by_node[v]]
+    return _Timing(duration, share, preds, order)
+
+
+def list_schedule(spec: Spec, s: Schedule, node_order: Sequence[int] | None = None,
+                  piece_order: Sequence[int] | None = None) -> Schedule:
+    """Start times for a schedule without them: pieces in topological order of their
+    nodes (`node_order`, default the graph's; a node's pieces in the order given), or in
+    `piece_order` (which must respect precedence), each as early as its inputs and its
+    device allow."""
+    tm = _timing(spec, s)
+    if piece_order is not None:
+        tm.order = list(piece_order)
+    elif node_order is not None:
+        rank = {v: i for i, v in enumerate(node_order)}
+        tm.order.sort(key=lambda k: rank[s.pieces[k].node])  # stable: a node's pieces keep their order
+    start = np.zeros(len(s.pieces))
+    free = np.zeros(spec.dense.D)
+    end = np.zeros(len(tm.share) and int(tm.share.max()) + 1)
+    for k in tm.order:
+        ready = max((end[h] + t for h, t in tm.preds[k]), default=0.0)
+        d = s.pieces[k].device
+        start[k] = max(ready, free[d])
+        free[d] = start[k] + tm.duration[k]
+        end[tm.share[k]] = max(end[tm.share[k]], free[d])
+    return replace(s, pieces=tuple(replace(p, start=float(start[k])) for k, p in enumerate(s.pieces)))
+
+
+def evaluate_schedule(spec: Spec, s: Schedule):  # type: ignore[no-untyped-def]  # -> Evaluation
+    """Score a schedule (list-scheduled first if it has no times) and name every
+    violation. Returns core.evaluate.Evaluation with the timed schedule."""
+    from partdsl.core.evaluation import Evaluation
+    from partdsl.core.schedule_checks import violations
+
+    if not s.timed:
+        s = list_schedule(spec, s)
+    dense = spec.dense
+    tm = _timing(spec, s)
+    start = np.array([p.start for p in s.pieces], dtype=float)
+    finish = start + tm.duration
+    viol = violations(spec, s, tm.preds, start, finish, tm.share_ends(finish))
+    C = float(finish.max()) if len(finish) else 0.0
+    L = spec.objective.batch
+    if spec.objective.kind == "throughput":
+        value = 0.0 if not np.isfinite(C) else (L / C * 1e3 if C > 0 else INF)
+    else:
+        value = C
+    busy = np.zeros(dense.D)
+    last = np.zeros(dense.D)
+    for k, p in enumerate(s.pieces):
+        busy[p.device] += tm.duration[k]
+        last[p.device] = max(last[p.device], finish[k])
+    from partdsl.core.schedule_checks import memory
+
+    used = memory(spec, s)
+    parts = {d: {"busy": float(busy[j]), "finish": float(last[j]), "memory": float(used[j])}
+             for j, d in enumerate(dense.devices)}
+    unit = "samples/s" if spec.objective.kind == "throughput" else "ms"
+    return Evaluation(value, spec.objective.sense, unit, {d: float(b) for d, b in zip(dense.devices, busy)},
+                      parts, tuple(viol), schedule=s)
+
+
+def timeline(spec: Spec, s: Schedule) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, float, float]]]:
+    """For pictures: each piece's start and finish (list-scheduled first if untimed), and
+    each transfer as (from device, to device, start, end): it starts when the sending
+    share ends, one input's transfer time long."""
+    if not s.timed:
+        s = list_schedule(spec, s)
+    tm = _timing(spec, s)
+    start = np.array([p.start for p in s.pieces], dtype=float)
+    finish = start + tm.duration
+    ends = tm.share_ends(finish)
+    dev_of_share = np.zeros(len(ends), dtype=np.int64)
+    dev_of_share[tm.share] = [p.device for p in s.pieces]
+    moves = {(int(dev_of_share[h]), p.device, float(ends[h]), float(ends[h] + ms))
+             for k, p in enumerate(s.pieces) for h, ms in tm.preds[k] if ms > 0 and dev_of_share[h] != p.device}
+    return start, finish, sorted(moves, key=lambda m: m[2])

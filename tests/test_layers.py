@@ -1,0 +1,57 @@
+"""The house rules, checked: the import layers of pyproject.toml (import-linter), no
+import circle but core/dense <-> core/ir, no source file over 400 lines, no function over
+80 lines in the methods and command-line packages."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import networkx as nx
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE_DIRS = ("core", "dsl", "models", "solvers", "methods", "runtime", "kernels", "cli", "viz", "grammars")
+ALLOWED_CIRCLES = [{"partdsl.core.dense", "partdsl.core.ir"}]  # Spec.dense, built lazily
+
+
+def sources() -> list[Path]:
+    return sorted([ROOT / "__init__.py"] + [p for d in SOURCE_DIRS for p in (ROOT / d).rglob("*.py")])
+
+
+def test_imports_follow_the_layers() -> None:
+    lint = Path(sys.executable).with_name("lint-imports")
+    r = subprocess.run([str(lint), "--config", str(ROOT / "pyproject.toml")], cwd=ROOT, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "0 broken" in r.stdout
+
+
+def test_no_import_circles_but_the_lazy_one() -> None:
+    graph = grimp.build_graph("partdsl")
+    g = nx.DiGraph()
+    for m in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(m):
+            if imported.startswith("partdsl."):
+                g.add_edge(m, imported)
+    circles = [c for c in nx.strongly_connected_components(g) if len(c) > 1]
+    assert [c for c in circles if c not in ALLOWED_CIRCLES] == []
+
+
+def test_no_source_file_over_400_lines() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in sources() if (n := len(p.read_text().splitlines())) > 400}
+    assert long == {}
+
+
+def test_no_function_over_80_lines_in_methods_and_cli() -> None:
+    long = []
+    for p in sources():
+        if p.parent.name not in ("methods", "cli"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > 80:
+                    long.append(f"{p.relative_to(ROOT)}:{node.lineno} {node.name} ({n} lines)")
+    assert long == []
