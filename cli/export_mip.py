@@ -16,7 +16,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
 from partdsl.models.matrix import MatrixMIP
@@ -52,7 +51,6 @@ def relaxed(mip: MatrixMIP) -> MatrixMIP:
 def write(mip: MatrixMIP, path: str | Path) -> None:
     """Write `mip` with HiGHS's writer; the format follows the extension (.mps or .lp)."""
     import highspy
-
     from partdsl.solvers.highs_matrix import pass_model
 
     path = Path(path)

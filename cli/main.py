@@ -55,8 +55,8 @@ def _emit(args: argparse.Namespace, obj: dict, text: str) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from partdsl.methods.bounds import bound
     from partdsl.cli.report import describe
+    from partdsl.methods.bounds import bound
 
     spec = _load(args)
     b = bound(spec)
@@ -68,8 +68,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from partdsl.core.errors import PartError
     from partdsl.cli.export_mip import exact_mip, relaxed, write
+    from partdsl.core.errors import PartError
 
     targets = [(f, x) for f, x in ((args.mps, ".mps"), (args.lp, ".lp")) if f]
     if not targets:
@@ -96,8 +96,8 @@ def _evaluate_file(spec, path: str, data):  # type: ignore[no-untyped-def]
     from partdsl.core.assignment import parse_partition
     from partdsl.core.errors import PartError
     from partdsl.core.evaluate import evaluate
-    from partdsl.core.schedule_eval import evaluate_schedule
     from partdsl.core.schedule import from_json as schedule_from_json
+    from partdsl.core.schedule_eval import evaluate_schedule
 
     if isinstance(data, dict) and "schedule" in data and data["schedule"] is not None:  # DiviML: pieces and starts
         if not spec.objective.scheduled:
@@ -111,8 +111,8 @@ def _evaluate_file(spec, path: str, data):  # type: ignore[no-untyped-def]
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from partdsl.core.assignment import read_json, subgraph_map
     from partdsl.cli.report import evaluation_report
+    from partdsl.core.assignment import read_json, subgraph_map
 
     spec = _load(args)
     data = read_json(args.partition)
@@ -135,16 +135,16 @@ def _progress(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def _solve_one(spec, args: argparse.Namespace, executor=None):  # type: ignore[no-untyped-def]
     """One solve: (json, text, exit code, sweep-table row, Result)."""
-    from partdsl.methods.solve import solve
-    from partdsl.core.result import Status
     from partdsl.cli.report import fmt, result_report
+    from partdsl.core.result import Status, Termination
+    from partdsl.methods.solve import solve
 
     progress = _progress(args)
     method_opts = _numbers(_defines(args.option)) if args.option else None
     r = solve(spec, method=args.method, solver=args.solver, time_limit=args.time_limit, gap=args.gap,
               seed=args.seed, threads=args.threads, progress=progress, options=method_opts, executor=executor)
     code = EXIT_OK
-    if r.stopped == "interrupted":
+    if r.stopped == Termination.INTERRUPTED:
         print("interrupted: the best answer found so far is printed", file=sys.stderr)
         code = EXIT_INTERRUPTED
     elif r.status == Status.INFEASIBLE:
@@ -187,8 +187,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _bound_one(spec, args: argparse.Namespace, executor=None):  # type: ignore[no-untyped-def]
-    from partdsl.methods.hierarchy import NAMES, hierarchy
     from partdsl.cli.report import fmt, hierarchy_report
+    from partdsl.methods.hierarchy import NAMES, hierarchy
 
     progress = _progress(args)
     only = tuple(args.only.split(",")) if args.only else NAMES
@@ -229,9 +229,9 @@ def _run(args: argparse.Namespace, fn, header: list[str], after=None) -> int:  #
     the points run on `--executor` (local: `--workers` processes, default this process).
     Without a sweep, the independent subproblems run there: `part bound`'s
     bottleneck-guess MIPs, MILP-SPLIT's module MILPs."""
+    from partdsl.cli.report import table
     from partdsl.dsl.parser import parse_file
     from partdsl.runtime.executor import open_executor, run_all
-    from partdsl.cli.report import table
 
     defines = _defines(args.define)
     swept = {k: v.split(",") for k, v in defines.items() if "," in v}
@@ -274,10 +274,10 @@ def _picklable(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from partdsl.core.errors import PartError
     from partdsl.cli import sweep
-    from partdsl.runtime.executor import open_executor
     from partdsl.cli.report import fmt, table
+    from partdsl.core.errors import PartError
+    from partdsl.runtime.executor import open_executor
 
     for f in args.specs:
         if not Path(f).is_file():
@@ -316,7 +316,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_plot(args: argparse.Namespace) -> int:
     """The graph colored by device, with the load bars or the Gantt chart below it."""
     import numpy as np
-
     from partdsl.core.assignment import read_json
     from partdsl.core.errors import PartError
 
@@ -358,8 +357,8 @@ def _figures():  # type: ignore[no-untyped-def]
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from partdsl.core.errors import PartError
     from partdsl.cli.convert import dnn_partitioning_to_part, graph_json
+    from partdsl.core.errors import PartError
 
     src = Path(args.file)
     fmt = args.from_format or ("dnn-partitioning" if src.suffix == ".json" else
@@ -418,8 +417,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from partdsl.methods.solve import DEFAULT_METHOD, METHODS
-    from partdsl.solvers.registry import DEFAULT_SOLVER, DISPLAY_NAMES as NAMES
+    from partdsl.methods.registry import DEFAULT_METHOD, METHODS
+    from partdsl.solvers.registry import DEFAULT_SOLVER
+    from partdsl.solvers.registry import DISPLAY_NAMES as NAMES
     ap = argparse.ArgumentParser(
         prog="part", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Partition DNN computation graphs across devices, with certified answers.",

@@ -5,7 +5,6 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-
 from partdsl.core.evaluation import Evaluation
 from partdsl.core.ir import Spec
 from partdsl.core.quantities import human_rate, human_size

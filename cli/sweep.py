@@ -47,7 +47,7 @@ def jobs(specs: list[str], defines: Mapping[str, str], methods: list[str], solve
          seed: int, time_limit: float | None, gap: float | None,
          options: Mapping[str, float] | None = None) -> list[Job]:
     """Every run of the sweep, in a stable order. A `-D` value with commas is swept."""
-    from partdsl.methods.solve import ALIASES, METHODS
+    from partdsl.methods.registry import ALIASES, METHODS
 
     swept = {k: v.split(",") for k, v in defines.items()}
     keys = list(swept)
@@ -64,7 +64,7 @@ def jobs(specs: list[str], defines: Mapping[str, str], methods: list[str], solve
 
 
 def solver_label(job: Job) -> str:
-    from partdsl.methods.solve import ALIASES, METHODS
+    from partdsl.methods.registry import ALIASES, METHODS
     from partdsl.solvers.registry import DEFAULT_SOLVER
 
     m = METHODS.get(ALIASES.get(job.method, job.method))
@@ -74,9 +74,9 @@ def solver_label(job: Job) -> str:
 def run_job(job: Job) -> dict:
     """One run, as a row (never raises for a user's mistake: the row says what went wrong)."""
     from partdsl.core.errors import PartError
+    from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
     from partdsl.dsl.parser import parse_file
     from partdsl.methods.solve import solve
-    from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
 
     row: dict = dict(zip(KEY, job.key(solver_label(job))))
     row["seed"] = job.seed
@@ -86,7 +86,7 @@ def run_job(job: Job) -> dict:
         r = solve(spec, method=job.method, solver=job.solver, time_limit=job.time_limit, gap=job.gap,
                   seed=job.seed, options=dict(job.options) or None)
         row.update(status=r.status.value, objective=r.objective, bound=r.bound, gap=r.gap,
-                   time=round(r.wall_time_s, 3), stopped=r.stopped, error="")
+                   time=round(r.wall_time_s, 3), stopped=r.stopped.value, error="")
     except PartError as e:
         row.update(status="error", error=str(e).splitlines()[0].removeprefix("error: "))
     except SolverUnavailable as e:

@@ -9,6 +9,19 @@ from enum import Enum
 from partdsl.core.evaluation import Evaluation, json_number
 
 
+class Termination(str, Enum):
+    """Why a run stopped (kept apart from what it has, `Status`), as Pyomo's results do."""
+
+    ALL_TRIED = "all candidates tried"  # the method ran to its end: no proof unless exhaustive
+    EXHAUSTED = "exhausted"  # an exhaustive method tried every assignment: a proof
+    BOUND_REACHED = "bound reached"  # the incumbent met the proven bound within the gap asked for
+    TIME_LIMIT = "time limit"
+    INTERRUPTED = "interrupted"  # Ctrl-C: the best answer so far is kept
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class Status(str, Enum):
     OPTIMAL = "optimal"  # incumbent meets the proven bound (within the gap asked for)
     FEASIBLE = "feasible"  # an incumbent that satisfies every constraint, optimality not proven
@@ -42,7 +55,7 @@ class Result:
     assignment: dict[str, str] | None
     evaluation: Evaluation | None
     log: tuple[str, ...] = field(default=(), repr=False)
-    stopped: str = ""  # why it stopped: "bound reached", "time limit", "interrupted", "all candidates tried"
+    stopped: Termination = Termination.ALL_TRIED  # why it stopped
     solver_log: str = field(default="", repr=False)  # the MIP solvers' own logs, one section per run
     subgraphs: dict[str, int] | None = None  # latency with `subgraphs <= q`: each accelerator node's subgraph
     schedule: list[dict] | None = None  # scheduled objectives (DiviML): the pieces with their starts, JSON form
@@ -61,7 +74,7 @@ class Result:
                 "unit": self.unit, "lower_bound": json_number(self.lower_bound),
                 "upper_bound": json_number(self.upper_bound), "bound": json_number(self.bound),
                 "gap": json_number(self.gap), "method": self.method, "solver": self.solver,
-                "wall_time_s": round(self.wall_time_s, 6), "stopped": self.stopped,
+                "wall_time_s": round(self.wall_time_s, 6), "stopped": self.stopped.value,
                 "assignment": self.assignment,
                 **({"subgraphs": self.subgraphs} if self.subgraphs is not None else {}),
                 **({"schedule": self.schedule} if self.schedule is not None else {}),

@@ -10,8 +10,9 @@ import math
 from typing import Iterator
 
 import numpy as np
-
+from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.errors import PartError
+from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
 
 LIMIT = 200_000
@@ -34,7 +35,7 @@ def count(spec: Spec) -> int:
     return math.prod(len(o) for o in choices(spec)[1]) * _numbered(spec) ** spec.dense.n
 
 
-def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: object) -> Iterator[tuple[str, np.ndarray]]:
+def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
     total = count(spec)
     if total > LIMIT:
         raise PartError(f"method brute would enumerate {total:,} candidates (limit {LIMIT:,})", None,
@@ -45,10 +46,10 @@ def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: object) 
     for combo in itertools.product(*opts):
         dev = np.asarray(combo, dtype=np.int64)[comp]
         if q == 1:
-            yield "enumeration", dev
+            yield Candidate("enumeration", dev)
             continue
         acc = np.flatnonzero(~d.host[d.dev_class[dev]])
         for numbers in itertools.product(range(q), repeat=len(acc)):
             sub = np.zeros(d.n, dtype=np.int64)
             sub[acc] = numbers
-            yield "enumeration", dev, sub
+            yield Candidate("enumeration", dev, sub)

@@ -4,12 +4,13 @@ from __future__ import annotations
 from typing import Iterator
 
 import numpy as np
-
+from partdsl.core.deadline import NEVER, Deadline
+from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
 
 
-def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: object) -> Iterator[tuple[str, np.ndarray]]:
+def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
     d = spec.dense
     for j, name in enumerate(d.devices):
         if d.allowed[:, j].all():
-            yield f"all on {name}", np.full(d.n, j, dtype=np.int64)
+            yield Candidate(f"all on {name}", np.full(d.n, j, dtype=np.int64))

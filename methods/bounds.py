@@ -19,9 +19,7 @@ Throughput <= L / that makespan (an upper bound, the objective being maximized).
 from __future__ import annotations
 
 import numpy as np
-
-from partdsl.core.dense import INF
-from partdsl.core.dense import work_time
+from partdsl.core.dense import INF, work_time
 from partdsl.core.ir import Spec
 from partdsl.kernels.graph.orders import kahn, successors
 

@@ -16,21 +16,21 @@ from dataclasses import replace
 from typing import Callable, Generator, Iterator
 
 import numpy as np
-
+from partdsl.core.deadline import NEVER, Deadline
+from partdsl.core.events import Candidate, Proven, SolverLog
 from partdsl.core.ir import Spec
-from partdsl.core.events import Proven, SolverLog
+from partdsl.core.result import Status, relative_gap
+from partdsl.methods.mip_start import best_start, mip_start
 from partdsl.models import latency, maxload, mtpp
 from partdsl.solvers.dispatch import solve_matrix, solve_pyomo_model
-from partdsl.methods.mip_start import best_start, budget, mip_start
 from partdsl.solvers.outcome import MipOutcome
-from partdsl.core.result import relative_gap
 
 DEFAULT_SOLVER = "highs"
 MATRIX_SOLVERS = ("highs", "scip")
 NAMES = {"highs": "HiGHS", "scip": "SCIP", "gurobi": "Gurobi", "cplex": "CPLEX", "cbc": "CBC"}
 
 
-def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callable[[str], None] | None = None,
+def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
         solver: str | None = None, gap: float | None = None, threads: int | None = None,
         pyomo: float = 0, symmetry: float = 0, heuristics: float = 0.2, relax: float = 0.3,
         start: np.ndarray | None = None, **_: object) -> Iterator:
@@ -48,10 +48,10 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
         return
     model = formulation(spec)
     model.check(spec)
-    start_dev, start_value = yield from mip_start(spec, seed, budget(deadline, heuristics), start, progress)
+    start_dev, start_value = yield from mip_start(spec, seed, deadline.share(heuristics), start, progress)
     name = NAMES.get(solver, solver) + (" via Pyomo" if via_pyomo else "")
-    if model is maxload and spec.constraints.contiguous and relax > 0 and not math.isinf(deadline):
-        floor = yield from _relaxation(spec, seed, solver, via_pyomo, budget(deadline, relax), heuristics, gap,
+    if model is maxload and spec.constraints.contiguous and relax > 0 and deadline.limited:
+        floor = yield from _relaxation(spec, seed, solver, via_pyomo, deadline.share(relax), heuristics, gap,
                                        threads, start_dev, progress, name)
         if floor == math.inf:
             return  # no split at all, so no contiguous one
@@ -66,15 +66,15 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
         progress(f"{name}: {out.why} after {time.monotonic() - t0:.1f} s")
     yield SolverLog(name, out.log)
     # the bound first: a caller past its deadline stops reading after the next assignment
-    if out.status == "infeasible":
+    if out.status == Status.INFEASIBLE:
         yield Proven(math.inf, f"{name} proved the MIP infeasible")
     elif np.isfinite(out.bound):
         yield Proven(float(out.bound), f"{name} dual bound ({out.why})")
-    if out.status in ("optimal", "feasible"):
-        yield f"exact MIP ({name}: {out.why})", decode()
+    if out.status.has_solution():
+        yield Candidate(f"exact MIP ({name}: {out.why})", decode())
 
 
-def _relaxation(spec: Spec, seed: int, solver: str, via_pyomo: bool, deadline: float, heuristics: float,
+def _relaxation(spec: Spec, seed: int, solver: str, via_pyomo: bool, deadline: Deadline, heuristics: float,
                 gap: float | None, threads: int | None, start_dev: np.ndarray | None,
                 progress: Callable[[str], None] | None, name: str) -> Generator[Proven | SolverLog, None, float]:
     """Tarnawski's IP without contiguity, whose dual bound is a lower bound for the
@@ -83,15 +83,15 @@ def _relaxation(spec: Spec, seed: int, solver: str, via_pyomo: bool, deadline: f
     on BERT-24); its splits are not contiguous and are not yielded."""
     relaxed = replace(spec, constraints=replace(spec.constraints, contiguous=False))
     if progress:
-        progress(f"the non-contiguous relaxation first, for a lower bound ({deadline - time.monotonic():.0f} s)")
+        progress(f"the non-contiguous relaxation first, for a lower bound ({deadline.left():.0f} s)")
     if start_dev is not None:
-        start_dev = best_start(relaxed, seed, budget(deadline, heuristics), start_dev, progress)[0]
+        start_dev = best_start(relaxed, seed, deadline.share(heuristics), start_dev, progress)[0]
     if via_pyomo:
         out, _ = _pyomo(relaxed, maxload, solver, deadline, gap, threads, start_dev)
     else:
         out, _ = _matrix(relaxed, maxload, solver, deadline, gap, threads, start_dev, progress, False)
     yield SolverLog(f"{name}, non-contiguous relaxation", out.log)
-    if out.status == "infeasible":
+    if out.status == Status.INFEASIBLE:
         yield Proven(math.inf, f"{name} proved the non-contiguous relaxation infeasible")
         return math.inf
     if not np.isfinite(out.bound):
@@ -102,7 +102,7 @@ def _relaxation(spec: Spec, seed: int, solver: str, via_pyomo: bool, deadline: f
     return float(out.bound)
 
 
-def _latency(spec: Spec, seed: int, deadline: float, progress: Callable[[str], None] | None, solver: str,
+def _latency(spec: Spec, seed: int, deadline: Deadline, progress: Callable[[str], None] | None, solver: str,
              via_pyomo: bool, gap: float | None, threads: int | None, heuristics: float,
              given: np.ndarray | None) -> Iterator:
     """Tarnawski's latency IP (Figs. 3-4, models/latency.py), H from the incumbent, the MIP
@@ -116,12 +116,12 @@ def _latency(spec: Spec, seed: int, deadline: float, progress: Callable[[str], N
         ev = evaluate(spec, given)
         if ev.feasible:
             best = (ev.objective, given, ev.subgraph)
-    for item in latency_search.run(spec, seed, budget(deadline, heuristics), progress):
-        if isinstance(item, tuple) and len(item) == 3 and isinstance(item[1], np.ndarray):
-            ev = evaluate(spec, item[1], item[2])
+    for item in latency_search.run(spec, seed, deadline.share(heuristics), progress):
+        if isinstance(item, Candidate):
+            ev = evaluate(spec, item.devices, item.subgraphs)
             if ev.feasible and ev.objective < best[0]:
-                best = (ev.objective, item[1], ev.subgraph)
-            yield (f"exact: MIP start ({item[0]})", item[1], item[2])
+                best = (ev.objective, item.devices, ev.subgraph)
+            yield Candidate(f"exact: MIP start ({item.label})", item.devices, item.subgraphs)
         else:
             yield item
     name = NAMES.get(solver, solver) + (" via Pyomo" if via_pyomo else "")
@@ -131,7 +131,7 @@ def _latency(spec: Spec, seed: int, deadline: float, progress: Callable[[str], N
 
         m = pyomo_latency.build(spec, best[0])
         warm = best[1] is not None and pyomo_latency.warm_start(spec, m, best[1], best[2])
-        out = solve_pyomo_model(m, solver, _left(deadline), gap, threads, warm)
+        out = solve_pyomo_model(m, solver, deadline, gap, threads, warm)
 
         def decode() -> tuple[np.ndarray, np.ndarray]:
             return pyomo_latency.decode(spec, m)
@@ -141,22 +141,22 @@ def _latency(spec: Spec, seed: int, deadline: float, progress: Callable[[str], N
         if progress:
             progress(f"{NAMES[solver]} on {mip.A.shape[0]:,} rows x {mip.A.shape[1]:,} columns (latency IP, "
                      f"H = {vm.H:.6g})")
-        out = solve_matrix(mip, solver, _left(deadline), gap, threads, x0, progress)
+        out = solve_matrix(mip, solver, deadline, gap, threads, x0, progress)
 
         def decode() -> tuple[np.ndarray, np.ndarray]:
             return latency.decode(spec, vm, out.x)
     if progress:
         progress(f"{name}: {out.why} after {time.monotonic() - t0:.1f} s")
     yield SolverLog(name, out.log)
-    if out.status == "infeasible" and not np.isfinite(best[0]):  # H is safe here: no split at all
+    if out.status == Status.INFEASIBLE and not np.isfinite(best[0]):  # H is safe here: no split at all
         yield Proven(math.inf, f"{name} proved the latency IP infeasible")
-    elif out.status != "infeasible" and np.isfinite(out.bound):
+    elif out.status != Status.INFEASIBLE and np.isfinite(out.bound):
         yield Proven(min(float(out.bound), best[0]), f"{name} dual bound ({out.why})")
-    if out.status in ("optimal", "feasible"):
-        yield (f"exact latency IP ({name}: {out.why})", *decode())
+    if out.status.has_solution():
+        yield Candidate(f"exact latency IP ({name}: {out.why})", *decode())
 
 
-def _schedule(spec: Spec, seed: int, deadline: float, progress: Callable[[str], None] | None, solver: str,
+def _schedule(spec: Spec, seed: int, deadline: Deadline, progress: Callable[[str], None] | None, solver: str,
               via_pyomo: bool, gap: float | None, threads: int | None, heuristics: float,
               symmetry: int = 0) -> Iterator:
     """The DiviML MILP (models/diviml.py; models/pyomo_diviml.py via Pyomo), H from the
@@ -168,7 +168,8 @@ def _schedule(spec: Spec, seed: int, deadline: float, progress: Callable[[str], 
     from partdsl.core.errors import PartError
     from partdsl.core.schedule import Schedule
     from partdsl.core.schedule_eval import evaluate_schedule
-    from partdsl.kernels.schedule import list_schedulers, search as schedule_search
+    from partdsl.kernels.schedule import list_schedulers
+    from partdsl.kernels.schedule import search as schedule_search
     from partdsl.models import diviml
 
     diviml.check(spec)
@@ -178,16 +179,16 @@ def _schedule(spec: Spec, seed: int, deadline: float, progress: Callable[[str], 
     L = spec.objective.batch
     makespan = (lambda v: L / v * 1e3 if v > 0 else math.inf) if spec.objective.kind == "throughput" else (lambda v: v)
     best: tuple[float, Schedule | None] = (math.inf, None)
-    until = budget(deadline, heuristics)
+    until = deadline.share(heuristics)
     starts = [(f"exact: MIP start ({r})", list_schedulers.schedule(spec, r)) for r in ("heft", "eft")]
     for item in schedule_search.ea(spec, seed, until, iterations=300):
-        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Schedule):
-            starts.append((f"exact: MIP start ({item[0]})", item[1]))
+        if isinstance(item, Candidate):
+            starts.append((f"exact: MIP start ({item.label})", item.schedule))
     for label, sched in starts:
         ev = evaluate_schedule(spec, sched)
         if ev.feasible and makespan(ev.objective) < best[0]:
             best = (makespan(ev.objective), ev.schedule)
-        yield label, sched
+        yield Candidate(label, schedule=sched)
     H = best[0] if best[1] is not None else diviml.safe_horizon(spec)
     name = NAMES.get(solver, solver) + (" via Pyomo" if via_pyomo else "")
     t0 = time.monotonic()
@@ -196,7 +197,7 @@ def _schedule(spec: Spec, seed: int, deadline: float, progress: Callable[[str], 
 
         m = pyomo_diviml.build(spec, H)
         warm = best[1] is not None and pyomo_diviml.warm_start(spec, m, best[1])
-        out = solve_pyomo_model(m, solver, _left(deadline), gap, threads, warm)
+        out = solve_pyomo_model(m, solver, deadline, gap, threads, warm)
         decoded = (lambda: pyomo_diviml.decode(spec, m))
     else:
         mip, vm = diviml.build(spec, H, symmetry=symmetry)
@@ -204,19 +205,19 @@ def _schedule(spec: Spec, seed: int, deadline: float, progress: Callable[[str], 
         x0 = diviml.encode(spec, vm, seed_sched) if seed_sched is not None else None
         if progress:
             progress(f"{name} on {mip.A.shape[0]:,} rows x {mip.A.shape[1]:,} columns (DiviML MILP, H = {H:.6g} ms)")
-        out = solve_matrix(mip, solver, _left(deadline), gap, threads, x0, progress)
+        out = solve_matrix(mip, solver, deadline, gap, threads, x0, progress)
         decoded = (lambda: diviml.decode(spec, vm, out.x))
     if progress:
         progress(f"{name}: {out.why} after {time.monotonic() - t0:.1f} s")
     yield SolverLog(name, out.log)
-    if out.status == "infeasible":
+    if out.status == Status.INFEASIBLE:
         if best[1] is None:  # H is safe: no schedule at all
             yield Proven(math.inf if spec.objective.sense == "min" else 0.0, f"{name} proved the DiviML MILP infeasible")
         return
-    found = decoded() if out.status in ("optimal", "feasible") else None
+    found = decoded() if out.status.has_solution() else None
     if np.isfinite(out.bound):
         C = min(float(out.bound), best[0])
-        if out.status == "optimal" and found is not None:  # optimal within the solver's tolerance (1e-6 ms)
+        if out.status == Status.OPTIMAL and found is not None:  # optimal within the solver's tolerance (1e-6 ms)
             ev = evaluate_schedule(spec, found)
             mine = makespan(ev.objective) if ev.feasible else math.inf
             if abs(mine - C) <= 1e-6 * max(1.0, C):
@@ -225,34 +226,29 @@ def _schedule(spec: Spec, seed: int, deadline: float, progress: Callable[[str], 
                                                                                      == "throughput" else C)
         yield Proven(value, f"{name} dual bound on the makespan, {C:.6g} ms ({out.why})")
     if found is not None:
-        yield f"exact DiviML MILP ({name}: {out.why})", found
+        yield Candidate(f"exact DiviML MILP ({name}: {out.why})", schedule=found)
 
 
-def _left(deadline: float) -> float | None:
-    left = deadline - time.monotonic()
-    return None if math.isinf(left) else max(left, 0.01)
-
-
-def _matrix(spec: Spec, model, solver: str, deadline: float, gap: float | None,  # type: ignore[no-untyped-def]
+def _matrix(spec: Spec, model, solver: str, deadline: Deadline, gap: float | None,  # type: ignore[no-untyped-def]
             threads: int | None, start_dev: np.ndarray | None, progress: Callable[[str], None] | None,
             symmetry: bool) -> tuple[MipOutcome, Callable[[], np.ndarray]]:
     mip, vm = model.build(spec, symmetry=symmetry) if model is maxload else model.build(spec)
     start = model.encode(spec, vm, start_dev) if start_dev is not None else None
     if progress:
         progress(f"{NAMES[solver]} on {mip.A.shape[0]:,} rows x {mip.A.shape[1]:,} columns")
-    out = solve_matrix(mip, solver, _left(deadline), gap, threads, start, progress)
+    out = solve_matrix(mip, solver, deadline, gap, threads, start, progress)
     return out, lambda: model.decode(spec, vm, out.x)
 
 
 
-def _pyomo(spec: Spec, model, solver: str, deadline: float, gap: float | None,  # type: ignore[no-untyped-def]
+def _pyomo(spec: Spec, model, solver: str, deadline: Deadline, gap: float | None,  # type: ignore[no-untyped-def]
            threads: int | None, start_dev: np.ndarray | None) -> tuple[MipOutcome, Callable[[], np.ndarray]]:
     from partdsl.models import pyomo_maxload, pyomo_mtpp
 
     ref = pyomo_mtpp if model is mtpp else pyomo_maxload
     m = ref.build(spec)
     warm = start_dev is not None and ref.warm_start(spec, m, start_dev)
-    out = solve_pyomo_model(m, solver, _left(deadline), gap, threads, warm)
+    out = solve_pyomo_model(m, solver, deadline, gap, threads, warm)
     return out, lambda: ref.decode(spec, m)
 
 

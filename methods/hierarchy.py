@@ -21,18 +21,17 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
-
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
+from partdsl.core.result import Result, Status, Termination
+from partdsl.methods.bounds import bound as trivial_bound
+from partdsl.methods.exact import formulation, solve_mtpp_variant
 from partdsl.models import mtpp
 from partdsl.runtime import interrupt
-from partdsl.solvers.registry import require
-from partdsl.methods.bounds import bound as trivial_bound
 from partdsl.runtime.executor import run_all
-from partdsl.methods.exact import formulation, solve_mtpp_variant
 from partdsl.solvers.highs_matrix import solve_highs
 from partdsl.solvers.outcome import MipOutcome
-from partdsl.core.result import Result
+from partdsl.solvers.registry import require
 
 NAMES = ("simple", "lp", "bottleneck", "bottleneck_guess", "exact")
 
@@ -87,22 +86,23 @@ def is_mtpp(spec: Spec) -> str | None:
 
 
 def mip_bound(outcome: MipOutcome, floor: float = -math.inf) -> float:
-    if outcome.status == "infeasible":
+    if outcome.status == Status.INFEASIBLE:
         return math.inf
-    b = outcome.bound if outcome.status != "optimal" else min(outcome.bound, outcome.objective)
+    b = outcome.bound if outcome.status != Status.OPTIMAL else min(outcome.bound, outcome.objective)
     return max(float(b), floor) if np.isfinite(b) else floor
 
 
 def _guess(spec: Spec, j: int, deadline: float, solver: str | None, threads: int | None,
            floor: float) -> tuple[int, float, bool]:
-    """LB_j of sec. 3.3, its dual bound if the wall-clock deadline (time.time()) stops it;
+    """LB_j of sec. 3.3, its dual bound if the wall-clock deadline stops it (time.time(), not
+    a Deadline: the guesses run in other processes, perhaps on other machines of a cluster);
     never below `floor`, a bound every LB_j is known to meet."""
     left = deadline - time.time()
     L = max(mtpp.simple_bound(spec), floor)
     if left <= 0:
         return j, L, False
     out = solve_mtpp_variant(spec, mtpp.Variant("guess", j), solver, None if math.isinf(left) else left, 0.0, threads)
-    return j, mip_bound(out, L), out.status in ("optimal", "infeasible")
+    return j, mip_bound(out, L), out.status in (Status.OPTIMAL, Status.INFEASIBLE)
 
 
 def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | None = None,
@@ -143,9 +143,9 @@ def lp_bound(spec: Spec, time_limit: float | None = None) -> tuple[float | None,
     spec = without_acyclic(spec) or spec
     mip, _ = formulation(spec).build(spec)
     out = solve_highs(replace(mip, integer=np.zeros_like(mip.integer)), time_limit)
-    if out.status == "infeasible":
+    if out.status == Status.INFEASIBLE:
         return math.inf, True
-    if out.status != "optimal":
+    if out.status != Status.OPTIMAL:
         return None, False
     return float(out.objective), True
 
@@ -170,9 +170,9 @@ def _relaxed_exact(spec: Spec, solver: str | None, time_limit: float | None, thr
 
 def _exact_entry(r: Result, note: str) -> BoundEntry:
     """The exact row from a MIP's Result: its dual bound, solved unless stopped early."""
-    solved = r.status.value in ("optimal", "infeasible") and r.stopped != "interrupted"
+    solved = r.status in (Status.OPTIMAL, Status.INFEASIBLE) and r.stopped != Termination.INTERRUPTED
     return BoundEntry("exact", r.bound, r.wall_time_s, solved,
-                      note + (": interrupted" if r.stopped == "interrupted" else ""))
+                      note + (": interrupted" if r.stopped == Termination.INTERRUPTED else ""))
 
 
 @dataclass
@@ -277,7 +277,7 @@ def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Call
         t = time.monotonic()
         if name == "bottleneck":
             out = solve_mtpp_variant(spec, mtpp.Variant("bottleneck"), solver, time_limit, 0.0, threads)
-            v, ok = mip_bound(out, simple), out.status in ("optimal", "infeasible")
+            v, ok = mip_bound(out, simple), out.status in (Status.OPTIMAL, Status.INFEASIBLE)
             note = "sec. 3.2, three superblocks"
         else:
             below = bounds.get("bottleneck")
@@ -316,8 +316,8 @@ def latency_hierarchy(spec: Spec, time_limit: float | None, solver: str | None, 
     the best split found); the IP's dual bound. The best solution: latency_search, fill and
     the IP's incumbent."""
     from partdsl.kernels.latency.path_bound import path_bound
-    from partdsl.models import latency as latency_ip
     from partdsl.methods.solve import solve
+    from partdsl.models import latency as latency_ip
 
     if solver is not None:
         require(solver)
@@ -338,7 +338,7 @@ def latency_hierarchy(spec: Spec, time_limit: float | None, solver: str | None, 
     t = time.monotonic()
     mip, _ = latency_ip.build(spec, found.best)
     out = solve_highs(replace(mip, integer=np.zeros_like(mip.integer)), time_limit)
-    lp = float(out.objective) if out.status == "optimal" else None
+    lp = float(out.objective) if out.status == Status.OPTIMAL else None
     bounds["lp"] = BoundEntry("lp", lp, time.monotonic() - t, lp is not None,
                               f"LP relaxation of the latency IP (Figs. 3-4), H = {found.best:.6g}")
     r = solve(spec, method="exact", solver=solver, time_limit=time_limit, threads=threads, seed=seed,

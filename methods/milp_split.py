@@ -35,17 +35,24 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
-
+from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.errors import PartError
+from partdsl.core.events import Candidate, Progress, Proven
 from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
+from partdsl.core.result import Status
 from partdsl.core.schedule import Piece, Schedule
 from partdsl.core.schedule_eval import evaluate_schedule, list_schedule, transfer_time
-from partdsl.core.events import Progress, Proven
+from partdsl.kernels.graph.modules import (
+    Split,
+    boundary_edges,
+    chain,
+    restrict,
+    split_articulations,
+)
 from partdsl.kernels.schedule import list_schedulers
-from partdsl.kernels.graph.modules import Split, boundary_edges, chain, restrict, split_articulations
-from partdsl.models import diviml
 from partdsl.methods.bounds import makespan_bound
+from partdsl.models import diviml
 from partdsl.runtime.executor import run_all
 
 DEFAULT_MODULE_LIMIT = 10.0  # seconds per module MILP without a time limit
@@ -82,7 +89,7 @@ def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solv
                                for p in ev.schedule.pieces), ev.schedule.batch)
         start = diviml.encode(spec, vm, moved)
     out = solve_matrix(mip, solver, max(time_limit, 0.05), gap, threads, start)
-    if out.status == "infeasible":
+    if out.status == Status.INFEASIBLE:
         return ModuleResult(math.inf, math.inf, (), "infeasible")
     bound = float(out.bound) if np.isfinite(out.bound) else 0.0
     if out.status not in ("optimal", "feasible"):
@@ -103,8 +110,8 @@ def _starts(spec: Spec, seconds: float) -> Iterator[Schedule]:
         return
     until = time.monotonic() + seconds
     for item in schedule_search.sa(spec, 0, until, iterations=10**9):
-        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Schedule):
-            yield item[1]
+        if isinstance(item, Candidate):
+            yield item.schedule
 
 
 def module_bound(spec: Spec, time_limit: float, solver: str | None, threads: int | None) -> float:
@@ -150,7 +157,7 @@ class _Plan:
         return list_schedule(spec, Schedule(pieces, spec.objective.batch), piece_order=range(len(pieces)))
 
 
-def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callable[[str], None] | None = None,
+def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
         solver: str | None = None, gap: float | None = None, threads: int | None = None,
         channels: float = 1, module_limit: float | None = None, workers: float | None = None,
         min_module: float = 4, bound_limit: float = 2.0, lookahead: float = 1, executor=None,  # type: ignore[no-untyped-def]
@@ -161,7 +168,7 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     diviml.check(spec)
     if channels < 1 or int(channels) != channels:
         raise PartError(f"channels must be a whole number >= 1, not {channels:g}", None)
-    yield "HEFT (before the split)", list_schedulers.schedule(spec, "heft")
+    yield Candidate("HEFT (before the split)", schedule=list_schedulers.schedule(spec, "heft"))
     plan = _Plan(spec, int(channels), int(min_module))
     sizes = ", ".join(str(len(m)) for m in plan.modules)
     single = all(len(c) <= 1 for c in plan.cuts)
@@ -174,25 +181,25 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     else:
         sched, why = _rolling(spec, plan, deadline, module_limit, solver, threads, progress, int(lookahead))
     if sched is not None:
-        yield f"MILP-SPLIT ({why})", sched
-    left = deadline - time.monotonic()
+        yield Candidate(f"MILP-SPLIT ({why})", schedule=sched)
+    left = deadline.left()
     per = bound_limit if math.isinf(left) else min(bound_limit, max(left, 0.0) / 4)
     lb = chain_bound(plan, per, solver, threads, nworkers, known, executor)
     yield Proven(_value(spec, lb), f"MILP-SPLIT lower bound (the Remark's recursion over {len(plan.modules)} "
                                    f"modules): makespan >= {lb:.6g} ms")
 
 
-def _limit(deadline: float, module_limit: float | None, share: float) -> float:
+def _limit(deadline: Deadline, module_limit: float | None, share: float) -> float:
     """Seconds per module MILP: `module_limit`, else a share of the time left (10 s
     without a time limit); never past the deadline."""
-    left = deadline - time.monotonic()
+    left = deadline.left()
     if math.isinf(left):
         return float(module_limit) if module_limit is not None else DEFAULT_MODULE_LIMIT
     mine = float(module_limit) if module_limit is not None else min(share, 0.8) * left
     return max(min(mine, 0.8 * left), 0.05)
 
 
-def _dp(spec: Spec, plan: _Plan, deadline: float, module_limit: float | None, solver: str | None,
+def _dp(spec: Spec, plan: _Plan, deadline: Deadline, module_limit: float | None, solver: str | None,
         threads: int | None, workers: int | None, progress: Callable[[str], None] | None,
         known: dict[frozenset[int], float], executor=None) -> tuple[Schedule | None, str]:  # type: ignore[no-untyped-def]
     """IV-B1: every module for every (input device, output device) pair, then the chain DP.
@@ -279,7 +286,7 @@ def _dp(spec: Spec, plan: _Plan, deadline: float, module_limit: float | None, so
     return plan.to_original(spec, order), f"single-channel DP over {q} modules: {why}"
 
 
-def _rolling(spec: Spec, plan: _Plan, deadline: float, module_limit: float | None, solver: str | None,
+def _rolling(spec: Spec, plan: _Plan, deadline: Deadline, module_limit: float | None, solver: str | None,
              threads: int | None, progress: Callable[[str], None] | None,
              lookahead: int = 1) -> tuple[Schedule | None, str]:
     """IV-B2: modules in chain order, each after the ones before it are fixed; each MILP

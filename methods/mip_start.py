@@ -13,26 +13,18 @@ until two rounds in a row bring nothing or the share of time is spent.
 from __future__ import annotations
 
 import math
-import time
 from typing import Callable, Generator
 
 import numpy as np
-
+from partdsl.core.deadline import Deadline
 from partdsl.core.evaluate import evaluate
+from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck import ideal_dp, load_search
 from partdsl.kernels.bottleneck.topo_split import best_split
 
-UNTIMED_BUDGET = 60.0  # seconds of heuristics when the solve has no time limit
 
-
-def budget(deadline: float, share: float) -> float:
-    """The deadline of the start heuristics: `share` of the time left, or a minute."""
-    now = time.monotonic()
-    return now + (UNTIMED_BUDGET if math.isinf(deadline) else share * max(deadline - now, 0.0))
-
-
-def mip_start(spec: Spec, seed: int, deadline: float, given: np.ndarray | None,
+def mip_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | None,
               progress: Callable[[str], None] | None
               ) -> Generator[tuple[str, np.ndarray], None, tuple[np.ndarray | None, float]]:
     """Yield the candidates; return the best feasible one and its value (None, inf if none)."""
@@ -50,29 +42,30 @@ def mip_start(spec: Spec, seed: int, deadline: float, given: np.ndarray | None,
 
     _, dev = best_split(spec, seed, deadline)
     if consider(dev, "topo"):
-        yield "exact: MIP start (topo)", dev
+        yield Candidate("exact: MIP start (topo)", dev)
     consider(given, "the warm start")
-    if spec.constraints.contiguous and time.monotonic() < deadline:
+    if spec.constraints.contiguous and not deadline.passed():
         value, dev, ideals = ideal_dp.ideal_split(spec, best[2], deadline)
         if np.isfinite(value) and consider(dev, f"dp over {ideals:,} ideals"):
-            yield "exact: MIP start (dp)", dev
+            yield Candidate("exact: MIP start (dp)", dev)
     first, idle, round_seed = best[0], 0, seed
-    while spec.objective.kind == "bottleneck" and best[0] is not None and idle < 2 and time.monotonic() < deadline:
+    while spec.objective.kind == "bottleneck" and best[0] is not None and idle < 2 and not deadline.passed():
         # rounds alternate between the best so far and a fresh start from the first, each with a
         # new seed, until two in a row bring nothing
         origin = first if (round_seed - seed) % 2 else best[0]
         improved = False
-        for label, dev in load_search.improve(spec, origin, deadline, round_seed, progress=progress):
+        for cand in load_search.improve(spec, origin, deadline, round_seed, progress=progress):
+            label, dev = cand.label, cand.devices
             if consider(dev, "load search"):
                 improved = True
-                yield f"exact: MIP start ({label})", dev
+                yield Candidate(f"exact: MIP start ({label})", dev)
         idle, round_seed = (0 if improved else idle + 1), round_seed + 1
     if progress and best[0] is not None:
         progress(f"MIP start: {best[1]}, {best[2]:.6g}")
     return best[0], best[2]
 
 
-def best_start(spec: Spec, seed: int, deadline: float, given: np.ndarray | None,
+def best_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | None,
                progress: Callable[[str], None] | None) -> tuple[np.ndarray | None, float]:
     """mip_start() run to its end, without its candidates: the best split and its value."""
     gen = mip_start(spec, seed, deadline, given, progress)

@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from partdsl.core.dense import work_time
 from partdsl.core.errors import PartError
 from partdsl.core.graphs import link_table

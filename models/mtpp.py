@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
 from partdsl.models.matrix import MatrixMIP, Rows

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyomo.environ as pyo
-
 from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Schedule

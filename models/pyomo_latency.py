@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyomo.environ as pyo
-
 from partdsl.core.ir import Spec
 from partdsl.models.latency import check, horizon
 from partdsl.models.pyomo_rules import constraint

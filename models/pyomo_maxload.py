@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyomo.environ as pyo
-
 from partdsl.core.ir import Spec
 from partdsl.models.maxload import check
 from partdsl.models.memory import treatment

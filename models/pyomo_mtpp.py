@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyomo.environ as pyo
-
 from partdsl.core.ir import Spec
 from partdsl.models.memory import treatment
 from partdsl.models.mtpp import EXACT, Variant, check, simple_bound

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-
 from partdsl.models.matrix import MatrixMIP
 from partdsl.solvers.highs_matrix import solve_highs
 from partdsl.solvers.outcome import MipOutcome

@@ -28,22 +28,22 @@ from dataclasses import replace
 from typing import Callable
 
 import numpy as np
-
+from partdsl.core.deadline import Deadline
+from partdsl.core.result import Status
 from partdsl.models.matrix import MatrixMIP
 from partdsl.runtime import interrupt
 from partdsl.runtime.capture import captured_stdout, solver_call
 from partdsl.solvers.outcome import (
     GAP_REACHED,
-    NativeSolverError,
     REPORT_EVERY,
     MipOutcome,
+    NativeSolverError,
     checked,
     gap_reached,
     mip_status_line,
     outcome,
     solver_gap,
 )
-
 
 # HiGHS (1.12 to 1.16 at least; ERGO-Code/HiGHS issues 2782, 2808) can end a MIP with "MIP
 # solver claims optimality, but with num/max/sum primal(1/1e-06/1e-06) infeasibilities" and
@@ -53,45 +53,42 @@ CLAIMS_OPTIMALITY = "claims optimality, but with"
 RETRY_TOLERANCE = 1e-7
 
 
-def solve_highs(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
+def solve_highs(mip: MatrixMIP, time_limit: Deadline | float | None = None, gap: float | None = None,
                 threads: int | None = None, start: np.ndarray | None = None,
                 progress: Callable[[str], None] | None = None) -> MipOutcome:
+    """`time_limit`: a Deadline, or seconds from now (None: no limit)."""
+    deadline = Deadline.of(time_limit)
     with captured_stdout() as printed:
-        out = checked("HiGHS", lambda limit, use_start: _run(mip, limit, gap, threads, start if use_start else None,
+        out = checked("HiGHS", lambda until, use_start: _run(mip, until, gap, threads, start if use_start else None,
                                                              progress),
-                      lambda o: float(mip.c @ o.x) if o.x is not None else None, time_limit, start is not None,
+                      lambda o: float(mip.c @ o.x) if o.x is not None else None, deadline, start is not None,
                       progress)
     return replace(out, log=printed.text + out.log)
 
 
-def _run(mip: MatrixMIP, time_limit: float | None, gap: float | None, threads: int | None,
+def _run(mip: MatrixMIP, deadline: Deadline, gap: float | None, threads: int | None,
          start: np.ndarray | None, progress: Callable[[str], None] | None) -> MipOutcome:
     """One HiGHS run, checked where HiGHS is known to be wrong, each time solved once more
     in the time left: its "claims optimality" Solve error, with a tighter feasibility
     tolerance; an "infeasible" verdict, with presolve off, since its MIP presolve has
     declared feasible models infeasible (HiGHS issues 1958, 2388, 3090; 1.16 on a latency
     IP with a 1e-6 work, tests/test_latency.py) and only an agreeing second run is kept."""
-    t0 = time.monotonic()
-
-    def left() -> float | None:
-        return None if time_limit is None else max(time_limit - (time.monotonic() - t0), 0.01)
-
     try:
-        out = _run_once(mip, time_limit, gap, threads, start, progress, {})
+        out = _run_once(mip, deadline, gap, threads, start, progress, {})
     except NativeSolverError as e:
         if CLAIMS_OPTIMALITY not in str(e):
             raise
-        out = _run_once(mip, left(), gap, threads, start, progress, {"mip_feasibility_tolerance": RETRY_TOLERANCE})
+        out = _run_once(mip, deadline, gap, threads, start, progress, {"mip_feasibility_tolerance": RETRY_TOLERANCE})
         return replace(out, log=f"{e}; solved again with mip_feasibility_tolerance {RETRY_TOLERANCE:g}\n" + out.log)
-    if out.status != "infeasible" or not mip.integer.any():
+    if out.status != Status.INFEASIBLE or not mip.integer.any():
         return out
-    again = _run_once(mip, left(), gap, threads, start, progress, {"presolve": "off"})
+    again = _run_once(mip, deadline, gap, threads, start, progress, {"presolve": "off"})
     note = "HiGHS said infeasible; solved again with presolve off: " + (
-        "infeasible too" if again.status == "infeasible" else f"{again.status} ({again.why})")
+        "infeasible too" if again.status == Status.INFEASIBLE else f"{again.status.value} ({again.why})")
     return replace(again, log=out.log + "\n" + note + "\n" + again.log)
 
 
-def _run_once(mip: MatrixMIP, time_limit: float | None, gap: float | None, threads: int | None,
+def _run_once(mip: MatrixMIP, deadline: Deadline, gap: float | None, threads: int | None,
               start: np.ndarray | None, progress: Callable[[str], None] | None,
               options: dict[str, float | str]) -> MipOutcome:
     import highspy
@@ -100,10 +97,10 @@ def _run_once(mip: MatrixMIP, time_limit: float | None, gap: float | None, threa
     h.setOptionValue("log_to_console", False)  # its log is kept in the outcome instead
     log: list[str] = []
     h.cbLogging += lambda e: log.append(e.message)
-    if time_limit is not None:
-        h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
-    at_gap = _enforce(h, float("inf") if time_limit is None else time.monotonic() + max(time_limit, 0.01), gap,
-                      progress)
+    limit = deadline.seconds()  # the one conversion: HiGHS's own limit, in seconds
+    if limit is not None:
+        h.setOptionValue("time_limit", float(limit))
+    at_gap = _enforce(h, deadline, gap, progress)
     # HiGHS stops at its own relative gap (default 1e-4) or absolute gap (1e-6)
     h.setOptionValue("mip_rel_gap", solver_gap(gap))
     h.setOptionValue("mip_abs_gap", 0.0)
@@ -177,7 +174,7 @@ def pass_model(h, mip: MatrixMIP) -> None:  # type: ignore[no-untyped-def]
     h.passModel(lp)
 
 
-def _enforce(h, deadline: float, gap: float | None,  # type: ignore[no-untyped-def]
+def _enforce(h, deadline: Deadline, gap: float | None,  # type: ignore[no-untyped-def]
              progress: Callable[[str], None] | None) -> list[bool]:
     """Interrupt HiGHS at the wall-clock deadline, on Ctrl-C, or once our gap is met
     (`gap_reached`); report improving solutions, and the bound every REPORT_EVERY seconds
@@ -185,7 +182,7 @@ def _enforce(h, deadline: float, gap: float | None,  # type: ignore[no-untyped-d
     at_gap = [False]
 
     def stop(e) -> None:  # type: ignore[no-untyped-def]
-        if time.monotonic() > deadline or interrupt.requested():
+        if deadline.passed() or interrupt.requested():
             e.interrupt()
 
     h.cbSimplexInterrupt += stop

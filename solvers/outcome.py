@@ -5,20 +5,19 @@ progress line of a running MIP."""
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
-
-from partdsl.core.result import relative_gap
+from partdsl.core.deadline import Deadline
+from partdsl.core.result import Status, relative_gap
 
 REPORT_EVERY = 10.0  # seconds between progress lines of a MIP that finds no new incumbent
 
 
 @dataclass(frozen=True)
 class MipOutcome:
-    status: str  # optimal | feasible | infeasible | no_solution
+    status: Status  # what it has: optimal | feasible | infeasible | no_solution
     why: str  # the solver's own word for why it stopped
     x: np.ndarray | None  # the solution (matrix path; the Pyomo path leaves it in the model)
     objective: float  # the solver's value: never reported, the evaluator re-scores the solution
@@ -31,9 +30,9 @@ def outcome(why: str, optimal: bool, infeasible: bool, has: bool, x: np.ndarray 
     """Map a solver's answer to a MipOutcome: a stop without a solution is "no_solution",
     never an optimum."""
     if infeasible:
-        return MipOutcome("infeasible", why, None, math.inf, math.inf, log)
+        return MipOutcome(Status.INFEASIBLE, why, None, math.inf, math.inf, log)
     obj = float(objective) if has and objective is not None else math.inf
-    status = "optimal" if optimal and has else "feasible" if has else "no_solution"
+    status = Status.OPTIMAL if optimal and has else Status.FEASIBLE if has else Status.NO_SOLUTION
     return MipOutcome(status, why, x if has else None, obj, bound, log)
 
 
@@ -70,9 +69,9 @@ def mip_status_line(solver: str, primal: float, dual: float, nodes: int) -> str:
     return f"{solver}: incumbent {show(primal)}, bound {show(dual)}, {nodes:,} nodes"
 
 
-def checked(name: str, run: Callable[[float | None, bool], MipOutcome], value: Callable[[MipOutcome], float | None],
-            time_limit: float | None, started: bool, progress: Callable[[str], None] | None = None) -> MipOutcome:
-    """`run(time_limit, use_start)`, trusting the solver's claims only if its objective
+def checked(name: str, run: Callable[[Deadline, bool], MipOutcome], value: Callable[[MipOutcome], float | None],
+            deadline: Deadline, started: bool, progress: Callable[[str], None] | None = None) -> MipOutcome:
+    """`run(deadline, use_start)`, trusting the solver's claims only if its objective
     matches `value(out)`, the objective of the solution it returned (None: no solution).
     With a MIP start a mismatch means a mis-scored start (HiGHS 1.16's presolve aggregator
     reported "Optimal 0.1" for a 1.1 solution): solve again without it, in the time left.
@@ -83,18 +82,16 @@ def checked(name: str, run: Callable[[float | None, bool], MipOutcome], value: C
         ours = value(out)
         return ours is None or math.isclose(ours, out.objective, rel_tol=1e-6, abs_tol=1e-6)
 
-    deadline = None if time_limit is None else time.monotonic() + max(time_limit, 0.01)
-    out = run(time_limit, started)
+    out = run(deadline, started)
     if started and not agrees(out) and not interrupt.requested():
         note = (f"partdsl: {name} reported objective {out.objective:.9g} for a solution whose objective is "
                 f"{value(out):.9g}; with a MIP start its status and bound cannot be trusted (seen with HiGHS "
                 "1.16's presolve aggregator), so it was solved again without the start\n")
         if progress is not None:
             progress(f"{name}: its objective disagrees with its solution; solving again without the MIP start")
-        left = None if deadline is None else max(deadline - time.monotonic(), 0.01)
-        again = run(left, False)
+        again = run(deadline, False)
         out = replace(again, log=out.log + note + again.log)
     if not agrees(out):
-        out = replace(out, status="feasible", bound=-math.inf,
+        out = replace(out, status=Status.FEASIBLE, bound=-math.inf,
                       log=out.log + f"partdsl: {name}'s objective disagrees with its solution; its bound is not used\n")
     return out

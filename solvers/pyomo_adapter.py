@@ -12,28 +12,28 @@ from __future__ import annotations
 import io
 import math
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pyomo.environ as pyo
-
+from partdsl.core.deadline import Deadline
+from partdsl.core.result import Status
 from partdsl.runtime import interrupt
-from partdsl.solvers.highs_matrix import fit_scheduler
 from partdsl.runtime.capture import captured_stdout, solver_call
+from partdsl.solvers.highs_matrix import fit_scheduler
 from partdsl.solvers.outcome import MipOutcome, checked, outcome, solver_gap
 from partdsl.solvers.registry import SOLVERS, cbc_executable, pyomo_interface
 
 
-
-
-def solve_pyomo(model: pyo.ConcreteModel, solver: str = "highs", time_limit: float | None = None,
+def solve_pyomo(model: pyo.ConcreteModel, solver: str = "highs", time_limit: Deadline | float | None = None,
                 gap: float | None = None, threads: int | None = None, warm: bool = False) -> MipOutcome:
-    """Solve with `solver`; whatever the solver prints on stdout goes to the head of its log."""
+    """Solve with `solver`; whatever the solver prints on stdout goes to the head of its log.
+    `time_limit`: a Deadline, or seconds from now (None: no limit)."""
     with captured_stdout() as printed:
-        out = checked(solver, lambda limit, use_start: _solve(model, solver, limit, gap, threads, warm and use_start),
-                      lambda o: _objective(model) if o.status in ("optimal", "feasible") else None, time_limit, warm)
+        out = checked(solver, lambda until, use_start: _solve(model, solver, until, gap, threads, warm and use_start),
+                      lambda o: _objective(model) if o.status.has_solution() else None,
+                      Deadline.of(time_limit), warm)
     return replace(out, log=printed.text + out.log)
 
 
@@ -42,21 +42,21 @@ def _objective(model: pyo.ConcreteModel) -> float:
     return float(pyo.value(next(model.component_data_objects(pyo.Objective, active=True))))
 
 
-def _solve(model: pyo.ConcreteModel, solver: str, time_limit: float | None, gap: float | None,
+def _solve(model: pyo.ConcreteModel, solver: str, deadline: Deadline, gap: float | None,
            threads: int | None, warm: bool) -> MipOutcome:
     kind, name = pyomo_interface(solver)
     rel = solver_gap(gap)
-    limit = None if time_limit is None else float(max(time_limit, 0.01))
+    limit = deadline.seconds()  # the one conversion: the solver's own limit, in seconds
     if kind == "contrib":
         return _contrib(model, name, limit, rel, threads, warm)
     with tempfile.TemporaryDirectory() as tmp:  # the others write their log to a file
         log = Path(tmp) / f"{solver}.log"
         if kind == "appsi":
-            return _appsi(model, limit, rel, threads, warm, log)
+            return _appsi(model, deadline, rel, threads, warm, log)
         return _classic(model, solver, name, limit, rel, threads, warm, log)
 
 
-def _appsi(model: pyo.ConcreteModel, limit: float | None, rel: float, threads: int | None,
+def _appsi(model: pyo.ConcreteModel, deadline: Deadline, rel: float, threads: int | None,
            warm: bool, log: Path, presolve: bool = True) -> MipOutcome:
     """HiGHS through appsi. An "infeasible" MIP verdict is checked as on the matrix path
     (solvers/highs_matrix._run): solved again with presolve off, and only kept if that agrees."""
@@ -68,22 +68,21 @@ def _appsi(model: pyo.ConcreteModel, limit: float | None, rel: float, threads: i
     opt.config.mip_gap = rel
     opt.config.warmstart = warm
     opt.config.logfile = str(log)
+    limit = deadline.seconds()
     if limit is not None:
         opt.config.time_limit = limit
     opt.highs_options = {"mip_abs_gap": 0.0, **({"threads": int(threads)} if threads else {}),
                          **({} if presolve else {"presolve": "off"})}
     fit_scheduler(threads or None)  # the same process-wide HiGHS scheduler as the matrix path
-    t0 = time.monotonic()
     with solver_call():
         res = opt.solve(model)
     tc = res.termination_condition
     if tc == TC.infeasible and presolve and any(v.is_integer() or v.is_binary() for v in
                                                 model.component_data_objects(pyo.Var, active=True)):
         first = _read(log)
-        rest = None if limit is None else max(limit - (time.monotonic() - t0), 0.01)
-        again = _appsi(model, rest, rel, threads, warm, log, presolve=False)
+        again = _appsi(model, deadline, rel, threads, warm, log, presolve=False)
         note = "HiGHS said infeasible; solved again with presolve off: " + (
-            "infeasible too" if again.status == "infeasible" else f"{again.status} ({again.why})")
+            "infeasible too" if again.status == Status.INFEASIBLE else f"{again.status.value} ({again.why})")
         return replace(again, log=first + "\n" + note + "\n" + again.log)
     has = res.best_feasible_objective is not None
     if has:
@@ -126,7 +125,6 @@ def _classic(model: pyo.ConcreteModel, solver: str, name: str, limit: float | No
              threads: int | None, warm: bool, log: Path) -> MipOutcome:
     from pyomo.opt import SolutionStatus
     from pyomo.opt import TerminationCondition as TC
-
     from pyomo.solvers.plugins.solvers.persistent_solver import PersistentSolver
 
     opt = pyo.SolverFactory(name, executable=cbc_executable()) if solver == "cbc" else pyo.SolverFactory(name)

@@ -82,9 +82,8 @@ def version(name: str) -> str | None:
 @contextmanager
 def failures(name: str, rows: int, columns: int) -> Iterator[None]:
     """Turn a solver library's own exception into SolverFailed; anything else stays a bug."""
-    from pyomo.common.errors import ApplicationError  # Pyomo's "the solver run failed"
-
     from partdsl.solvers.outcome import NativeSolverError
+    from pyomo.common.errors import ApplicationError  # Pyomo's "the solver run failed"
 
     try:
         yield

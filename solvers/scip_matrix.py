@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-
+from partdsl.core.deadline import Deadline
 from partdsl.models.matrix import MatrixMIP
 from partdsl.runtime import interrupt
 from partdsl.runtime.capture import captured_stdout, solver_call
@@ -36,21 +36,20 @@ from partdsl.solvers.outcome import (
     solver_gap,
 )
 
-
 NAUTY_MAX_LEVEL = 100
 
 
-def solve_scip(mip: MatrixMIP, time_limit: float | None = None, gap: float | None = None,
+def solve_scip(mip: MatrixMIP, time_limit: Deadline | float | None = None, gap: float | None = None,
                threads: int | None = None, start: np.ndarray | None = None,
                progress: Callable[[str], None] | None = None) -> MipOutcome:
+    """`time_limit`: a Deadline, or seconds from now (None: no limit)."""
     with captured_stdout() as printed:  # the whole session: SCIP prints on stdout even with output hidden
-        out = _solve(mip, time_limit, gap, threads, start, progress)
+        out = _solve(mip, Deadline.of(time_limit), gap, threads, start, progress)
     return replace(out, log=printed.text + out.log)
 
 
-def _solve(mip: MatrixMIP, time_limit: float | None, gap: float | None, threads: int | None,
+def _solve(mip: MatrixMIP, deadline: Deadline, gap: float | None, threads: int | None,
            start: np.ndarray | None, progress: Callable[[str], None] | None) -> MipOutcome:
-    deadline = None if time_limit is None else time.monotonic() + max(time_limit, 0.01)
     m, xs = scip_model(mip)
     m.setParam("propagating/symmetry/nautymaxlevel", NAUTY_MAX_LEVEL)
     m.setParam("limits/gap", solver_gap(gap))
@@ -63,8 +62,9 @@ def _solve(mip: MatrixMIP, time_limit: float | None, gap: float | None, threads:
         for x, v in zip(xs, start):
             m.setSolVal(sol, x, float(v))
         m.addSol(sol, free=True)
-    if deadline is not None:
-        m.setParam("limits/time", max(deadline - time.monotonic(), 0.01))
+    limit = deadline.seconds()  # the one conversion: SCIP's own limit, in seconds
+    if limit is not None:
+        m.setParam("limits/time", limit)
     watch = _watch(deadline, gap, progress)
     m.includeEventhdlr(watch, "partdsl", "wall-clock deadline, Ctrl-C, progress")
     with tempfile.TemporaryDirectory() as tmp:
@@ -113,7 +113,7 @@ def scip_model(mip: MatrixMIP):  # type: ignore[no-untyped-def]
     return m, xs
 
 
-def _watch(deadline: float | None, gap: float | None,  # type: ignore[no-untyped-def]
+def _watch(deadline: Deadline, gap: float | None,  # type: ignore[no-untyped-def]
            progress: Callable[[str], None] | None):
     """An event handler: stop SCIP at the wall-clock deadline (its own limit is checked
     between its steps), when Ctrl-C was flagged, or once the user's gap is met by our
@@ -136,7 +136,7 @@ def _watch(deadline: float | None, gap: float | None,  # type: ignore[no-untyped
 
         def eventexec(self, event) -> None:  # type: ignore[no-untyped-def]
             now = time.monotonic()
-            if (deadline is not None and now > deadline) or interrupt.requested():
+            if deadline.passed() or interrupt.requested():
                 self.at_deadline = not interrupt.requested()
                 self.model.interruptSolve()
             found = event.getType() == SCIP_EVENTTYPE.BESTSOLFOUND

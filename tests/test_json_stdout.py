@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from partdsl.cli.main import main
 from partdsl.kernels.peers.runners import PEERS
-from partdsl.methods.solve import METHODS
+from partdsl.methods.registry import METHODS
 from partdsl.solvers.registry import is_installed
 from partdsl.solvers.registry import DISPLAY_NAMES as SOLVERS
 

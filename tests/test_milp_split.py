@@ -83,4 +83,4 @@ def test_the_cli_runs_it_and_refuses_bad_options(tmp_path) -> None:  # type: ign
     doc = json.loads(r.stdout)
     assert doc["bound"] <= doc["objective"] * (1 + TOL) and doc["schedule"]
     with pytest.raises(PartError, match="whole number"):
-        list(__import__("partdsl.solvers.milp_split", fromlist=["run"]).run(randwire_spec(RandWire()), channels=1.5))
+        list(__import__("partdsl.methods.milp_split", fromlist=["run"]).run(randwire_spec(RandWire()), channels=1.5))

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from partdsl import PartError, evaluate, parse, solve
 from partdsl.core.assignment import to_array
 from partdsl.core.ir import Spec
-from partdsl.methods.solve import METHODS
+from partdsl.methods.registry import METHODS
 from partdsl.solvers.registry import SOLVERS, failures, is_installed
 from partdsl.core.solver_errors import SolverFailed
 from partdsl.core.result import Status

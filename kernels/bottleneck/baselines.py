@@ -12,20 +12,18 @@ Everything-on-one-device is the `single` method.
 """
 from __future__ import annotations
 
-import time
 from typing import Iterator
 
 import numpy as np
-
+from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.evaluate import evaluate
+from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
-from partdsl.kernels.graph.orders import dfs_order, kahn
 from partdsl.kernels.bottleneck.segment_dp import split_dp
 from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.bottleneck.topo_split import assign
 from partdsl.kernels.graph.contraction import contract
-
-Candidate = tuple[str, np.ndarray]
+from partdsl.kernels.graph.orders import dfs_order, kahn
 
 
 def _unit_positions(spec: Spec, linear: str) -> tuple[np.ndarray, int]:
@@ -36,16 +34,16 @@ def _unit_positions(spec: Spec, linear: str) -> tuple[np.ndarray, int]:
     return at[u.unit], u.count
 
 
-def dpl(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: object) -> Iterator[Candidate]:
+def dpl(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
     pos, P = _unit_positions(spec, "dfs")
     counts = [k.count for k in spec.platform.classes]
     splits = split_dp(segment_costs(spec, pos, P), counts, spec.constraints.max_stages)
     if splits:
         best = min(splits, key=lambda s: s.value)
-        yield "dpl (DFS linearization)", assign(spec, best, pos)
+        yield Candidate("dpl (DFS linearization)", assign(spec, best, pos))
 
 
-def pipedream(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: object) -> Iterator[Candidate]:
+def pipedream(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
     d = spec.dense
     pos, P = _unit_positions(spec, "kahn")
     acc = [c for c in range(len(d.class_names)) if not d.host[c]]
@@ -68,10 +66,10 @@ def pipedream(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: object) 
         segs = tuple((l, r, c) for l, r, _ in best.segments)
         from partdsl.kernels.bottleneck.segment_dp import Split
 
-        yield "pipedream (linear DP)", assign(spec, Split(best.value, best.counts, segs), pos)
+        yield Candidate("pipedream (linear DP)", assign(spec, Split(best.value, best.counts, segs), pos))
 
 
-def greedy(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: object) -> Iterator[Candidate]:
+def greedy(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
     d = spec.dense
     u = contract(d)
     order = kahn(u.count, u.src, u.dst)
@@ -97,10 +95,10 @@ def greedy(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: object) -> 
         dev[nodes] = j
         load += d.work[nodes, d.dev_class[j]].sum()
         mem += d.params[nodes].sum()
-    yield "greedy", dev
+    yield Candidate("greedy", dev)
 
 
-def local_search(spec: Spec, seed: int = 0, deadline: float = np.inf, restarts: float = 5,
+def local_search(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, restarts: float = 5,
                  passes: float = 20, **_: object) -> Iterator[Candidate]:
     """Each restart starts from SliceGraph on a random order (feasible for contiguity and
     acyclicity), then moves one colocation unit at a time to another device while the
@@ -128,7 +126,7 @@ def local_search(spec: Spec, seed: int = 0, deadline: float = np.inf, restarts: 
         for _p in range(int(passes)):
             improved = False
             for k in rng.permutation(u.count):
-                if time.monotonic() > deadline:
+                if deadline.passed():
                     break
                 here = dev[members[k][0]]
                 for j in options[k]:
@@ -140,10 +138,10 @@ def local_search(spec: Spec, seed: int = 0, deadline: float = np.inf, restarts: 
                         cur, here, improved = s, j, True
                     else:
                         dev[members[k]] = here
-            if not improved or time.monotonic() > deadline:
+            if not improved or deadline.passed():
                 break
         if cur < best:
             best = cur
-            yield f"local search (restart {r + 1})", dev.copy()
-        if time.monotonic() > deadline:
+            yield Candidate(f"local search (restart {r + 1})", dev.copy())
+        if deadline.passed():
             return

@@ -24,19 +24,21 @@ workload but is not a proof.
 """
 from __future__ import annotations
 
-import time
 from typing import Callable, Iterator
 
 import numpy as np
-
+from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.errors import PartError
+from partdsl.core.events import Candidate, Progress, Proven
 from partdsl.core.ir import Spec
-from partdsl.core.events import Progress, Proven
-from partdsl.kernels.jit import njit
 from partdsl.kernels.bottleneck.segment_dp import state_table
-from partdsl.kernels.bottleneck.topo_split import assign_masks
-from partdsl.kernels.bottleneck.topo_split import best_split
-from partdsl.kernels.graph.contraction import absorbable_sinks, contract, memory_can_bind
+from partdsl.kernels.bottleneck.topo_split import assign_masks, best_split
+from partdsl.kernels.graph.contraction import (
+    absorbable_sinks,
+    contract,
+    memory_can_bind,
+)
+from partdsl.kernels.jit import njit
 
 MAX_IDEALS = 250_000
 OVERLAP = {None: 0, "simplex": 1, "duplex": 2}
@@ -226,17 +228,17 @@ def exact_for(spec: Spec) -> bool:
             and o.training != "gpipe" and not device_level)
 
 
-def run(spec: Spec, seed: int = 0, deadline: float = float("inf"),
+def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER,
         progress: Callable[[str], None] | None = None, **_: float) -> Iterator:
     # an incumbent first: it prunes the DP and is what the DP must beat
     best_val, best_arr = best_split(spec, seed, deadline)
     if best_arr is not None:
-        yield "dp incumbent (topo)", best_arr
+        yield Candidate("dp incumbent (topo)", best_arr)
     yield Progress(f"DP over ideals, pruned by the incumbent {best_val:.6g}")
     value, arr, NI = ideal_split(spec, best_val, deadline, progress)
     if arr is not None:
-        yield f"dp over {NI:,} ideals", arr
-    if time.monotonic() > deadline:
+        yield Candidate(f"dp over {NI:,} ideals", arr)
+    if deadline.passed():
         return  # the DP did not finish: no proof
     if exact_for(spec):
         opt = min(value, best_val)
@@ -258,7 +260,7 @@ def why_not_exact(spec: Spec) -> str:
     return "device-level pins or forbids are not modelled by the DP"
 
 
-def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: float = np.inf,
+def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: Deadline = NEVER,
                 progress: Callable[[str], None] | None = None) -> tuple[float, np.ndarray | None, int]:
     """(the DP's value, its assignment or None, number of ideals). Only splits costing at
     most `incumbent` are searched; the value is inf if none is, or if the deadline passes
@@ -316,7 +318,7 @@ def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: float = np.inf,
     dpmin[0] = 0.0
     chunk = max(256, NI // 50)
     for i0 in range(0, NI, chunk):  # chunks keep the wall-clock budget and report progress
-        if time.monotonic() > deadline:
+        if deadline.passed():
             return np.inf, None, NI
         if progress and i0:
             progress(f"DP over ideals: {i0:,} of {NI:,}")

@@ -17,18 +17,16 @@ passes.
 """
 from __future__ import annotations
 
-import math
-import time
 from typing import Callable, Iterator
 
 import numpy as np
-
-from partdsl.core.violations import memory_used, violations
+from partdsl.core.deadline import NEVER, Deadline
+from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
+from partdsl.core.violations import memory_used, violations
 from partdsl.kernels.bottleneck.load_table import LoadTable
 from partdsl.kernels.graph.contraction import contract
 
-Candidate = tuple[str, np.ndarray]
 Score = tuple[float, float]
 STALL = 100  # perturbations in a row without a better objective before the search stops
 
@@ -125,8 +123,8 @@ class Search:
         ks, js = self.moves(units, self.dev, self.mem)
         return any(self.take([(int(ks[i]), int(js[i]))]) for i in self.scan(self.dev, ks, js)[:tries])
 
-    def descend(self, deadline: float) -> None:
-        while time.monotonic() < deadline:
+    def descend(self, deadline: Deadline) -> None:
+        while not deadline.passed():
             if self.descend_once(self.units_on(self.bottlenecks(self.dev))):
                 continue
             if self.descend_once(np.arange(self.count)):
@@ -134,7 +132,7 @@ class Search:
             if not self.chain(deadline):
                 return
 
-    def chain(self, deadline: float, width: int = 16) -> bool:
+    def chain(self, deadline: Deadline, width: int = 16) -> bool:
         """An ejection chain of two moves: a unit leaves a critical device for device j,
         which becomes the bottleneck, then a unit of j moves on; the best pair that
         improves the score is taken. Only the `width` least bad first moves are followed."""
@@ -146,7 +144,7 @@ class Search:
         tried = 0
         for i in np.lexsort((spread, value)):  # the least bad first moves first
             k, j = int(ks[i]), int(js[i])
-            if tried >= width or time.monotonic() > deadline:
+            if tried >= width or deadline.passed():
                 break
             trial = self.dev.copy()
             trial[self.members[k]] = j
@@ -191,7 +189,7 @@ def _better(a: Score, b: Score) -> bool:
     return a[0] < b[0] - tol or (a[0] <= b[0] + tol and a[1] < b[1] - 1e-9 * max(1.0, b[1]))
 
 
-def improve(spec: Spec, start: np.ndarray, deadline: float = math.inf, seed: int = 0, stall: int = STALL,
+def improve(spec: Spec, start: np.ndarray, deadline: Deadline = NEVER, seed: int = 0, stall: int = STALL,
             progress: Callable[[str], None] | None = None) -> Iterator[Candidate]:
     """Yield each assignment better than `start` (which must satisfy the constraints)."""
     s = Search(spec, start)
@@ -199,14 +197,14 @@ def improve(spec: Spec, start: np.ndarray, deadline: float = math.inf, seed: int
     best_dev, best = s.dev.copy(), s.score
     idle = 0
     rounds = 0
-    while idle < stall and time.monotonic() < deadline:
+    while idle < stall and not deadline.passed():
         s.descend(deadline)
         rounds += 1
         if _better(s.score, best) and s.score[0] < best[0] - 1e-12 * max(1.0, best[0]):
             best_dev, best, idle = s.dev.copy(), s.score, 0
             if progress:
                 progress(f"load search: {best[0]:.6g} after {rounds} descents, {s.evaluations} moves scored")
-            yield f"load search (descent {rounds})", best_dev.copy()
+            yield Candidate(f"load search (descent {rounds})", best_dev.copy())
         else:
             idle += 1
             if _better(s.score, best):  # same max, less spread: keep walking from here
@@ -215,7 +213,7 @@ def improve(spec: Spec, start: np.ndarray, deadline: float = math.inf, seed: int
         s.perturb(rng, 1 + int(rng.integers(1 + min(idle, 5))))
 
 
-def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callable[[str], None] | None = None,
+def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
         stall: float = STALL, **_: object) -> Iterator[Candidate]:
     """Method `load_search`: the best topo split, then improve() from it. (`exact`'s MIP
     start, methods/mip_start.py, also tries dp and restarts with new seeds.)"""
@@ -225,7 +223,7 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     _, dev = best_split(spec, seed, deadline)
     if dev is None:
         return
-    yield "load search: start (topo)", dev
+    yield Candidate("load search: start (topo)", dev)
     if spec.objective.kind != "bottleneck" or not evaluate(spec, dev).feasible:
         return
     yield from improve(spec, dev, deadline, seed, int(stall), progress)

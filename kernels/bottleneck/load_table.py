@@ -9,7 +9,6 @@ is `bottleneck_loads` itself. tests/test_kernels.py checks that both give the sa
 from __future__ import annotations
 
 import numpy as np
-
 from partdsl.core.evaluate import bottleneck_loads
 from partdsl.core.ir import Spec
 from partdsl.kernels.jit import HAVE_NUMBA, njit

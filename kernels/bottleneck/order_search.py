@@ -9,21 +9,19 @@ candidates, which solve() re-scores with the evaluator.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
-
+from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.evaluate import evaluate
+from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
-from partdsl.kernels.graph.kahn_keys import KahnCSR
 from partdsl.kernels.bottleneck.segment_dp import Split, split_dp
 from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.bottleneck.topo_split import assign
 from partdsl.kernels.graph.contraction import contract
-
-Candidate = tuple[str, np.ndarray]
+from partdsl.kernels.graph.kahn_keys import KahnCSR
 
 
 @dataclass
@@ -70,16 +68,16 @@ def _improving(label: str, results: Iterator[tuple[float, np.ndarray | None]]) -
     for f, arr in results:
         if arr is not None and f < best:
             best = f
-            yield label, arr
+            yield Candidate(label, arr)
 
 
-def slicegraph(spec: Spec, seed: int = 0, deadline: float = np.inf, **_: object) -> Iterator[Candidate]:
+def slicegraph(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
     """SliceGraph on Kahn's order with the smallest unit first."""
     dec = Decoder(spec)
     yield from _improving("slicegraph", iter([dec.decode(np.arange(dec.U, dtype=float))]))
 
 
-def random_orders(spec: Spec, seed: int = 0, deadline: float = np.inf, samples: float = 1000,
+def random_orders(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, samples: float = 1000,
                   **_: object) -> Iterator[Candidate]:
     """random-T: T i.i.d. U(0,1) priority vectors, the best SliceGraph split among them."""
     dec = Decoder(spec)
@@ -87,7 +85,7 @@ def random_orders(spec: Spec, seed: int = 0, deadline: float = np.inf, samples: 
 
     def gen() -> Iterator[tuple[float, np.ndarray | None]]:
         for _ in range(int(samples)):
-            if time.monotonic() > deadline:
+            if deadline.passed():
                 return
             yield dec.decode(rng.random(dec.U))
 
@@ -96,7 +94,7 @@ def random_orders(spec: Spec, seed: int = 0, deadline: float = np.inf, samples: 
 
 def brkga_keys(fitness: Callable[[np.ndarray], np.ndarray], n: int, rng: np.random.Generator,
                population: int = 100, generations: int = 100, elite: float = 0.2, mutants: float = 0.15,
-               rho: float = 0.7, deadline: float = np.inf) -> Iterator[tuple[np.ndarray, float]]:
+               rho: float = 0.7, deadline: Deadline = NEVER) -> Iterator[tuple[np.ndarray, float]]:
     """Biased random-key genetic algorithm (Goncalves & Resende): keeps the elite, adds
     fresh random mutants, and breeds the rest by biased uniform crossover (each key from
     the elite parent with probability rho). `fitness` scores a whole population at once
@@ -112,7 +110,7 @@ def brkga_keys(fitness: Callable[[np.ndarray], np.ndarray], n: int, rng: np.rand
         if f[i] < best:
             best = f[i]
             yield X[i].copy(), float(f[i])
-        if g == int(generations) or time.monotonic() > deadline:
+        if g == int(generations) or deadline.passed():
             return
         order = np.argsort(f, kind="stable")
         E, R = X[order[:ne]], X[order[ne:]]
@@ -123,7 +121,7 @@ def brkga_keys(fitness: Callable[[np.ndarray], np.ndarray], n: int, rng: np.rand
         f = np.concatenate([f[order[:ne]], fitness(new)])
 
 
-def brkga(spec: Spec, seed: int = 0, deadline: float = np.inf, population: float = 100,
+def brkga(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, population: float = 100,
           generations: float = 100, **_: object) -> Iterator[Candidate]:
     """BRKGA over priority vectors, decoded by Kahn + SliceGraph (Archer Alg. 2)."""
     dec = Decoder(spec)
@@ -132,7 +130,7 @@ def brkga(spec: Spec, seed: int = 0, deadline: float = np.inf, population: float
     def fitness(X: np.ndarray) -> np.ndarray:
         out = np.empty(len(X))
         for j, x in enumerate(X):
-            if time.monotonic() > deadline:
+            if deadline.passed():
                 out[j:] = np.inf
                 break
             f, arr = dec.decode(x)
@@ -146,10 +144,10 @@ def brkga(spec: Spec, seed: int = 0, deadline: float = np.inf, population: float
     for keys, _f in brkga_keys(fitness, dec.U, rng, int(population), int(generations), deadline=deadline):
         arr = cache.get(keys.tobytes())
         if arr is not None:
-            yield label, arr
+            yield Candidate(label, arr)
 
 
-def _mla(spec: Spec, weighted: bool, seed: int, deadline: float, population: float,
+def _mla(spec: Spec, weighted: bool, seed: int, deadline: Deadline, population: float,
          generations: float) -> Iterator[Candidate]:
     """An order minimizing sum_e w(e) |pos(u) - pos(v)| over topological orders (BRKGA,
     whole populations scored in one vectorized call), then split by SliceGraph."""
@@ -177,11 +175,11 @@ def _mla(spec: Spec, weighted: bool, seed: int, deadline: float, population: flo
         yield from _improving(label, iter([dec.decode(best_keys)]))
 
 
-def mla(spec: Spec, seed: int = 0, deadline: float = np.inf, population: float = 100,
+def mla(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, population: float = 100,
         generations: float = 100, **_: object) -> Iterator[Candidate]:
     yield from _mla(spec, False, seed, deadline, population, generations)
 
 
-def mla_weighted(spec: Spec, seed: int = 0, deadline: float = np.inf, population: float = 100,
+def mla_weighted(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, population: float = 100,
                  generations: float = 100, **_: object) -> Iterator[Candidate]:
     yield from _mla(spec, True, seed, deadline, population, generations)

@@ -32,15 +32,15 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from typing import Callable
 
 import numpy as np
+from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.ideal_dp import _frontiers, _words
-from partdsl.kernels.jit import njit
 from partdsl.kernels.bottleneck.libstdcxx_hash import unordered_order
 from partdsl.kernels.graph.contraction import colocation_blocks
+from partdsl.kernels.jit import njit
 
 
 class NotApplicable(Exception):
@@ -150,7 +150,7 @@ def _fixed(values: np.ndarray, scale: float) -> np.ndarray:
     return np.rint(np.asarray(values, dtype=float) * scale).astype(np.int64)
 
 
-def split(spec: Spec, bound: float, limit_ideals: int = IDEAL_LIMIT, deadline: float = math.inf,
+def split(spec: Spec, bound: float, limit_ideals: int = IDEAL_LIMIT, deadline: Deadline = NEVER,
           progress: Callable[[str], None] | None = None) -> np.ndarray:
     """The paper's code's optimal max-load split, as a device per node. `bound`: a max
     load no worse than the optimum (an incumbent's); options above it are left out. Past
@@ -214,7 +214,7 @@ def split(spec: Spec, bound: float, limit_ideals: int = IDEAL_LIMIT, deadline: f
     buf = _buffers(NI)
     chunk = max(256, NI // 50)
     for r0 in range(0, NI, chunk):  # chunks keep the wall-clock budget and report progress
-        if time.monotonic() > deadline:
+        if deadline.passed():
             raise NotApplicable("the time limit passed")
         if progress and r0:
             progress(f"max-load DP in the paper's code's order: {r0:,} of {NI:,} ideals")

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from partdsl.core.dense import INF
 from partdsl.kernels.jit import HAVE_NUMBA, njit
 

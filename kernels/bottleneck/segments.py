@@ -13,7 +13,6 @@ a 2-D prefix sum: O(P^2 + m) work, vectorized, no Python loop per segment or per
 from __future__ import annotations
 
 import numpy as np
-
 from partdsl.core.dense import INF
 from partdsl.core.evaluate import combine
 from partdsl.core.ir import Spec

@@ -8,18 +8,16 @@ batched-throughput and GPipe objectives pick the best candidate by their own sco
 """
 from __future__ import annotations
 
-import time
 from typing import Iterator
 
 import numpy as np
-
+from partdsl.core.deadline import NEVER, Deadline
+from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
-from partdsl.kernels.graph.orders import dfs_order, kahn, levels
 from partdsl.kernels.bottleneck.segment_dp import Split, split_dp
 from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.graph.contraction import contract
-
-Candidate = tuple[str, np.ndarray]
+from partdsl.kernels.graph.orders import dfs_order, kahn, levels
 
 
 def orders(spec: Spec, seed: int, n_random: int = 3) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
@@ -63,27 +61,28 @@ def assign_masks(spec: Spec, segments: list[tuple[np.ndarray, int]]) -> np.ndarr
     return dev
 
 
-def run(spec: Spec, seed: int = 0, deadline: float = float("inf"), **_: object) -> Iterator[Candidate]:
+def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
     counts = [k.count for k in spec.platform.classes]
     plain = spec.objective.kind == "bottleneck" and spec.objective.training != "gpipe"
     for name, pos, P in orders(spec, seed):
-        if time.monotonic() > deadline:
+        if deadline.passed():
             return
         cost = segment_costs(spec, pos, int(P))
         splits = split_dp(cost, counts, spec.constraints.max_stages)
         if plain:  # the DP value is the score: only the best few need the evaluator
             splits = sorted(splits, key=lambda s: s.value)[:3]
         for sp in splits:
-            yield f"{name} order, {'+'.join(map(str, sp.counts))} devices", assign(spec, sp, pos)
+            yield Candidate(f"{name} order, {'+'.join(map(str, sp.counts))} devices", assign(spec, sp, pos))
 
 
-def best_split(spec: Spec, seed: int = 0, deadline: float = float("inf")) -> tuple[float, np.ndarray | None]:
+def best_split(spec: Spec, seed: int = 0, deadline: Deadline = NEVER) -> tuple[float, np.ndarray | None]:
     """The best feasible `topo` candidate by the evaluator (inf, None if there is none):
     the incumbent that prunes the DP and seeds the MIPs."""
     from partdsl.core.evaluate import evaluate
 
     best, arr = float("inf"), None
-    for _label, dev in run(spec, seed, deadline):
+    for cand in run(spec, seed, deadline):
+        dev = cand.devices
         ev = evaluate(spec, dev)
         if ev.feasible and ev.objective < best:
             best, arr = ev.objective, dev

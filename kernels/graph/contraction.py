@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from partdsl.core.dense import Dense
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
-
-from partdsl.core.dense import Dense
 
 
 @dataclass(frozen=True)

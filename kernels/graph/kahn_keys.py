@@ -4,9 +4,8 @@ fallback and the reference the tests compare against."""
 from __future__ import annotations
 
 import numpy as np
-
-from partdsl.kernels.jit import HAVE_NUMBA, njit
 from partdsl.kernels.graph.orders import kahn
+from partdsl.kernels.jit import HAVE_NUMBA, njit
 
 
 @njit

@@ -16,7 +16,6 @@ from dataclasses import dataclass, replace
 
 import networkx as nx
 import numpy as np
-
 from partdsl.core.ir import Graph, Node, Spec, Target, Work
 
 

@@ -3,7 +3,6 @@ and a DFS order (the linearization of Tarnawski's DPL, sec. 5.1.2)."""
 from __future__ import annotations
 
 import numpy as np
-
 from partdsl.core.dense import adjacency, topological_order
 
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Iterator
 
 import numpy as np
-
+from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.errors import PartError
+from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
 from partdsl.kernels.graph.contraction import colocation_blocks
 
@@ -85,11 +86,11 @@ def fill(spec: Spec) -> np.ndarray:
     return dev
 
 
-def run(spec: Spec, **_: object) -> Iterator[tuple[str, np.ndarray]]:
+def run(spec: Spec, **_: object) -> Iterator[Candidate]:
     d = spec.dense
     if d.D == 0:
         raise PartError("the platform has no devices", None)
-    yield "latency greedy (Tarnawski sec. 7)", fill(spec)
+    yield Candidate("latency greedy (Tarnawski sec. 7)", fill(spec))
 
 
 def bottleneck_twin(spec: Spec) -> Spec:
@@ -103,21 +104,19 @@ def bottleneck_twin(spec: Spec) -> Spec:
                    constraints=replace(spec.constraints, subgraphs=1))
 
 
-def maxload_dp(spec: Spec, seed: int = 0, deadline: float = float("inf"), progress=None,  # type: ignore[no-untyped-def]
+def maxload_dp(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress=None,  # type: ignore[no-untyped-def]
                **_: object) -> Iterator:
     """Tarnawski sec. 7's second latency baseline: the max-load DP's split (sec. 5.1.1),
     scored for latency. Up to reference_dp.IDEAL_LIMIT ideals, the split the paper's code
     returns among the optimal ones (kernels/bottleneck/reference_dp.py); above, our DP over ideals,
     or DPL when there are too many ideals for it, as the paper's code falls back to."""
-    from partdsl.core.events import Progress
-    from partdsl.kernels.bottleneck.ideal_dp import ideal_split
-    from partdsl.kernels.bottleneck.topo_split import best_split
-
     from partdsl.core.errors import PartError
     from partdsl.core.evaluate import evaluate
-    from partdsl.kernels.bottleneck.baselines import dpl
-
+    from partdsl.core.events import Progress
     from partdsl.kernels.bottleneck import reference_dp
+    from partdsl.kernels.bottleneck.baselines import dpl
+    from partdsl.kernels.bottleneck.ideal_dp import ideal_split
+    from partdsl.kernels.bottleneck.topo_split import best_split
 
     twin = bottleneck_twin(spec)
     inc, arr = best_split(twin, seed, deadline)
@@ -126,7 +125,7 @@ def maxload_dp(spec: Spec, seed: int = 0, deadline: float = float("inf"), progre
             dev = reference_dp.split(spec, inc, deadline=deadline, progress=progress)
             how = "max-load DP in the paper's code's order (Tarnawski sec. 5.1.1)"
             yield Progress(f"{how}: max load {evaluate(twin, dev).objective:.6g}")
-            yield how, dev
+            yield Candidate(how, dev)
             return
         except reference_dp.NotApplicable:
             pass
@@ -141,4 +140,4 @@ def maxload_dp(spec: Spec, seed: int = 0, deadline: float = float("inf"), progre
     if dp_arr is None:
         return
     yield Progress(f"{how}: max load {evaluate(twin, dp_arr).objective:.6g}")
-    yield how, dp_arr
+    yield Candidate(how, dp_arr)

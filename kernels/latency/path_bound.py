@@ -23,11 +23,10 @@ count, colocation and nodes off the path, so it is a relaxation, never above the
 from __future__ import annotations
 
 import math
-import time
 import weakref
 
 import numpy as np
-
+from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.dense import INF
 from partdsl.core.ir import Spec
 
@@ -248,7 +247,7 @@ def outside(spec: Spec, c: int) -> np.ndarray:
     return off
 
 
-def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: float = math.inf,
+def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: Deadline = NEVER,
                cut_paths: int = 3) -> tuple[float, list[int]]:
     """The best path segmentation bound over longest paths under several weightings:
     cheapest time, accelerator time, memory, tensor transfers, and random mixes. Every
@@ -272,7 +271,7 @@ def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: float = mat
     scored: dict[tuple[int, ...], float] = {}
     complete = True
     for t in range(tries):
-        if time.monotonic() > deadline:
+        if deadline.passed():
             complete = False
             break
         if t < len(base):
@@ -287,7 +286,7 @@ def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: float = mat
     best_path = max(scored, key=scored.__getitem__)
     best = scored[best_path]
     for path in sorted(scored, key=scored.__getitem__, reverse=True)[:cut_paths]:
-        if time.monotonic() > deadline:
+        if deadline.passed():
             complete = False
             break
         v = segmentation(spec, list(path))

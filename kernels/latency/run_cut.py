@@ -23,10 +23,9 @@ is never above the real minimum.
 from __future__ import annotations
 
 import numpy as np
+from partdsl.core.ir import Spec
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow
-
-from partdsl.core.ir import Spec
 
 BIG = 1 << 30  # "infinite" capacity; every finite cut is kept below it by the scaling
 

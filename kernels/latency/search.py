@@ -24,13 +24,13 @@ import time
 from typing import Callable, Iterator
 
 import numpy as np
-
+from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.evaluate import evaluate
+from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
-from partdsl.core.events import Progress
-from partdsl.kernels.graph.orders import dfs_order, kahn, levels
 from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.graph.contraction import contract
+from partdsl.kernels.graph.orders import dfs_order, kahn, levels
 
 
 def chain_dp(cost_acc: np.ndarray, host: np.ndarray, runs: int) -> tuple[float, list[tuple[int, int, bool]]]:
@@ -140,7 +140,7 @@ class Search:
             mem[j] += need
         return dev, sub
 
-    def orders(self) -> Iterator[tuple[str, np.ndarray]]:
+    def orders(self) -> Iterator[Candidate]:
         u = self.u
         yield "kahn", kahn(u.count, u.src, u.dst)
         yield "depth", kahn(u.count, u.src, u.dst, levels(u.count, u.src, u.dst))
@@ -165,7 +165,7 @@ class Search:
         return ev.objective if ev.feasible else math.inf
 
     # ------------------------------------------------------------------ local search
-    def polish(self, dev: np.ndarray, sub: np.ndarray, deadline: float) -> tuple[float, np.ndarray, np.ndarray]:
+    def polish(self, dev: np.ndarray, sub: np.ndarray, deadline: Deadline) -> tuple[float, np.ndarray, np.ndarray]:
         """First-improvement moves of one unit (a colocated group) to the subgraph of a
         graph neighbour, to an unused accelerator, or to a host device, each scored by the
         evaluator (a move that breaks contiguity deadlocks and is rejected), until none
@@ -180,10 +180,10 @@ class Search:
             nbrs[a].add(b)
             nbrs[b].add(a)
         improved = True
-        while improved and time.monotonic() < deadline:
+        while improved and not deadline.passed():
             improved = False
             for x in self.rng.permutation(u.count).tolist():
-                if time.monotonic() > deadline:
+                if deadline.passed():
                     break
                 m = members[x]
                 here = (int(dev[m[0]]), int(sub[m[0]]))
@@ -238,14 +238,14 @@ class Search:
         return dev, sub
 
 
-def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callable[[str], None] | None = None,
+def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
         restarts: float = 200, iterations: float = 1000, stall: float = 60, **_: object) -> Iterator:
     """`restarts`: random orders tried after the fixed ones; `iterations`: kicks of the
     iterated local search, which stops after `stall` kicks in a row bring nothing (all
     within the deadline)."""
     s = Search(spec, seed)
     start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # the best DP split: dev, sub, positions
-    budget_end = deadline if math.isinf(deadline) else time.monotonic() + 0.5 * (deadline - time.monotonic())
+    budget_end = deadline.share(0.5) if deadline.limited else deadline
 
     def consider(name: str, order: np.ndarray) -> Iterator:
         out = s.split(order)
@@ -256,7 +256,7 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
         v = s.score(dev, sub)
         if v < s.best:
             s.best, start = v, (dev, sub, pos)
-            yield f"chain DP on the {name} order", dev, sub
+            yield Candidate(f"chain DP on the {name} order", dev, sub)
 
     for name, order in s.orders():
         yield from consider(name, order)
@@ -282,9 +282,9 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
     cur, dev, sub = s.polish(dev.copy(), sub.copy(), deadline)
     if cur < s.best:
         s.best = cur
-        yield "chain DP + local search", dev.copy(), sub.copy()
+        yield Candidate("chain DP + local search", dev.copy(), sub.copy())
     kicks = idle = 0
-    while time.monotonic() < deadline and kicks < int(iterations) and idle < int(stall):
+    while not deadline.passed() and kicks < int(iterations) and idle < int(stall):
         kicks += 1
         idle += 1
         d2, s2 = s.kick(dev, sub, pos)
@@ -293,6 +293,6 @@ def run(spec: Spec, seed: int = 0, deadline: float = math.inf, progress: Callabl
             cur, dev, sub, idle = v, d2, s2, 0
             if v < s.best:
                 s.best = v
-                yield f"iterated local search (kick {kicks})", dev.copy(), sub.copy()
+                yield Candidate(f"iterated local search (kick {kicks})", dev.copy(), sub.copy())
         if progress and kicks % 10 == 0:
             progress(f"latency search: {kicks} kicks, best {s.best:.6g}")

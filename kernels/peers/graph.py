@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from partdsl.core.dense import Dense
 from partdsl.core.ir import Spec
 

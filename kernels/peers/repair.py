@@ -14,7 +14,6 @@ satisfy stays violated and the evaluator says so.
 from __future__ import annotations
 
 import numpy as np
-
 from partdsl.core.evaluate import evaluate
 from partdsl.core.ir import Spec
 

@@ -20,15 +20,14 @@ import os
 from typing import Callable, Iterator
 
 import numpy as np
+from partdsl.core.errors import PartError
+from partdsl.core.events import Candidate, SolverLog
+from partdsl.core.ir import Spec
+from partdsl.kernels.peers.graph import PeerGraph, peer_graph
+from partdsl.kernels.peers.repair import repair as repair_moves
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
-
-from partdsl.core.errors import PartError
-from partdsl.core.ir import Spec
-from partdsl.core.events import SolverLog
-from partdsl.kernels.peers.graph import PeerGraph, peer_graph
-from partdsl.kernels.peers.repair import repair as repair_moves
 
 # name: (Python package, install hint, the peer's own default imbalance)
 PEERS: dict[str, tuple[str, str, float]] = {
@@ -170,7 +169,7 @@ def run(name: str) -> Callable[..., Iterator[tuple[str, np.ndarray] | SolverLog]
         dev, printed = partition(spec, name, seed=seed, repair=bool(repair), imbalance=imbalance, threads=threads)
         if printed.strip():
             yield SolverLog(name, printed)
-        yield (f"{name} + repair" if repair else name), dev
+        yield Candidate((f"{name} + repair" if repair else name), dev)
 
     method.__name__ = name
     return method

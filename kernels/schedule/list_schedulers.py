@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 import numpy as np
-
+from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.dense import INF, work_time
+from partdsl.core.events import Candidate, Progress
 from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split
 from partdsl.core.schedule_eval import transfer_time
-from partdsl.core.events import Progress
 
 
 @dataclass
@@ -204,10 +204,10 @@ def schedule(spec: Spec, rule: str) -> Schedule:
 
 
 def run(rule: str):  # type: ignore[no-untyped-def]
-    def method(spec: Spec, seed: int = 0, deadline: float = float("inf"), progress=None,  # type: ignore[no-untyped-def]
+    def method(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress=None,  # type: ignore[no-untyped-def]
                **_: object) -> Iterator:
         name = {"met": "MET", "eft": "Greedy (earliest finish)", "heft": "HEFT"}[rule]
         batched = spec.objective.kind == "throughput" and spec.objective.batch > 1
         yield Progress(f"{'b' if batched else ''}{name} list schedule")
-        yield (f"{'b' if batched else ''}{name} (DiviML sec. V-A)", schedule(spec, rule))
+        yield Candidate(f"{'b' if batched else ''}{name} (DiviML sec. V-A)", schedule=schedule(spec, rule))
     return method

@@ -13,16 +13,15 @@ geometrically from 5% of the start's value. Infeasible strings rank below feasib
 from __future__ import annotations
 
 import math
-import time
 from typing import Iterator
 
 import numpy as np
-
+from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.dense import work_time
+from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split
 from partdsl.core.schedule_eval import evaluate_schedule, list_schedule
-from partdsl.core.events import Progress
 from partdsl.kernels.graph.orders import kahn, levels
 
 
@@ -73,17 +72,17 @@ class Strings:
         return (len(ev.violations), value), s
 
 
-def ea(spec: Spec, seed: int = 0, deadline: float = math.inf, iterations: float = 2000,
+def ea(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, iterations: float = 2000,
        **_: object) -> Iterator:
     """The biased (1+1) EA (random hill climbing from the greedy string)."""
     enc = Strings(spec)
     rng = np.random.default_rng(seed)
     genes = enc.biased()
     best, s = enc.score(genes)
-    yield "biased (1+1) EA: start", s
+    yield Candidate("biased (1+1) EA: start", schedule=s)
     n_genes = genes.size
     for it in range(int(iterations)):
-        if time.monotonic() > deadline:
+        if deadline.passed():
             break
         child = genes.copy()
         flip = rng.random(child.shape) < 1.0 / n_genes
@@ -94,13 +93,13 @@ def ea(spec: Spec, seed: int = 0, deadline: float = math.inf, iterations: float 
         score, s = enc.score(child)
         if score <= best:
             if score < best:
-                yield f"biased (1+1) EA: iteration {it + 1}", s
+                yield Candidate(f"biased (1+1) EA: iteration {it + 1}", schedule=s)
             genes, best = child, score
         if (it + 1) % 500 == 0:
             yield Progress(f"(1+1) EA: {it + 1} of {int(iterations)} iterations")
 
 
-def sa(spec: Spec, seed: int = 0, deadline: float = math.inf, iterations: float = 2000,
+def sa(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, iterations: float = 2000,
        **_: object) -> Iterator:
     """Simulated annealing over one-gene moves."""
     enc = Strings(spec)
@@ -108,11 +107,11 @@ def sa(spec: Spec, seed: int = 0, deadline: float = math.inf, iterations: float 
     genes = enc.biased()
     cur, s = enc.score(genes)
     best = cur
-    yield "simulated annealing: start", s
+    yield Candidate("simulated annealing: start", schedule=s)
     T = 0.05 * abs(cur[1]) if math.isfinite(cur[1]) and cur[1] else 1.0
     cool = 0.01 ** (1.0 / max(int(iterations), 1))  # T falls a hundredfold over the run
     for it in range(int(iterations)):
-        if time.monotonic() > deadline:
+        if deadline.passed():
             break
         v = int(rng.integers(spec.dense.n))
         c = int(rng.integers(enc.K))
@@ -130,7 +129,7 @@ def sa(spec: Spec, seed: int = 0, deadline: float = math.inf, iterations: float 
             genes, cur = child, score
             if cur < best:
                 best = cur
-                yield f"simulated annealing: iteration {it + 1}", s
+                yield Candidate(f"simulated annealing: iteration {it + 1}", schedule=s)
         T *= cool
         if (it + 1) % 500 == 0:
             yield Progress(f"simulated annealing: {it + 1} of {int(iterations)} iterations")

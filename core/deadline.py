@@ -1,0 +1,59 @@
+"""One wall-clock budget from the command line to the solver adapters. `solve` turns the
+user's seconds into a Deadline once; methods and kernels pass it down, take a share of
+it for their heuristics, and ask it whether it has passed; each solver adapter converts it
+once, into the seconds its solver's own time limit option takes."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+MIN_SOLVER_SECONDS = 0.01  # the least time limit handed to a solver (some refuse 0)
+UNTIMED_SHARE_SECONDS = 60.0  # a share of an unlimited run (MIP starts): this many seconds
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A point on time.monotonic()'s clock; `at` = inf: no limit."""
+
+    at: float = math.inf
+
+    @classmethod
+    def after(cls, seconds: float | None) -> Deadline:
+        """A deadline `seconds` from now (None: no limit)."""
+        return cls(math.inf if seconds is None else time.monotonic() + max(float(seconds), 0.0))
+
+    @classmethod
+    def of(cls, limit: Deadline | float | None) -> Deadline:
+        """A Deadline as it is, or seconds from now (None: no limit): how adapters called
+        directly with a time limit in seconds take it."""
+        return limit if isinstance(limit, Deadline) else cls.after(limit)
+
+    @property
+    def limited(self) -> bool:
+        return math.isfinite(self.at)
+
+    def passed(self) -> bool:
+        return time.monotonic() > self.at
+
+    def left(self) -> float:
+        """Seconds left (inf: no limit; negative once passed)."""
+        return self.at - time.monotonic()
+
+    def seconds(self) -> float | None:
+        """The time limit to hand a solver: None for no limit, else the seconds left, at
+        least MIN_SOLVER_SECONDS."""
+        return None if not self.limited else max(self.left(), MIN_SOLVER_SECONDS)
+
+    def share(self, fraction: float, untimed: float = UNTIMED_SHARE_SECONDS) -> Deadline:
+        """A deadline `fraction` of the time left from now (of `untimed` seconds when
+        there is no limit): the budget of a MIP start's heuristics, of a relaxation."""
+        left = self.left() if self.limited else untimed
+        return Deadline(time.monotonic() + max(left, 0.0) * fraction)
+
+    def within(self, seconds: float | None) -> Deadline:
+        """The sooner of this deadline and `seconds` from now."""
+        return self if seconds is None else Deadline(min(self.at, time.monotonic() + max(seconds, 0.0)))
+
+
+NEVER = Deadline()

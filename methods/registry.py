@@ -1,0 +1,115 @@
+"""The method table: every method `solve` runs, by name, with what it optimizes, whether
+an exhausted run is a proof, whether it runs a MIP solver, and the options it takes. A
+method is a generator of events (core/events.py): candidates, proofs, progress, logs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from partdsl.core.events import Event
+from partdsl.core.ir import OBJECTIVES, SCHEDULED
+from partdsl.kernels import brute_force, single_device
+from partdsl.kernels.bottleneck import (
+    baselines,
+    ideal_dp,
+    load_search,
+    order_search,
+    topo_split,
+)
+from partdsl.kernels.latency import fill as latency_greedy
+from partdsl.kernels.latency import search as latency_search
+from partdsl.kernels.peers import runners as peers
+from partdsl.kernels.schedule import list_schedulers
+from partdsl.kernels.schedule import search as schedule_search
+from partdsl.methods import exact, milp_split
+
+MAX_LOAD = ("bottleneck", "latency")  # methods that optimize the max load (scored under latency); schedule
+# objectives (DiviML) refuse them: an assignment cannot express a batch split, and max load is not makespan
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    run: Callable[..., Iterator[Event]]
+    exhaustive: bool  # an exhausted run proves optimality / infeasibility
+    about: str
+    options: tuple[str, ...] = ()  # the method's own options (`population 100` in a solve block)
+    mip: bool = False  # runs a MIP solver
+    objectives: tuple[str, ...] = OBJECTIVES  # the objectives it optimizes (others are refused up front)
+
+
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("topo", topo_split.run, False,
+           "best of several topological-order splits, each split optimally by a DP (default)", objectives=MAX_LOAD),
+    Method("slicegraph", order_search.slicegraph, False, "SliceGraph on Kahn's order (Archer sec. 4)",
+           objectives=MAX_LOAD),
+    Method("random", order_search.random_orders, False, "random-T: best SliceGraph of T random orders",
+           ("samples",), objectives=MAX_LOAD),
+    Method("brkga", order_search.brkga, False, "BRKGA over orders, decoded by SliceGraph",
+           ("population", "generations"), objectives=MAX_LOAD),
+    Method("mla", order_search.mla, False, "SliceGraph on a minimum linear arrangement order",
+           ("population", "generations"), objectives=MAX_LOAD),
+    Method("mla_weighted", order_search.mla_weighted, False,
+           "SliceGraph on a tensor-weighted minimum linear arrangement order", ("population", "generations"),
+           objectives=MAX_LOAD),
+    Method("dp", ideal_dp.run, False, "DP over ideals: optimal contiguous splits (Tarnawski sec. 5.1.1)",
+           objectives=("bottleneck",)),
+    Method("exact", exact.run, False, "Archer's MTPP MIP (Fig. 3), Tarnawski's max-load IP (Fig. 6) or latency IP "
+           "(Figs. 3-4), or the DiviML MILP (eqs. 1-7) for schedule objectives, with a MIP start",
+           ("pyomo", "symmetry", "heuristics", "relax"), mip=True),
+    Method("dpl", baselines.dpl, False, "the DP on one DFS linearization (Tarnawski's DPL)", objectives=MAX_LOAD),
+    Method("pipedream", baselines.pipedream, False, "PipeDream's linear DP on a chain, accelerators only (baseline)",
+           objectives=MAX_LOAD),
+    Method("greedy", baselines.greedy, False, "fill devices in topological order up to an even share (baseline)",
+           objectives=MAX_LOAD),
+    Method("local_search", baselines.local_search, False, "single-node moves with restarts (baseline)",
+           ("restarts", "passes"), objectives=MAX_LOAD),
+    Method("load_search", load_search.run, False, "iterated local search on max load from the best topo split: "
+           "unit moves scored by (max load, sum of squared loads), any split", ("stall",), objectives=MAX_LOAD),
+    Method("single", single_device.run, False, "everything on one device (baseline)"),
+    Method("fill", latency_greedy.run, False, "latency greedy: fill each accelerator in topological order up to "
+           "its memory, the rest on CPUs (Tarnawski sec. 7, baseline)", objectives=MAX_LOAD),
+    Method("latency_search", latency_search.run, False,
+           "latency optimizer: chain DP over many topological orders, then iterated local search scored "
+           "by the evaluator", ("restarts", "iterations", "stall"), objectives=("latency",)),
+    Method("maxload_dp", latency_greedy.maxload_dp, False,
+           "the max-load DP's split (Tarnawski sec. 5.1.1), scored for the spec's objective (baseline)",
+           objectives=MAX_LOAD),
+    Method("brute", brute_force.run, True, "exhaustive enumeration, exact, tiny graphs only"),
+    Method("milp_split", milp_split.run, False, "MILP-SPLIT (DiviML sec. IV-B): the DiviML MILP per module "
+           "(bridges, or k-edge-connected components for channels > 1), combined by a DP over the devices at "
+           "each bridge, with the Remark's lower bound", ("channels", "module_limit", "workers", "min_module",
+                                                         "bound_limit", "lookahead"), mip=True, objectives=SCHEDULED),
+    *(Method(name, peers.run(name), False, f"{package} as a peer: k-way partition (edge weights = transfers, "
+             "vertex weights = compute, one block per device), mapped to devices; -O repair=1 contracts colocation "
+             "and fixes memory and placement by moves (baseline)", ("repair", "imbalance"))
+      for name, (package, _, _) in peers.PEERS.items()),
+    Method("met", list_schedulers.run("met"), False, "DiviML's MET (bMET under a batch): each node where it runs "
+           "fastest, list-scheduled (baseline)", objectives=SCHEDULED),
+    Method("eft", list_schedulers.run("eft"), False, "DiviML's Greedy (bGreedy under a batch): each node where it "
+           "finishes earliest, in topological order (baseline)", objectives=SCHEDULED),
+    Method("heft", list_schedulers.run("heft"), False, "HEFT (bHEFT under a batch): upward rank, earliest finish "
+           "with insertion (DiviML sec. V-A baseline)", objectives=SCHEDULED),
+    Method("sa", schedule_search.sa, False, "simulated annealing on DiviML's integer strings (a device per node, "
+           "per chunk under a batch), breadth-first list schedules (baseline)", ("iterations",), objectives=SCHEDULED),
+    Method("ea", schedule_search.ea, False, "DiviML's biased (1+1) EA on the same strings, from each chunk where "
+           "it runs fastest (baseline)", ("iterations",), objectives=SCHEDULED),
+)}
+ALIASES = {"mla-weighted": "mla_weighted"}
+DEFAULT_METHOD = "topo"
+DEFAULT_SCHEDULE_METHOD = "heft"  # the default under a schedule objective (DiviML)
+KERNEL_SOLVER = "numpy"  # the solver reported by methods that run no MIP (NumPy kernels)
+
+
+
+
+def lookup(name: str | None, scheduled: bool) -> Method:
+    """The method called `name` (an alias, or None for the default), or a PartError listing them."""
+    from partdsl.core.errors import PartError
+
+    name = name or (DEFAULT_SCHEDULE_METHOD if scheduled else DEFAULT_METHOD)
+    name = ALIASES.get(name, name)
+    if name not in METHODS:
+        raise PartError(f"unknown method '{name}'", None,
+                        "methods: " + "; ".join(f"{m.name} ({m.about})" for m in METHODS.values()))
+    return METHODS[name]
