@@ -8,7 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+import pyomo.environ  # noqa: F401  (Pyomo binds its log handler to the sys.stdout of its first import:
+import pytest  # import it here, before a test's capture replaces sys.stdout and closes it afterwards)
+from hypothesis import settings
+
+# CI (CI=true, as .ci/run runs) draws the same examples on every run, so that a landing
+# does not depend on luck; a developer's run draws new ones (set CI=true to repeat CI's).
+# A counterexample found either way becomes an @example or a named test.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

@@ -263,7 +263,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     u = s.u
     keys_best = None
     for i in range(int(restarts)):
-        if time.monotonic() > budget_end:
+        if budget_end.passed():
             break
         if keys_best is None or i % 2 == 0:
             keys = s.rng.random(u.count)

@@ -1,0 +1,63 @@
+"""`part convert FILE`: dnn-partitioning JSON or ONNX to a .part spec; a .part spec to a
+normalized .part or graph JSON (cli/convert.py)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from partdsl.cli.common import EXIT_OK, defines
+
+
+def add(sub) -> None:  # type: ignore[no-untyped-def]
+    p = sub.add_parser("convert", help="dnn-partitioning JSON or ONNX -> .part spec; .part -> normalized .part or graph JSON")
+    p.add_argument("file")
+    p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "onnx", "part"])
+    p.add_argument("--to", choices=["part", "json"])
+    p.add_argument("--objective", choices=["bottleneck", "latency", "tasks", "throughput"],
+                   help="bottleneck (default for dnn-partitioning), latency (default for onnx), tasks, throughput "
+                        "(onnx only: batch 16 split 4)")
+    p.add_argument("--fuse", action="store_true", help="onnx: fuse the usual chains (Conv + BatchNormalization + Relu, ...)")
+    p.add_argument("--split", default="contiguous", choices=["contiguous", "any"],
+                   help="contiguous (default) or any: non-contiguous splits allowed")
+    p.add_argument("--output", "-o", metavar="FILE")
+    p.add_argument("-D", dest="define", action="append", metavar="NAME=VALUE")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from partdsl.cli.convert import dnn_partitioning_to_part, graph_json
+    from partdsl.core.errors import PartError
+
+    src = Path(args.file)
+    fmt = args.from_format or ("dnn-partitioning" if src.suffix == ".json" else
+                               "onnx" if src.suffix.lower() == ".onnx" else "part")
+    out_dir = Path(args.output).parent if args.output else None
+    if fmt == "onnx":
+        from partdsl.cli.convert import onnx_to_part
+
+        if args.to not in (None, "part"):
+            raise PartError(f"cannot convert onnx to '{args.to}'", None, "use --to part")
+        text = onnx_to_part(src, args.objective or "latency", args.fuse)
+    elif fmt == "dnn-partitioning":
+        if args.to not in (None, "part"):
+            raise PartError(f"cannot convert dnn-partitioning to '{args.to}'", None, "use --to part")
+        text = dnn_partitioning_to_part(src, args.objective or "bottleneck", args.split, out_dir)
+    elif fmt == "part":
+        from partdsl.dsl.parser import parse_file
+        from partdsl.dsl.printer import to_part
+
+        spec = parse_file(src, defines(args.define))
+        if args.to in (None, "part"):
+            text = to_part(spec, header=f"{src.name}, normalized by `part convert`")
+        elif args.to == "json":
+            text = graph_json(spec.graph)
+        else:
+            raise PartError(f"unknown target format '{args.to}'", None, "use --to part or --to json")
+    else:
+        raise PartError(f"unknown source format '{fmt}'", None, "use --from dnn-partitioning or --from part")
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK

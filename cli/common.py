@@ -1,0 +1,162 @@
+"""What the `part` commands share: exit codes, -D and -O values, loading a spec, the one
+answer a command prints, progress lines, scoring a partition file, and the -D sweep of
+`part solve` and `part bound` (`-D k=2,4,8`: one row per point, run on `--executor`)."""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USER, EXIT_INFEASIBLE, EXIT_NO_SOLUTION, EXIT_UNAVAILABLE, EXIT_SOLVER = range(7)
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report it; the best answer so far is printed
+EXIT_CODES = """exit codes:
+  0 success
+  1 internal error (a bug)
+  2 user error in the spec, a file or the arguments
+  3 infeasible
+  4 no solution within the limits
+  5 solver not installed
+  6 the solver failed (license or size limit, or its own crash)
+  130 interrupted by Ctrl-C (the best answer found so far is printed)"""
+
+
+def spec_arguments(p: argparse.ArgumentParser) -> None:
+    """The spec file, -D overrides and --json: what every spec command takes."""
+    p.add_argument("spec", help="a .part file")
+    p.add_argument("-D", dest="define", action="append", metavar="NAME=VALUE",
+                   help="override a param, e.g. -D k=8 or -D mem=32GiB (repeatable); -D k=2,4,8 sweeps")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+
+def executor_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", metavar="URL", help="where sweep points (and part bound's guess MIPs) run: local "
+                   "(default) or a Dask scheduler, dask://HOST:PORT or tcp://HOST:PORT")
+
+
+def defines(items: list[str]) -> dict[str, str]:
+    from partdsl.core.errors import PartError
+
+    out = {}
+    for it in items or []:
+        if "=" not in it:
+            raise PartError(f"-D {it}: expected name=value", None, "e.g. -D k=8 or -D mem=32GiB")
+        k, v = it.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def numbers(opts: dict[str, str]) -> dict[str, float]:
+    from partdsl.core.errors import PartError
+
+    try:
+        return {k: float(v) for k, v in opts.items()}
+    except ValueError:
+        bad = next(k for k, v in opts.items() if not v.replace(".", "", 1).isdigit())
+        raise PartError(f"-O {bad}={opts[bad]}: not a number", None, f"e.g. -O {bad}=50") from None
+
+
+def load_spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from partdsl.dsl.parser import parse_file
+
+    return parse_file(args.spec, defines(args.define))
+
+
+def emit(args: argparse.Namespace, obj: dict, text: str) -> None:
+    """The command's one answer; printed by `main` once the command has run."""
+    args.emitted = json.dumps(obj, indent=1) if getattr(args, "json", False) else text
+
+
+def progress_printer(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """Progress lines on stderr when it is a terminal, or always with --progress."""
+    if args.progress or (not args.json and sys.stderr.isatty()):
+        return lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)
+    return None
+
+
+def evaluate_file(spec, path: str, data):  # type: ignore[no-untyped-def]
+    """Score a partition or schedule file: (Evaluation, device per node, subgraphs)."""
+    from partdsl.core.assignment import parse_partition
+    from partdsl.core.errors import PartError
+    from partdsl.core.evaluate import evaluate
+    from partdsl.core.schedule import from_json as schedule_from_json
+    from partdsl.core.schedule_eval import evaluate_schedule
+
+    if isinstance(data, dict) and "schedule" in data and data["schedule"] is not None:  # DiviML: pieces and starts
+        if not spec.objective.scheduled:
+            raise PartError(f"{path} holds a schedule, but the spec's objective is {spec.objective.kind}",
+                            None, "schedules are scored under `minimize latency by tasks` or `maximize throughput`")
+        ev = evaluate_schedule(spec, schedule_from_json(spec, data["schedule"], f"{path}: schedule"))
+        return ev, ev.schedule.node_devices(spec.dense.n), None
+    arr, sub = parse_partition(spec, data, str(path))
+    ev = evaluate(spec, arr, sub)
+    return ev, arr, ev.subgraph
+
+
+def figures():  # type: ignore[no-untyped-def]
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        from partdsl.core.solver_errors import SolverUnavailable
+
+        raise SolverUnavailable("matplotlib", hint="pip install 'partdsl[plot]' (or pip install matplotlib)",
+                                what="plotting library") from None
+    from partdsl.viz import figures
+
+    return figures
+
+
+def _point(fn, args: argparse.Namespace, values: dict[str, str]):  # type: ignore[no-untyped-def]
+    """One point of a sweep, wherever the executor runs it."""
+    from partdsl.dsl.parser import parse_file
+
+    return fn(parse_file(args.spec, values), args)
+
+
+def run_points(args: argparse.Namespace, fn, header: list[str], after=None) -> int:  # type: ignore[no-untyped-def]
+    """One spec, or a sweep when a -D value lists several (`-D k=2,4,8`): one row each,
+    the points run on `--executor` (local: `--workers` processes, default this process).
+    Without a sweep, the independent subproblems run there: `part bound`'s
+    bottleneck-guess MIPs, MILP-SPLIT's module MILPs."""
+    from partdsl.cli.report import table
+    from partdsl.dsl.parser import parse_file
+    from partdsl.runtime.executor import open_executor, run_all
+
+    values = defines(args.define)
+    swept = {k: v.split(",") for k, v in values.items() if "," in v}
+    args.sweeping = bool(swept)
+    with open_executor(getattr(args, "executor", None)) as executor:
+        if not swept:
+            spec = parse_file(args.spec, values)
+            res = fn(spec, args, executor)
+            if after:
+                after("", res)
+            emit(args, res[0], res[1])
+            return res[2]
+        keys = list(swept)
+        points = [dict(zip(keys, combo)) for combo in itertools.product(*swept.values())]
+        labels = [", ".join(f"{k}={v}" for k, v in p.items()) for p in points]
+        jobs = [(fn, _picklable(args), {**values, **p}) for p in points]
+        got: dict[int, tuple] = {}
+        workers = getattr(args, "sweep_workers", None) or 1
+        for i, res in run_all(_point, jobs, workers, executor):
+            if not args.json:
+                print(f"  ... {labels[i]}: done", file=sys.stderr, flush=True)
+            got[i] = res
+            if after:
+                after(labels[i], res)
+            if res[2] == EXIT_INTERRUPTED:  # Ctrl-C ends the sweep, not just this point
+                break
+    order = sorted(got)
+    rows = [list(points[i].values()) + got[i][3] for i in order]
+    objs = [{"params": points[i], **got[i][0]} for i in order]
+    emit(args, {"sweep": objs}, table(rows, keys + header))
+    return max((got[i][2] for i in order), default=EXIT_OK)
+
+
+def _picklable(args: argparse.Namespace) -> argparse.Namespace:
+    """The arguments without what cannot travel to another process."""
+    out = argparse.Namespace(**vars(args))
+    out.func = None
+    out.emitted = None
+    return out
