@@ -3,12 +3,9 @@ errors), top-level items to a Spec (one graph, one platform, at most one of the 
 Shared by the Transformer, the Python builder and the graph importers."""
 from __future__ import annotations
 
-
 from partdsl.core.errors import PartError, Span, did_you_mean
 from partdsl.core.ir import Graph, Node
 from partdsl.core.limits import MAX_EDGES, MAX_NODES, check_count
-
-
 
 Edge = tuple[str, "Span | None", str, "Span | None"]  # (from, its span, to, its span)
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from partdsl.core.errors import PartError, Span
-from partdsl.core.limits import MAX_IMPORT_BYTES, MAX_JSON_DEPTH, check_count
 from partdsl.core.ir import Graph, Node, Work
+from partdsl.core.limits import MAX_IMPORT_BYTES, MAX_JSON_DEPTH, check_count
 from partdsl.dsl.assemble import assemble_graph
 
 FORMATS = ("dnn-partitioning", "partdsl", "onnx", "onnx-fused")

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import json
 
-from partdsl.core.ir import GENERIC, Constraints, DeviceClass, Node, Objective, SolveOptions, Spec, Target
-from partdsl.core.quantities import Quantity, format_number as num
+from partdsl.core.ir import (
+    GENERIC,
+    Constraints,
+    DeviceClass,
+    Node,
+    Objective,
+    SolveOptions,
+    Spec,
+    Target,
+)
+from partdsl.core.quantities import Quantity
+from partdsl.core.quantities import format_number as num
 
 
 def _quantity(q: Quantity | str) -> str:

@@ -115,12 +115,12 @@ def test_mip_start_restarts_reach_the_published_ip_value(data_dir: Path, tmp_pat
     """resnet50_inference, any split: continuing the load search from its best stalls at
     33.365; rounds that start afresh from the first split with new seeds reach 33.30,
     below Gurobi's published 33.31 (which the MIP then only has to certify to 1%)."""
-    import time
 
+    from partdsl.core.deadline import Deadline
     from partdsl.methods.mip_start import best_start
 
     spec = parse_file(converted(data_dir / "throughput" / "resnet50_inference.json", tmp_path, split="any"))
-    dev, value = best_start(spec, 0, time.monotonic() + 120, None, None)
+    dev, value = best_start(spec, 0, Deadline.after(120), None, None)
     assert value <= NON_CONTIGUOUS_IP["resnet50_inference"]
     assert value == evaluate(spec, dev).objective
 

@@ -133,7 +133,7 @@ def maxload_dp(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress=N
         value, dp_arr, NI = ideal_split(twin, inc, deadline, progress)
         how = f"max-load DP over {NI:,} ideals (Tarnawski sec. 5.1.1)"
     except PartError:  # too many ideals: the linearized DP, as the paper's code falls back to
-        dp_arr = next((a for _, a in dpl(twin, seed, deadline)), None)
+        dp_arr = next((c.devices for c in dpl(twin, seed, deadline)), None)
         how = "max-load DPL (too many ideals for the DP over ideals)"
     if dp_arr is None:
         dp_arr = arr

@@ -1,0 +1,172 @@
+"""The Transformer rules of a `graph` block (dsl/transformer.py composes them): nodes and
+their work, families, references, chains with `...` and fans, graph imports."""
+from __future__ import annotations
+
+from typing import Any
+
+from lark import Token, v_args
+from partdsl.core.errors import PartError, Span
+from partdsl.core.ir import Graph, Node, Work
+from partdsl.core.limits import MAX_NODES, check_count
+from partdsl.core.quantities import FLOPS, SIZE, TIME
+from partdsl.dsl.assemble import Edge, assemble_graph
+from partdsl.dsl.tokens import Ref, tok_span, unquote
+
+
+class GraphRules:
+    """Mixin of ToIR: one method per graph rule of grammars/part.lark."""
+
+    # ------------------------------------------------------------------ graph
+    @v_args(meta=True)
+    def plain_name(self, meta: Any, ch: list) -> tuple[list[str], Span]:
+        return [str(ch[0])], self.span(meta)
+
+    @v_args(meta=True)
+    def indexed_name(self, meta: Any, ch: list) -> tuple[list[str], Span]:
+        i = self.need_int(ch[1], "an index")
+        return [f"{ch[0]}[{i}]"], self.span(meta)
+
+    @v_args(meta=True)
+    def family_name(self, meta: Any, ch: list) -> tuple[list[str], Span]:
+        a, b = self.need_int(ch[1], "a range start"), self.need_int(ch[2], "a range end")
+        if b < a:
+            raise PartError(f"empty range {a}..{b}", self.span(meta), f"write {ch[0]}[{b}..{a}]")
+        check_count(b - a + 1, MAX_NODES, f"the range {ch[0]}[{a}..{b}] has too many members", self.span(meta),
+                    "a range names members of a family: check its bounds")
+        return [f"{ch[0]}[{i}]" for i in range(a, b + 1)], self.span(meta)
+
+    @v_args(meta=True)
+    def work_item(self, meta: Any, ch: list) -> Work:
+        t = self.need(ch[0], TIME, "work")
+        on, batch = "", 1
+        for x in ch[1:]:
+            if isinstance(x, Token):
+                on = str(x)
+                self.class_refs.append((on, tok_span(self.file, x)))
+            elif x is not None:
+                batch = self.need_batch(x)
+        return Work(t, on, batch)
+
+    def work(self, ch: list) -> tuple[str, Any]:
+        return ("work", tuple(ch))
+
+    def params(self, ch: list) -> tuple[str, Any]:
+        return ("params", self.need(ch[0], SIZE, "params"))
+
+    def out(self, ch: list) -> tuple[str, Any]:
+        return ("out", self.need(ch[0], SIZE, "out"))
+
+    def comm(self, ch: list) -> tuple[str, Any]:
+        return ("comm", self.need(ch[0], TIME, "comm"))
+
+    def flops(self, ch: list) -> tuple[str, Any]:
+        return ("flops", self.need(ch[0], FLOPS, "flops"))
+
+    def dtype(self, ch: list) -> tuple[str, Any]:
+        from partdsl.dsl.cost_model import DTYPES
+
+        name = str(ch[0])
+        if name not in DTYPES:
+            raise PartError(f"unknown dtype '{name}'", tok_span(self.file, ch[0]), "dtypes: " + ", ".join(DTYPES))
+        return ("dtype", name)
+
+    def only(self, ch: list) -> tuple[str, Any]:
+        self.class_refs += [(str(x), tok_span(self.file, x)) for x in ch]
+        return ("only", tuple(str(x) for x in ch))
+
+    def forbid_classes(self, ch: list) -> tuple[str, Any]:
+        self.class_refs += [(str(x), tok_span(self.file, x)) for x in ch]
+        return ("forbid", tuple(str(x) for x in ch))
+
+    def group(self, ch: list) -> tuple[str, Any]:
+        return ("group", str(ch[0]))
+
+    def backward(self, ch: list) -> tuple[str, Any]:
+        return ("backward", True)
+
+    @v_args(meta=True)
+    def node_decl(self, meta: Any, ch: list) -> list[Node]:
+        names, sp = ch[0]
+        props: dict[str, Any] = {}
+        for key, val in (x for x in ch[1:] if isinstance(x, tuple)):
+            if key in props and key != "work":
+                raise PartError(f"'{key}' is given twice for node {names[0]}", sp)
+            props[key] = props.get("work", ()) + val if key == "work" else val
+        span = Span(sp.file, sp.line, sp.column, sp.end_line, sp.end_column)
+        return [Node(name=nm, span=span, **props) for nm in names]
+
+    @v_args(meta=True)
+    def ref_plain(self, meta: Any, ch: list) -> Ref:
+        return Ref((str(ch[0]),), self.span(meta))
+
+    @v_args(meta=True)
+    def ref_index(self, meta: Any, ch: list) -> Ref:
+        i = self.need_int(ch[1], "an index")
+        return Ref((f"{ch[0]}[{i}]",), self.span(meta), str(ch[0]), i)
+
+    @v_args(meta=True)
+    def ref_range(self, meta: Any, ch: list) -> Ref:
+        names, sp = self.family_name(meta, ch)
+        return Ref(tuple(names), sp, str(ch[0]))
+
+    @v_args(meta=True)
+    def fan(self, meta: Any, ch: list) -> tuple[str, list[Ref]]:
+        return ("fan", ch)
+
+    @v_args(meta=True)
+    def ellipsis(self, meta: Any, ch: list) -> tuple[str, Span]:
+        return ("...", self.span(meta))
+
+    def chain(self, ch: list) -> tuple[str, list]:
+        eps: list = []
+        for i, e in enumerate(ch):
+            if isinstance(e, tuple) and e[0] == "...":
+                prev, nxt = (ch[i - 1] if i else None), (ch[i + 1] if i + 1 < len(ch) else None)
+                ok = (isinstance(prev, Ref) and isinstance(nxt, Ref) and prev.index is not None
+                      and nxt.index is not None and prev.family == nxt.family and prev.index < nxt.index)
+                if not ok:
+                    raise PartError("`...` must stand between two members of one family, in "
+                                    "increasing order", e[1], "write e.g. `block[1] -> ... -> block[12]`")
+                check_count(nxt.index - prev.index - 1, MAX_NODES, f"`...` between {prev.names[0]} and "
+                            f"{nxt.names[0]} stands for too many members", e[1], "check the two indices")
+                mid = tuple(f"{prev.family}[{j}]" for j in range(prev.index + 1, nxt.index))
+                if mid:
+                    eps.append(Ref(mid, e[1], prev.family))
+            else:
+                eps.append(e)
+        edges: list[Edge] = []
+        prev_lasts: list[tuple[str, Span]] | None = None
+        for e in eps:
+            refs = e[1] if isinstance(e, tuple) else [e]
+            for r in refs:  # a range is a chain of its members
+                edges += [(a, r.span, b, r.span) for a, b in zip(r.names, r.names[1:])]
+            firsts = [(r.names[0], r.span) for r in refs]
+            if prev_lasts is not None:
+                edges += [(a, sa, b, sb) for a, sa in prev_lasts for b, sb in firsts]
+            prev_lasts = [(r.names[-1], r.span) for r in refs]
+        return ("edges", edges)
+
+    @v_args(meta=True)
+    def graph_block(self, meta: Any, ch: list) -> Graph:
+        name = str(ch[0])
+        nodes: list[Node] = []
+        edges: list[Edge] = []
+        for x in ch[1:]:
+            if isinstance(x, list):
+                nodes += x
+            elif isinstance(x, tuple) and x[0] == "edges":
+                edges += x[1]
+        return assemble_graph(name, nodes, edges, self.span(meta))
+
+    @v_args(meta=True)
+    def import_format(self, meta: Any, ch: list) -> str:
+        return "-".join(str(x) for x in ch)
+
+    @v_args(meta=True)
+    def graph_import(self, meta: Any, ch: list) -> Graph:
+        from partdsl.dsl.graph_formats import import_graph
+
+        name, path_tok = str(ch[0]), ch[1]
+        fmt = ch[2] if len(ch) > 2 else None
+        path = self.base / unquote(path_tok, self.file)
+        return import_graph(path, fmt, name=name, span=tok_span(self.file, path_tok))
