@@ -93,7 +93,7 @@ def evaluate_file(spec, path: str, data):  # type: ignore[no-untyped-def]
     return ev, arr, ev.subgraph
 
 
-def figures():  # type: ignore[no-untyped-def]
+def load_figures():  # type: ignore[no-untyped-def]
     try:
         import matplotlib  # noqa: F401
     except ImportError:

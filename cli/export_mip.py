@@ -25,23 +25,14 @@ FORMATS = (".mps", ".lp")
 
 
 def exact_mip(spec: Spec, horizon: float | None = None) -> tuple[MatrixMIP, str]:
-    """The matrix MIP of method `exact` for `spec`, and its name."""
-    from partdsl.methods import exact
+    """The matrix MIP of method `exact` for `spec` (models/formulations.py), and its name;
+    `horizon`: H of the latency IP and the DiviML MILP (default: a proven safe one)."""
+    from partdsl.models.formulations import formulation_for
 
-    if spec.objective.kind == "latency":
-        from partdsl.models import latency
-
-        latency.check(spec)
-        return latency.build(spec, horizon or latency.safe_horizon(spec))[0], "Tarnawski's latency IP (Figs. 3-4)"
-    if spec.objective.scheduled:
-        from partdsl.models import diviml
-
-        diviml.check(spec)
-        return diviml.build(spec, horizon or diviml.safe_horizon(spec))[0], "the DiviML MILP (eqs. 1-7)"
-    model = exact.formulation(spec)
-    model.check(spec)
-    name = "Archer's MTPP MIP (Fig. 3)" if model is exact.mtpp else "Tarnawski's max-load IP (Fig. 6)"
-    return model.build(spec)[0], name
+    f = formulation_for(spec)
+    f.check(spec)
+    safe = f.safe_horizon(spec)
+    return f.build(spec, None if safe is None else (horizon or safe), 0)[0], f.title
 
 
 def relaxed(mip: MatrixMIP) -> MatrixMIP:

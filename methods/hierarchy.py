@@ -25,8 +25,9 @@ from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
 from partdsl.core.result import Result, Status, Termination
 from partdsl.methods.bounds import bound as trivial_bound
-from partdsl.methods.exact import formulation, solve_mtpp_variant
+from partdsl.methods.exact import solve_mtpp_variant
 from partdsl.models import mtpp
+from partdsl.models.formulations import MTPP, formulation_for
 from partdsl.runtime import interrupt
 from partdsl.runtime.executor import run_all
 from partdsl.solvers.highs_matrix import solve_highs
@@ -132,7 +133,7 @@ def without_acyclic(spec: Spec) -> Spec | None:
     """The spec without `acyclic` when the exact formulation is Tarnawski's IP, which has no
     stage order: a relaxation (the evaluator's cost does not depend on `acyclic`), so its
     LP is still a lower bound. None when the spec needs no such step."""
-    if not spec.constraints.acyclic or formulation(spec) is mtpp:
+    if not spec.constraints.acyclic or formulation_for(spec) is MTPP:
         return None
     return replace(spec, constraints=replace(spec.constraints, acyclic=False))
 
@@ -141,7 +142,7 @@ def lp_bound(spec: Spec, time_limit: float | None = None) -> tuple[float | None,
     """The LP relaxation of the exact formulation (HiGHS simplex); None if not solved. For
     Tarnawski's IP under `acyclic`, the LP of the IP without it (`without_acyclic`)."""
     spec = without_acyclic(spec) or spec
-    mip, _ = formulation(spec).build(spec)
+    mip, _ = formulation_for(spec).build(spec, None, 0)
     out = solve_highs(replace(mip, integer=np.zeros_like(mip.integer)), time_limit)
     if out.status == Status.INFEASIBLE:
         return math.inf, True

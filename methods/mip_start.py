@@ -1,5 +1,6 @@
-"""The MIP start of method `exact`: the best split the kernels find in a share of the
-time budget. Warm starts matter (issue 3: cold HiGHS found 1343.8 on resnet50_training
+"""The MIP starts of method `exact`: the best answer the kernels find in a share of the
+time budget (for the bottleneck below; `latency_start` and `schedule_start` for the
+latency IP and the DiviML MILP, whose start also sets the horizon H). Warm starts matter (issue 3: cold HiGHS found 1343.8 on resnet50_training
 where a topological split gives 493).
 
 Candidates, each re-scored by the evaluator: the best `topo` split; the caller's warm
@@ -18,7 +19,7 @@ from typing import Callable, Generator
 import numpy as np
 from partdsl.core.deadline import Deadline
 from partdsl.core.evaluate import evaluate
-from partdsl.core.events import Candidate
+from partdsl.core.events import Candidate, Event
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck import ideal_dp, load_search
 from partdsl.kernels.bottleneck.topo_split import best_split
@@ -26,7 +27,7 @@ from partdsl.kernels.bottleneck.topo_split import best_split
 
 def mip_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | None,
               progress: Callable[[str], None] | None
-              ) -> Generator[tuple[str, np.ndarray], None, tuple[np.ndarray | None, float]]:
+              ) -> Generator[Candidate, None, tuple[np.ndarray | None, float]]:
     """Yield the candidates; return the best feasible one and its value (None, inf if none)."""
     best: tuple[np.ndarray | None, str, float] = (None, "", math.inf)
 
@@ -74,3 +75,52 @@ def best_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | No
             next(gen)
         except StopIteration as stop:
             return stop.value
+
+
+def latency_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | None,
+                  progress: Callable[[str], None] | None) -> Generator[Event, None, tuple[Candidate | None, float]]:
+    """The latency IP's start and horizon: the caller's warm start and latency_search's
+    splits (its proofs and progress passed on); returns the best feasible one and its latency."""
+    from partdsl.kernels.latency import search as latency_search
+
+    best: tuple[Candidate | None, float] = (None, math.inf)
+    if given is not None:
+        ev = evaluate(spec, given)
+        if ev.feasible:
+            best = (Candidate("warm start", given, ev.subgraph), ev.objective)
+    for item in latency_search.run(spec, seed, deadline, progress):
+        if not isinstance(item, Candidate):
+            yield item
+            continue
+        ev = evaluate(spec, item.devices, item.subgraphs)
+        if ev.feasible and ev.objective < best[1]:
+            best = (Candidate(item.label, item.devices, ev.subgraph), ev.objective)
+        yield Candidate(f"exact: MIP start ({item.label})", item.devices, item.subgraphs)
+    return best
+
+
+def schedule_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | None,
+                   progress: Callable[[str], None] | None) -> Generator[Event, None, tuple[Candidate | None, float]]:
+    """The DiviML MILP's start and horizon: the best of HEFT, Greedy (EFT) and the biased
+    (1+1) EA; returns it and its makespan (ms; inf if none is feasible)."""
+    from partdsl.core.schedule_eval import evaluate_schedule
+    from partdsl.kernels.schedule import list_schedulers
+    from partdsl.kernels.schedule import search as schedule_search
+
+    starts = [Candidate(f"exact: MIP start ({r})", schedule=list_schedulers.schedule(spec, r)) for r in ("heft", "eft")]
+    starts += [Candidate(f"exact: MIP start ({c.label})", schedule=c.schedule)
+               for c in schedule_search.ea(spec, seed, deadline, iterations=300) if isinstance(c, Candidate)]
+    best: tuple[Candidate | None, float] = (None, math.inf)
+    for cand in starts:
+        ev = evaluate_schedule(spec, cand.schedule)
+        if ev.feasible and makespan(spec, ev.objective) < best[1]:
+            best = (Candidate(cand.label, schedule=ev.schedule), makespan(spec, ev.objective))
+        yield cand
+    return best
+
+
+def makespan(spec: Spec, value: float) -> float:
+    """A schedule objective's value as a makespan (ms): throughput L / C samples/s -> C."""
+    if spec.objective.kind != "throughput":
+        return value
+    return spec.objective.batch / value * 1e3 if value > 0 else math.inf

@@ -11,7 +11,7 @@ from partdsl.cli.common import (
     EXIT_NO_SOLUTION,
     EXIT_OK,
     executor_argument,
-    figures,
+    load_figures,
     progress_printer,
     run_points,
     spec_arguments,
@@ -51,7 +51,7 @@ def _bound_one(spec, args: argparse.Namespace, executor=None):  # type: ignore[n
         print("interrupted: the bounds computed so far are printed", file=sys.stderr)
         code = EXIT_INTERRUPTED
     if getattr(args, "plot", None) and not args.sweeping:
-        figures = figures()
+        figures = load_figures()
         figures.save(figures.bounds_figure(h), args.plot)
     return h.to_json(), hierarchy_report(spec, h), code, row, None
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from partdsl.cli.common import EXIT_OK, emit, evaluate_file, figures, load_spec, spec_arguments
+from partdsl.cli.common import (
+    EXIT_OK,
+    emit,
+    evaluate_file,
+    load_figures,
+    load_spec,
+    spec_arguments,
+)
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
@@ -24,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from partdsl.core.assignment import read_json
     from partdsl.core.errors import PartError
 
-    figures = figures()
+    figures = load_figures()
     spec = load_spec(args)
     if args.partition:
         ev, dev, sub = evaluate_file(spec, args.partition, read_json(args.partition))
