@@ -40,7 +40,7 @@ test-latest:
 	$(LATEST)/bin/$(PIP) --upgrade pip
 	$(LATEST)/bin/$(PIP) --upgrade --upgrade-strategy eager -e '.[test]'
 	@$(LATEST)/bin/python -m pip freeze --exclude-editable --disable-pip-version-check \
-	  | grep -iE '^(highspy|pyscipopt|pyomo|numpy|scipy|numba|lark|hypothesis|pytest|networkx|pymetis|pyscotch|mtkahypar|distributed|matplotlib|onnx)==' | tr '\n' ' '; echo
+	  | grep -iE '^(highspy|pyscipopt|pyomo|numpy|scipy|numba|lark|hypothesis|pytest|networkx|pymetis|pyscotch|mtkahypar|distributed|matplotlib|onnx|import-linter|grimp)==' | tr '\n' ' '; echo
 	$(LATEST)/bin/python -m pytest -q -p no:cacheprovider
 
 lock:

@@ -55,3 +55,17 @@ def test_no_function_over_80_lines_in_methods_and_cli() -> None:
                 if n > 80:
                     long.append(f"{p.relative_to(ROOT)}:{node.lineno} {node.name} ({n} lines)")
     assert long == []
+
+
+def test_renamed_modules_the_old_readme_named_still_import_with_a_deprecation() -> None:
+    import importlib
+    import sys
+
+    import pytest
+
+    for old, name in (("partdsl.solvers.backends", "BACKENDS"), ("partdsl.dsl.generate", "regal_spec")):
+        sys.modules.pop(old, None)
+        with pytest.warns(DeprecationWarning, match="deprecated"):
+            module = importlib.import_module(old)
+        assert hasattr(module, name)
+    assert sys.modules["partdsl.solvers.backends"].BACKENDS["highs"][1] == "pip install highspy"
