@@ -29,6 +29,13 @@ def spec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 
+def solver_names() -> str:
+    """The solvers --solver takes, the default marked (for --help)."""
+    from partdsl.solvers.registry import DEFAULT_SOLVER, SOLVERS
+
+    return ", ".join(f"{s} (default)" if s == DEFAULT_SOLVER else s for s in SOLVERS)
+
+
 def executor_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executor", metavar="URL", help="where sweep points (and part bound's guess MIPs) run: local "
                    "(default) or a Dask scheduler, dask://HOST:PORT or tcp://HOST:PORT")

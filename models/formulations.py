@@ -45,24 +45,25 @@ def _pyomo(module: str) -> Any:  # type: ignore[misc]
     return importlib.import_module(f"partdsl.models.pyomo_{module}")
 
 
-MTPP = Formulation(
-    "mtpp", "Archer's MTPP MIP (Fig. 3)", "exact MIP", mtpp.check,
-    lambda s, H, sym: mtpp.build(s),
-    lambda s, vm, c, sym: mtpp.encode(s, vm, c.devices),
-    lambda s, vm, x: Candidate("", mtpp.decode(s, vm, x)),
-    lambda s, H: _pyomo("mtpp").build(s),
-    lambda s, m, c: _pyomo("mtpp").warm_start(s, m, c.devices),
-    lambda s, m: Candidate("", _pyomo("mtpp").decode(s, m)),
-    lambda s: None)
-MAXLOAD = Formulation(
-    "maxload", "Tarnawski's max-load IP (Fig. 6)", "exact MIP", maxload.check,
-    lambda s, H, sym: maxload.build(s, symmetry=bool(sym)),
-    lambda s, vm, c, sym: maxload.encode(s, vm, c.devices),
-    lambda s, vm, x: Candidate("", maxload.decode(s, vm, x)),
-    lambda s, H: _pyomo("maxload").build(s),
-    lambda s, m, c: _pyomo("maxload").warm_start(s, m, c.devices),
-    lambda s, m: Candidate("", _pyomo("maxload").decode(s, m)),
-    lambda s: None)
+def _assignment_ip(name: str, title: str, module: Any, symmetric: bool) -> Formulation:
+    """A bottleneck MIP over assignments (no horizon): Archer's or Tarnawski's."""
+    twin = name
+
+    def build(s: Spec, H: float | None, sym: int) -> tuple[MatrixMIP, Any]:
+        return module.build(s, symmetry=bool(sym)) if symmetric else module.build(s)
+
+    return Formulation(
+        name, title, "exact MIP", module.check, build,
+        lambda s, vm, c, sym: module.encode(s, vm, c.devices),
+        lambda s, vm, x: Candidate("", module.decode(s, vm, x)),
+        lambda s, H: _pyomo(twin).build(s),
+        lambda s, m, c: _pyomo(twin).warm_start(s, m, c.devices),
+        lambda s, m: Candidate("", _pyomo(twin).decode(s, m)),
+        lambda s: None)
+
+
+MTPP = _assignment_ip("mtpp", "Archer's MTPP MIP (Fig. 3)", mtpp, symmetric=False)
+MAXLOAD = _assignment_ip("maxload", "Tarnawski's max-load IP (Fig. 6)", maxload, symmetric=True)
 LATENCY = Formulation(
     "latency", "Tarnawski's latency IP (Figs. 3-4)", "exact latency IP", latency.check,
     lambda s, H, sym: latency.build(s, H),

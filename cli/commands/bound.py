@@ -14,18 +14,17 @@ from partdsl.cli.common import (
     load_figures,
     progress_printer,
     run_points,
+    solver_names,
     spec_arguments,
 )
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
-    from partdsl.solvers.registry import DEFAULT_SOLVER, SOLVERS
 
     p = sub.add_parser("bound", help="the lower-bound hierarchy (simple, LP, bottleneck, bottleneck-guess, exact)")
     spec_arguments(p)
     p.add_argument("--time-limit", type=float, metavar="SECONDS", help="budget of each MIP (bottleneck-guess: of all k)")
-    p.add_argument("--solver", help="MIP backend of the MIP bounds: " + ", ".join(
-        f"{s} (default)" if s == DEFAULT_SOLVER else s for s in SOLVERS) + " (the LP bound is HiGHS's simplex)")
+    p.add_argument("--solver", help="MIP backend of the MIP bounds: " + solver_names() + " (the LP bound is HiGHS's simplex)")
     p.add_argument("--threads", type=int, metavar="N")
     p.add_argument("--workers", type=int, metavar="N", help="processes for the bottleneck-guess MIPs (default: cores)")
     p.add_argument("--only", metavar="LIST", help="a comma-separated subset of simple,lp,bottleneck,bottleneck_guess,exact")

@@ -18,20 +18,20 @@ from partdsl.cli.common import (
     numbers,
     progress_printer,
     run_points,
+    solver_names,
     spec_arguments,
 )
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
     from partdsl.methods.registry import DEFAULT_METHOD, METHODS
-    from partdsl.solvers.registry import DEFAULT_SOLVER, SOLVERS
 
     p = sub.add_parser("solve", help="find a partition, with a bound and a gap")
     spec_arguments(p)
     p.add_argument("--method", help=", ".join(f"{m} (default)" if m == DEFAULT_METHOD else m for m in METHODS))
     p.add_argument("-O", dest="option", action="append", metavar="NAME=VALUE",
                    help="a method option, e.g. -O population=50 -O generations=20 (brkga), -O samples=100 (random)")
-    p.add_argument("--solver", help="MIP backend: " + ", ".join(f"{s} (default)" if s == DEFAULT_SOLVER else s for s in SOLVERS)
+    p.add_argument("--solver", help="MIP backend: " + solver_names()
                    + ", or another solver Pyomo knows (glpk, xpress_direct, ...)")
     p.add_argument("--time-limit", type=float, metavar="SECONDS", help="wall-clock budget")
     p.add_argument("--gap", type=float, metavar="FRACTION", help="stop when the gap is at most this")
