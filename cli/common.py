@@ -4,7 +4,6 @@ answer a command prints, progress lines, scoring a partition file, and the -D sw
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 
@@ -113,57 +112,3 @@ def load_figures():  # type: ignore[no-untyped-def]
     return figures
 
 
-def _point(fn, args: argparse.Namespace, values: dict[str, str]):  # type: ignore[no-untyped-def]
-    """One point of a sweep, wherever the executor runs it."""
-    from partdsl.dsl.parser import parse_file
-
-    return fn(parse_file(args.spec, values), args)
-
-
-def run_points(args: argparse.Namespace, fn, header: list[str], after=None) -> int:  # type: ignore[no-untyped-def]
-    """One spec, or a sweep when a -D value lists several (`-D k=2,4,8`): one row each,
-    the points run on `--executor` (local: `--workers` processes, default this process).
-    Without a sweep, the independent subproblems run there: `part bound`'s
-    bottleneck-guess MIPs, MILP-SPLIT's module MILPs."""
-    from partdsl.cli.report import table
-    from partdsl.dsl.parser import parse_file
-    from partdsl.runtime.executor import open_executor, run_all
-
-    values = defines(args.define)
-    swept = {k: v.split(",") for k, v in values.items() if "," in v}
-    args.sweeping = bool(swept)
-    with open_executor(getattr(args, "executor", None)) as executor:
-        if not swept:
-            spec = parse_file(args.spec, values)
-            res = fn(spec, args, executor)
-            if after:
-                after("", res)
-            emit(args, res[0], res[1])
-            return res[2]
-        keys = list(swept)
-        points = [dict(zip(keys, combo)) for combo in itertools.product(*swept.values())]
-        labels = [", ".join(f"{k}={v}" for k, v in p.items()) for p in points]
-        jobs = [(fn, _picklable(args), {**values, **p}) for p in points]
-        got: dict[int, tuple] = {}
-        workers = getattr(args, "sweep_workers", None) or 1
-        for i, res in run_all(_point, jobs, workers, executor):
-            if not args.json:
-                print(f"  ... {labels[i]}: done", file=sys.stderr, flush=True)
-            got[i] = res
-            if after:
-                after(labels[i], res)
-            if res[2] == EXIT_INTERRUPTED:  # Ctrl-C ends the sweep, not just this point
-                break
-    order = sorted(got)
-    rows = [list(points[i].values()) + got[i][3] for i in order]
-    objs = [{"params": points[i], **got[i][0]} for i in order]
-    emit(args, {"sweep": objs}, table(rows, keys + header))
-    return max((got[i][2] for i in order), default=EXIT_OK)
-
-
-def _picklable(args: argparse.Namespace) -> argparse.Namespace:
-    """The arguments without what cannot travel to another process."""
-    out = argparse.Namespace(**vars(args))
-    out.func = None
-    out.emitted = None
-    return out

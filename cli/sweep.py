@@ -1,4 +1,7 @@
-"""`part sweep`: solver-agnostic experiments. The cross product of specs, `-D` parameter
+"""Sweeps, the one mechanism: `grid` expands `-D` values (a value with commas is swept),
+`run_all` (runtime/executor.py) runs the points. `run_points` is `part solve` and `part
+bound` with `-D k=2,4,8` (one table row per point); the rest is `part sweep`:
+solver-agnostic experiments. The cross product of specs, `-D` parameter
 values, methods and solvers, one solve each, on the executor of runtime/executor.py
 (local processes, or a Dask cluster), written as one tidy row per run as it finishes
 (CSV, or JSON lines for `.jsonl` / `.json`), so an interrupted sweep resumes: rows
@@ -10,13 +13,17 @@ installed) gets a row too, its status saying why.
 """
 from __future__ import annotations
 
+import argparse
 import csv
 import itertools
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
+
+from partdsl.cli.common import EXIT_INTERRUPTED, EXIT_OK, defines, emit
 
 COLUMNS = ("spec", "params", "method", "solver", "seed", "status", "objective", "bound", "gap", "time",
            "stopped", "error")
@@ -43,18 +50,23 @@ def params_text(params: tuple[tuple[str, str], ...] | Mapping[str, str]) -> str:
     return ";".join(f"{k}={v}" for k, v in items)
 
 
+def grid(defines: Mapping[str, str]) -> list[dict[str, str]]:
+    """Every point of a sweep: the product of the -D values, a value with commas swept
+    (`-D k=2,4,8 -D mem=16GiB` gives three points), in a stable order."""
+    swept = {k: v.split(",") for k, v in defines.items()}
+    return [dict(zip(swept, combo)) for combo in itertools.product(*swept.values())]
+
+
 def jobs(specs: list[str], defines: Mapping[str, str], methods: list[str], solvers: list[str | None],
          seed: int, time_limit: float | None, gap: float | None,
          options: Mapping[str, float] | None = None) -> list[Job]:
     """Every run of the sweep, in a stable order. A `-D` value with commas is swept."""
     from partdsl.methods.registry import ALIASES, METHODS
 
-    swept = {k: v.split(",") for k, v in defines.items()}
-    keys = list(swept)
     out: list[Job] = []
     for spec in specs:
-        for combo in itertools.product(*swept.values()):
-            params = tuple(zip(keys, combo))
+        for point in grid(defines):
+            params = tuple(point.items())
             for method in methods:
                 m = METHODS.get(ALIASES.get(method, method))
                 for solver in (solvers if m is None or m.mip else [None]):
@@ -176,3 +188,58 @@ def sweep(all_jobs: list[Job], out: Path | None, workers: int | None = None,
     finally:
         if writer is not None:
             writer.close()
+
+
+def _point(fn, args: argparse.Namespace, values: dict[str, str]):  # type: ignore[no-untyped-def]
+    """One point of a sweep, wherever the executor runs it."""
+    from partdsl.dsl.parser import parse_file
+
+    return fn(parse_file(args.spec, values), args)
+
+
+def run_points(args: argparse.Namespace, fn, header: list[str], after=None) -> int:  # type: ignore[no-untyped-def]
+    """One spec, or a sweep when a -D value lists several (`-D k=2,4,8`): one row each,
+    the points run on `--executor` (local: `--workers` processes, default this process).
+    Without a sweep, the independent subproblems run there: `part bound`'s
+    bottleneck-guess MIPs, MILP-SPLIT's module MILPs."""
+    from partdsl.cli.report import table
+    from partdsl.dsl.parser import parse_file
+    from partdsl.runtime.executor import open_executor, run_all
+
+    values = defines(args.define)
+    args.sweeping = any("," in v for v in values.values())
+    with open_executor(getattr(args, "executor", None)) as executor:
+        if not args.sweeping:
+            spec = parse_file(args.spec, values)
+            res = fn(spec, args, executor)
+            if after:
+                after("", res)
+            emit(args, res[0], res[1])
+            return res[2]
+        keys = [k for k, v in values.items() if "," in v]
+        points = [{k: p[k] for k in keys} for p in grid(values)]
+        labels = [", ".join(f"{k}={v}" for k, v in p.items()) for p in points]
+        todo = [(fn, _picklable(args), {**values, **p}) for p in points]
+        got: dict[int, tuple] = {}
+        workers = getattr(args, "sweep_workers", None) or 1
+        for i, res in run_all(_point, todo, workers, executor):
+            if not args.json:
+                print(f"  ... {labels[i]}: done", file=sys.stderr, flush=True)
+            got[i] = res
+            if after:
+                after(labels[i], res)
+            if res[2] == EXIT_INTERRUPTED:  # Ctrl-C ends the sweep, not just this point
+                break
+    order = sorted(got)
+    rows = [list(points[i].values()) + got[i][3] for i in order]
+    objs = [{"params": points[i], **got[i][0]} for i in order]
+    emit(args, {"sweep": objs}, table(rows, keys + header))
+    return max((got[i][2] for i in order), default=EXIT_OK)
+
+
+def _picklable(args: argparse.Namespace) -> argparse.Namespace:
+    """The arguments without what cannot travel to another process."""
+    out = argparse.Namespace(**vars(args))
+    out.func = None
+    out.emitted = None
+    return out

@@ -17,10 +17,10 @@ from partdsl.cli.common import (
     executor_argument,
     numbers,
     progress_printer,
-    run_points,
     solver_names,
     spec_arguments,
 )
+from partdsl.cli.sweep import run_points
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
