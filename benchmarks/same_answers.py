@@ -3,7 +3,7 @@ default method, seed 0) on every file in examples/ and on every bundled workload
 (data/dnn-partitioning, converted by `part convert`). Objective, bound and status must
 be identical.
 
-    python benchmarks/same_answers.py --save before.json      # on the old tree
+    python benchmarks/same_answers.py --save before.json      # on the old tree (the reshape's: same_answers_before.json)
     python benchmarks/same_answers.py --compare before.json   # on the new one: exit 1 on a difference
 """
 from __future__ import annotations
