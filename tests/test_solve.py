@@ -247,3 +247,21 @@ def test_order_search_improves_on_a_fixed_order() -> None:
     assert ga.objective <= rnd.objective * 1.05
     for r in (fixed, rnd, ga):
         assert r.evaluation.feasible and r.objective >= r.bound
+
+
+def test_the_solver_registry_knows_each_solver_once() -> None:
+    """Every fact about a solver comes from its one row (solvers/registry.py)."""
+    import importlib.metadata
+
+    from partdsl.solvers import registry
+
+    assert registry.DEFAULT_SOLVER in registry.MATRIX_SOLVERS == ("highs", "scip")
+    assert registry.version("highs") == importlib.metadata.version("highspy")
+    assert registry.version("scip") == importlib.metadata.version("PySCIPOpt")
+    assert registry.version("cbc") is None  # an executable, no Python package of its own
+    assert registry.display("scip", via_pyomo=True) == "SCIP via Pyomo" and registry.display("glpk") == "glpk"
+    assert registry.pyomo_interface("cplex") == ("classic", "cplex_direct")
+    assert registry.pyomo_interface("glpk") == ("classic", "glpk")  # any other Pyomo solver: its classic interface
+    assert registry.uses_matrix(None) and not registry.uses_matrix("highs", pyomo=True)
+    assert not registry.uses_matrix("gurobi")
+    assert set(registry.SOLVER_LIBRARIES) == {"highspy", "pyscipopt", "gurobipy", "cplex"}
