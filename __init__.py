@@ -6,8 +6,8 @@ partition you can afford, with a certificate (incumbent, lower bound, gap).
     result = solve(spec)
 """
 from partdsl.core.errors import PartError, Span
-from partdsl.core.evaluation import Evaluation, Violation
 from partdsl.core.evaluate import evaluate
+from partdsl.core.evaluation import Evaluation, Violation
 from partdsl.core.ir import (
     Constraints,
     DeviceClass,
@@ -21,11 +21,11 @@ from partdsl.core.ir import (
     Target,
     Work,
 )
+from partdsl.core.result import Result, Status
 from partdsl.dsl.builder import GraphBuilder, SpecBuilder
 from partdsl.dsl.parser import parse, parse_file
 from partdsl.dsl.printer import to_part
 from partdsl.methods.solve import solve
-from partdsl.core.result import Result, Status
 
 __all__ = ["PartError", "Span", "Evaluation", "Violation", "evaluate", "Constraints", "DeviceClass",
            "Graph", "Link", "Node", "Objective", "Platform", "SolveOptions", "Spec", "Target", "Work",

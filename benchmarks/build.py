@@ -51,7 +51,6 @@ def mtpp_spec(spec, k: int):  # type: ignore[no-untyped-def]
 
 def measure(name: str, spec, model, pyomo_model, pyomo: bool) -> dict[str, float]:  # type: ignore[no-untyped-def]
     import highspy
-
     from partdsl.solvers.highs_matrix import pass_model
     from partdsl.solvers.scip_matrix import scip_model
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
-
 from partdsl.core.errors import PartError, did_you_mean
 from partdsl.core.ir import Spec
 

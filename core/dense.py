@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-
 from partdsl.core.ir import GENERIC, Node, Spec
 
 INF = float("inf")

@@ -22,18 +22,14 @@ Cost semantics
 """
 from __future__ import annotations
 
-
 import numpy as np
-
 from partdsl.core import subgraphs
 from partdsl.core.dense import INF, Dense
 from partdsl.core.evaluation import Evaluation, Violation
 from partdsl.core.ir import Spec
-from partdsl.core.violations import memory_used, violations
-from partdsl.core.schedule_eval import evaluate_schedule
 from partdsl.core.schedule import whole_batches
-
-
+from partdsl.core.schedule_eval import evaluate_schedule
+from partdsl.core.violations import memory_used, violations
 
 # ----------------------------------------------------------------------------- loads
 

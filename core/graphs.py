@@ -3,7 +3,6 @@ kernels: a cycle of a directed graph, a cycle of a quotient graph, the device li
 from __future__ import annotations
 
 import numpy as np
-
 from partdsl.core.dense import adjacency, topological_order
 from partdsl.core.ir import Spec
 

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
-
 from partdsl.core.dense import INF, work_time
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Schedule
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 import numpy as np
-
 from partdsl.core.dense import INF, work_time
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Schedule

@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from partdsl.core.dense import INF, Dense, topological_order
 
 

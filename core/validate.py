@@ -10,7 +10,6 @@ import math
 import re
 
 import numpy as np
-
 from partdsl.core.dense import topological_order
 from partdsl.core.errors import PartError, did_you_mean
 from partdsl.core.graphs import find_cycle

@@ -5,7 +5,6 @@ latency subgraphs. The evaluator (core/evaluate.py) and the schedule checks
 from __future__ import annotations
 
 import numpy as np
-
 from partdsl.core import subgraphs
 from partdsl.core.dense import Dense
 from partdsl.core.evaluation import Violation, short_list

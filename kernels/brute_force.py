@@ -10,10 +10,10 @@ import math
 from typing import Iterator
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
+from partdsl.runtime.deadline import NEVER, Deadline
 
 LIMIT = 200_000
 

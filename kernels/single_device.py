@@ -4,9 +4,9 @@ from __future__ import annotations
 from typing import Iterator
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
+from partdsl.runtime.deadline import NEVER, Deadline
 
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:

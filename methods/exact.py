@@ -17,7 +17,6 @@ from dataclasses import replace
 from typing import Callable, Generator, Iterator
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Event, Proven, SolverLog
 from partdsl.core.ir import Spec
@@ -31,6 +30,7 @@ from partdsl.methods.mip_start import (
 )
 from partdsl.models import mtpp
 from partdsl.models.formulations import MAXLOAD, Formulation, formulation_for
+from partdsl.runtime.deadline import NEVER, Deadline
 from partdsl.solvers import registry
 from partdsl.solvers.dispatch import solve_matrix, solve_pyomo_model
 from partdsl.solvers.outcome import MipOutcome

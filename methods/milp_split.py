@@ -23,7 +23,6 @@ import math
 from typing import Callable, Iterator
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Progress, Proven
 from partdsl.core.ir import Spec
@@ -39,6 +38,7 @@ from partdsl.methods.milp_split_modules import (
     solve_module,
 )
 from partdsl.models import diviml
+from partdsl.runtime.deadline import NEVER, Deadline
 from partdsl.runtime.executor import run_all
 
 DEFAULT_MODULE_LIMIT = 10.0  # seconds per module MILP without a time limit

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
-from partdsl.core.deadline import Deadline
 from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate
 from partdsl.core.graphs import link_table
@@ -37,6 +36,7 @@ from partdsl.kernels.graph.modules import (
 from partdsl.kernels.schedule import list_schedulers
 from partdsl.methods.bounds import makespan_bound
 from partdsl.models import diviml
+from partdsl.runtime.deadline import Deadline
 from partdsl.runtime.executor import run_all
 
 MAX_BOUND_SETS = 200  # node sets the bound recursion may visit (then the simple bound)

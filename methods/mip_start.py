@@ -17,12 +17,12 @@ import math
 from typing import Callable, Generator
 
 import numpy as np
-from partdsl.core.deadline import Deadline
 from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate, Event
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck import ideal_dp, load_search
 from partdsl.kernels.bottleneck.topo_split import best_split
+from partdsl.runtime.deadline import Deadline
 
 
 def mip_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | None,

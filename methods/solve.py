@@ -15,7 +15,6 @@ from typing import Callable, Iterator, Mapping
 
 import numpy as np
 from partdsl.core.assignment import subgraph_map, to_array
-from partdsl.core.deadline import Deadline
 from partdsl.core.errors import PartError
 from partdsl.core.evaluate import evaluate
 from partdsl.core.evaluation import Evaluation
@@ -26,6 +25,7 @@ from partdsl.core.schedule_eval import evaluate_schedule
 from partdsl.methods.bounds import bound as trivial_bound
 from partdsl.methods.registry import ALIASES, KERNEL_SOLVER, METHODS, Method, lookup
 from partdsl.runtime import interrupt
+from partdsl.runtime.deadline import Deadline
 from partdsl.solvers import registry as solver_registry
 
 ABS_TOL = 1e-5  # ms: 10 ns, above HiGHS's default feasibility tolerances

@@ -1,2 +1,2 @@
-"""What a run needs around the algorithms: Ctrl-C handling, capture of a native
+"""What a run needs around the algorithms: the Deadline, Ctrl-C handling, capture of a native
 library's standard output, and executors (local processes or a Dask cluster)."""

@@ -28,11 +28,11 @@ from dataclasses import replace
 from typing import Callable
 
 import numpy as np
-from partdsl.core.deadline import Deadline
 from partdsl.core.result import Status
 from partdsl.models.matrix import MatrixMIP
 from partdsl.runtime import interrupt
 from partdsl.runtime.capture import captured_stdout, solver_call
+from partdsl.runtime.deadline import Deadline
 from partdsl.solvers.outcome import (
     GAP_REACHED,
     REPORT_EVERY,

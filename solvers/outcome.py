@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
-from partdsl.core.deadline import Deadline
 from partdsl.core.result import Status, relative_gap
+from partdsl.runtime.deadline import Deadline
 
 REPORT_EVERY = 10.0  # seconds between progress lines of a MIP that finds no new incumbent
 

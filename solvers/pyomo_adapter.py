@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pyomo.environ as pyo
-from partdsl.core.deadline import Deadline
 from partdsl.core.result import Status
 from partdsl.runtime import interrupt
 from partdsl.runtime.capture import captured_stdout, solver_call
+from partdsl.runtime.deadline import Deadline
 from partdsl.solvers.highs_matrix import fit_scheduler
 from partdsl.solvers.outcome import MipOutcome, checked, outcome, solver_gap
 from partdsl.solvers.registry import SOLVERS, cbc_executable, pyomo_interface

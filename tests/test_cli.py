@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from partdsl import parse_file
+
 from tests.conftest import EXAMPLES, run_part
 
 TINY = str(EXAMPLES / "tiny.part")

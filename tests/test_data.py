@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from partdsl import evaluate, parse, parse_file, solve, to_part
 from partdsl.cli.convert import dnn_partitioning_to_part
 from partdsl.core.assignment import read_assignment
@@ -116,8 +115,8 @@ def test_mip_start_restarts_reach_the_published_ip_value(data_dir: Path, tmp_pat
     33.365; rounds that start afresh from the first split with new seeds reach 33.30,
     below Gurobi's published 33.31 (which the MIP then only has to certify to 1%)."""
 
-    from partdsl.core.deadline import Deadline
     from partdsl.methods.mip_start import best_start
+    from partdsl.runtime.deadline import Deadline
 
     spec = parse_file(converted(data_dir / "throughput" / "resnet50_inference.json", tmp_path, split="any"))
     dev, value = best_start(spec, 0, Deadline.after(120), None, None)
@@ -220,8 +219,8 @@ def test_every_example_checks_and_solves(example: str) -> None:
     spec = parse_file(path)
     assert out["status"] in ("optimal", "feasible")
     if spec.objective.scheduled:  # a DiviML schedule (a node may be split over devices)
-        from partdsl.core.schedule_eval import evaluate_schedule
         from partdsl.core.schedule import from_json
+        from partdsl.core.schedule_eval import evaluate_schedule
 
         ev = evaluate_schedule(spec, from_json(spec, out["schedule"]))
     else:

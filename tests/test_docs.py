@@ -13,8 +13,8 @@ import shlex
 from pathlib import Path
 
 import pytest
-
 from partdsl import parse
+
 from tests.conftest import ROOT, run_part
 
 PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 from partdsl import PartError, parse
 from partdsl.dsl.builder import GraphBuilder, SpecBuilder
+
 from tests.conftest import run_part
 
 PLAT = "platform { device gpu[2] { memory 16 GiB; link 12 GB/s } device cpu[1] { host } }"

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from partdsl import evaluate, parse
 from partdsl.core.ir import Spec
+
 from tests import reference as ref
 from tests.strategies import assignments, specs
 

@@ -144,11 +144,11 @@ def test_a_mip_stops_once_the_users_gap_is_met(solver: str) -> None:
     in their callbacks stops them once |incumbent - bound| / |incumbent| meets the target.
     At k = 12 the dual bound climbs slowly: the solvers' own 22.5% is far off when ours,
     44.5%, is met, so the stop is ours (SCIP had run 20 minutes at 0.84% of a 1% target)."""
+    from partdsl.core.result import relative_gap
     from partdsl.dsl.regal import regal_spec
     from partdsl.models import mtpp
     from partdsl.solvers.highs_matrix import solve_highs
     from partdsl.solvers.outcome import GAP_REACHED
-    from partdsl.core.result import relative_gap
     from partdsl.solvers.scip_matrix import solve_scip
 
     spec = regal_spec(30, 12, seed=0)

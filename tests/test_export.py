@@ -6,11 +6,9 @@ import json
 
 import highspy
 import pytest
-
+from conftest import EXAMPLES, run_part
 from partdsl import parse_file, solve
 from partdsl.core.result import Status
-
-from conftest import EXAMPLES, run_part
 
 
 def _highs_optimum(path) -> float:  # type: ignore[no-untyped-def]

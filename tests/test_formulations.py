@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from partdsl import evaluate, parse, solve
 from partdsl.core.ir import Spec
 from partdsl.models import maxload, mtpp, pyomo_maxload, pyomo_mtpp
-from partdsl.solvers.registry import DISPLAY_NAMES as NAMES
 from partdsl.solvers.highs_matrix import solve_highs
 from partdsl.solvers.pyomo_adapter import solve_pyomo
+from partdsl.solvers.registry import DISPLAY_NAMES as NAMES
 
 from tests.strategies import mtpp_specs, specs
 

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from partdsl import to_part
 from partdsl.cli.convert import dnn_partitioning_to_part
 from partdsl.dsl.regal import regal_spec

@@ -11,8 +11,8 @@ import pytest
 from partdsl.cli.main import main
 from partdsl.kernels.peers.runners import PEERS
 from partdsl.methods.registry import METHODS
-from partdsl.solvers.registry import is_installed
 from partdsl.solvers.registry import DISPLAY_NAMES as SOLVERS
+from partdsl.solvers.registry import is_installed
 
 from tests.conftest import EXAMPLES
 

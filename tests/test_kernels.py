@@ -8,16 +8,16 @@ import math
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from partdsl import evaluate
 from partdsl.core.evaluate import bottleneck_loads
 from partdsl.core.ir import Spec
-from partdsl.kernels.graph.orders import dfs_order, kahn
-from partdsl.kernels.jit import HAVE_NUMBA
 from partdsl.kernels.bottleneck.load_table import LoadTable
 from partdsl.kernels.bottleneck.segment_dp import split_dp
 from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.graph.contraction import contract
+from partdsl.kernels.graph.orders import dfs_order, kahn
+from partdsl.kernels.jit import HAVE_NUMBA
+
 from tests.strategies import assignments, specs
 
 SETTINGS = settings(max_examples=120, deadline=None,
@@ -126,8 +126,8 @@ def test_slicegraph_is_the_best_segmentation_of_its_order(spec: Spec) -> None:
     evaluator (Archer Thm. 4.1), when nothing but the load matters."""
     from partdsl import solve
     from partdsl.core.ir import Constraints, Objective
-    from partdsl.kernels.bottleneck.topo_split import assign
     from partdsl.kernels.bottleneck.segment_dp import Split
+    from partdsl.kernels.bottleneck.topo_split import assign
 
     spec = spec.__class__(spec.graph, spec.platform, Objective("bottleneck", None, spec.objective.overlap),
                           Constraints(memory="ignore"))

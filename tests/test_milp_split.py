@@ -11,12 +11,12 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from partdsl.core.schedule_eval import evaluate_schedule
-from partdsl.core.schedule import from_json
 from partdsl.core.errors import PartError
+from partdsl.core.result import Status
+from partdsl.core.schedule import from_json
+from partdsl.core.schedule_eval import evaluate_schedule
 from partdsl.dsl.randwire import RandWire, randwire_spec
 from partdsl.methods.solve import solve
-from partdsl.core.result import Status
 
 TOL = 1e-6
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from partdsl import parse, solve
 from partdsl.models import mtpp
-from partdsl.solvers.highs_matrix import solve_highs
 from partdsl.runtime.capture import captured_stdout
+from partdsl.solvers.highs_matrix import solve_highs
 from partdsl.solvers.scip_matrix import solve_scip
 
 # Found by the HiGHS = SCIP = brute-force property test: with the MIP start that `topo`

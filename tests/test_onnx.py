@@ -10,18 +10,14 @@ import sys
 import numpy as np
 import onnx
 import pytest
-
+from conftest import EXAMPLES, ROOT, run_part
 from partdsl import parse, parse_file, solve
 from partdsl.core.errors import PartError
 from partdsl.dsl.cost_model import profile
 from partdsl.dsl.onnx_import import import_onnx
 
-from conftest import EXAMPLES, ROOT, run_part
-
 sys.path.insert(0, str(ROOT / "examples"))
 import make_onnx_example as mk  # noqa: E402
-
-
 
 
 @pytest.fixture(scope="module")

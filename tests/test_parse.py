@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from partdsl import parse
 from partdsl.core.ir import Objective, SolveOptions, Target, Work
 from partdsl.core.quantities import Quantity

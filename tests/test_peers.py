@@ -11,16 +11,14 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import EXAMPLES, run_part
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from partdsl import parse, parse_file, solve
 from partdsl.core.evaluate import evaluate
+from partdsl.core.result import Status
 from partdsl.kernels.peers.graph import peer_graph
 from partdsl.kernels.peers.runners import PEERS, bottleneck_assignment
-from partdsl.core.result import Status
-
-from conftest import EXAMPLES, run_part
 
 NAMES = tuple(PEERS)
 

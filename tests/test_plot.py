@@ -10,12 +10,10 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from PIL import Image
-
+from conftest import EXAMPLES, run_part
 from partdsl import parse_file, solve
 from partdsl.viz import figures
-
-from conftest import EXAMPLES, run_part
+from PIL import Image
 
 
 def _texts(svg_path) -> list[str]:  # type: ignore[no-untyped-def]

@@ -24,6 +24,7 @@ def partition(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import json
 
     from partdsl import parse_file, solve
+
     from tests.conftest import EXAMPLES
 
     f = tmp_path_factory.mktemp("partition") / "partition.json"

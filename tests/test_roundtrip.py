@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
-
 from partdsl import GraphBuilder, SpecBuilder, parse, to_part
 from partdsl.core.ir import Spec
+
 from tests.strategies import specs
 
 

@@ -18,7 +18,6 @@ from partdsl.core.schedule import Piece, Schedule, from_json, whole_batches
 from partdsl.core.schedule_eval import evaluate_schedule, list_schedule
 from partdsl.dsl.parser import parse
 from partdsl.methods.bounds import bound
-
 from strategies import assignments, specs
 
 TWO_GPUS = """

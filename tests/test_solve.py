@@ -8,14 +8,13 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-
 from partdsl import PartError, evaluate, parse, solve
 from partdsl.core.assignment import to_array
 from partdsl.core.ir import Spec
+from partdsl.core.result import Status
+from partdsl.core.solver_errors import SolverFailed
 from partdsl.methods.registry import METHODS
 from partdsl.solvers.registry import SOLVERS, failures, is_installed
-from partdsl.core.solver_errors import SolverFailed
-from partdsl.core.result import Status
 
 from tests.conftest import EXAMPLES, run_part
 from tests.strategies import specs
@@ -211,8 +210,8 @@ def test_result_reports_bounds_in_the_objective_direction() -> None:
     assert r.sense == "max" and r.lower_bound == r.objective and r.upper_bound == r.bound >= r.objective
     d = r.to_json()
     assert d["lower_bound"] <= d["upper_bound"]
-    from partdsl.core.schedule_eval import evaluate_schedule
     from partdsl.core.schedule import from_json
+    from partdsl.core.schedule_eval import evaluate_schedule
 
     assert r.method == "heft"  # the default under a schedule objective
     assert evaluate_schedule(spec, from_json(spec, r.schedule)).objective == r.objective  # its schedule, as given

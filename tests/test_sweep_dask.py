@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import EXAMPLES, run_part
 
 MTPP = str(EXAMPLES / "mtpp_overflow.part")
@@ -107,11 +106,11 @@ def test_executor_errors() -> None:
 def test_milp_split_modules_on_dask(cluster) -> None:  # type: ignore[no-untyped-def]
     """MILP-SPLIT's module MILPs run on the cluster (`part solve --executor`): the same
     proven optimum as locally on a single-channel chain."""
-    from partdsl.dsl.randwire import RandWire, randwire_spec
-    from partdsl.dsl.printer import to_part
-
     import tempfile
     from pathlib import Path
+
+    from partdsl.dsl.printer import to_part
+    from partdsl.dsl.randwire import RandWire, randwire_spec
 
     spec = randwire_spec(RandWire("er", 6, 3, seed=4), "latency")
     with tempfile.TemporaryDirectory() as tmp:

@@ -18,7 +18,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-
 from partdsl.core.evaluation import Evaluation
 from partdsl.core.ir import Spec
 

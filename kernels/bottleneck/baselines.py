@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Iterator
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
@@ -24,6 +23,7 @@ from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.bottleneck.topo_split import assign
 from partdsl.kernels.graph.contraction import contract
 from partdsl.kernels.graph.orders import dfs_order, kahn
+from partdsl.runtime.deadline import NEVER, Deadline
 
 
 def _unit_positions(spec: Spec, linear: str) -> tuple[np.ndarray, int]:

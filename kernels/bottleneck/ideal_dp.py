@@ -27,7 +27,6 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Progress, Proven
 from partdsl.core.ir import Spec
@@ -39,6 +38,7 @@ from partdsl.kernels.graph.contraction import (
     memory_can_bind,
 )
 from partdsl.kernels.jit import njit
+from partdsl.runtime.deadline import NEVER, Deadline
 
 MAX_IDEALS = 250_000
 OVERLAP = {None: 0, "simplex": 1, "duplex": 2}

@@ -20,12 +20,12 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
 from partdsl.core.violations import memory_used, violations
 from partdsl.kernels.bottleneck.load_table import LoadTable
 from partdsl.kernels.graph.contraction import contract
+from partdsl.runtime.deadline import NEVER, Deadline
 
 Score = tuple[float, float]
 STALL = 100  # perturbations in a row without a better objective before the search stops

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
@@ -22,6 +21,7 @@ from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.bottleneck.topo_split import assign
 from partdsl.kernels.graph.contraction import contract
 from partdsl.kernels.graph.kahn_keys import KahnCSR
+from partdsl.runtime.deadline import NEVER, Deadline
 
 
 @dataclass

@@ -35,12 +35,12 @@ import sys
 from typing import Callable
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.ideal_dp import _frontiers, _words
 from partdsl.kernels.bottleneck.libstdcxx_hash import unordered_order
 from partdsl.kernels.graph.contraction import colocation_blocks
 from partdsl.kernels.jit import njit
+from partdsl.runtime.deadline import NEVER, Deadline
 
 
 class NotApplicable(Exception):

@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Iterator
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.segment_dp import Split, split_dp
 from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.graph.contraction import contract
 from partdsl.kernels.graph.orders import dfs_order, kahn, levels
+from partdsl.runtime.deadline import NEVER, Deadline
 
 
 def orders(spec: Spec, seed: int, n_random: int = 3) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:

@@ -15,11 +15,11 @@ from __future__ import annotations
 from typing import Iterator
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
 from partdsl.kernels.graph.contraction import colocation_blocks
+from partdsl.runtime.deadline import NEVER, Deadline
 
 
 def blocks(spec: Spec) -> list[list[int]]:

@@ -26,9 +26,9 @@ import math
 import weakref
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.dense import INF
 from partdsl.core.ir import Spec
+from partdsl.runtime.deadline import NEVER, Deadline
 
 INTERVAL_LIMIT = 4000  # above this many nodes, runs count only their path nodes (still a bound)
 

@@ -20,17 +20,16 @@ answer the path segmentation bound (kernels/latency/path_bound.py).
 from __future__ import annotations
 
 import math
-import time
 from typing import Callable, Iterator
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.graph.contraction import contract
 from partdsl.kernels.graph.orders import dfs_order, kahn, levels
+from partdsl.runtime.deadline import NEVER, Deadline
 
 
 def chain_dp(cost_acc: np.ndarray, host: np.ndarray, runs: int) -> tuple[float, list[tuple[int, int, bool]]]:

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.dense import INF, work_time
 from partdsl.core.events import Candidate, Progress
 from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split
 from partdsl.core.schedule_eval import transfer_time
+from partdsl.runtime.deadline import NEVER, Deadline
 
 
 @dataclass

@@ -16,13 +16,13 @@ import math
 from typing import Iterator
 
 import numpy as np
-from partdsl.core.deadline import NEVER, Deadline
 from partdsl.core.dense import work_time
 from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split
 from partdsl.core.schedule_eval import evaluate_schedule, list_schedule
 from partdsl.kernels.graph.orders import kahn, levels
+from partdsl.runtime.deadline import NEVER, Deadline
 
 
 class Strings:
