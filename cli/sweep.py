@@ -27,6 +27,7 @@ from partdsl.cli.common import EXIT_INTERRUPTED, EXIT_OK, defines, emit
 
 COLUMNS = ("spec", "params", "method", "solver", "seed", "status", "objective", "bound", "gap", "time",
            "stopped", "error")
+FAILED = ("error", "unavailable", "solver_failed")  # the statuses of a run that did not run to its end
 KEY = ("spec", "params", "method", "solver", "seed")
 
 
@@ -116,7 +117,8 @@ def _json_lines(path: Path) -> bool:
 
 
 def previous_rows(path: Path) -> dict[tuple[str, ...], dict]:
-    """The rows already in `path`, by key (a resumed sweep does not run them again)."""
+    """The rows already in `path`, by key: a resumed sweep does not run them again, but a
+    row that failed (an error, a solver not installed or failed) is run again."""
     if not path.exists() or path.stat().st_size == 0:
         return {}
     with path.open(newline="") as f:
@@ -124,7 +126,7 @@ def previous_rows(path: Path) -> dict[tuple[str, ...], dict]:
             rows = [json.loads(line) for line in f if line.strip()]
         else:
             rows = [{k: _number(v) for k, v in r.items()} for r in csv.DictReader(f)]
-    return {tuple(str(r.get(k, "")) for k in KEY): r for r in rows}
+    return {tuple(str(r.get(k, "")) for k in KEY): r for r in rows if r.get("status") not in FAILED}
 
 
 def _number(x: str) -> object:

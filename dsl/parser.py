@@ -18,6 +18,7 @@ from lark.exceptions import (
 from partdsl.core.errors import PartError, Span, did_you_mean
 from partdsl.core.ir import Constraints, Graph, Objective, Platform, SolveOptions, Spec
 from partdsl.core.quantities import UNITS, Quantity, make_quantity
+from partdsl.core.solver_errors import SolverUnavailable
 from partdsl.core.validate import validate
 from partdsl.dsl.transformer import ToIR
 
@@ -128,6 +129,8 @@ def parse(text: str, file: str = "<spec>", overrides: Mapping[str, Override] | N
     except VisitError as e:
         if isinstance(e.orig_exc, PartError):
             raise e.orig_exc.with_source(text) from None
+        if isinstance(e.orig_exc, SolverUnavailable):  # an importer's optional package: exit 5, its hint
+            raise e.orig_exc from None
         raise
     except PartError as e:
         raise e.with_source(text) from None

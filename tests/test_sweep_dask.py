@@ -91,6 +91,17 @@ def test_sweep_rows_say_what_failed(tmp_path) -> None:  # type: ignore[no-untype
     assert rows["dp_typo"]["status"] == "error" and "unknown method" in rows["dp_typo"]["error"]
 
 
+def test_a_resumed_sweep_runs_its_failed_rows_again(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 28, defect 8: a failed row is not a done row."""
+    out = tmp_path / "runs.csv"
+    args = ["sweep", str(EXAMPLES / "tiny.part"), "--method", "topo,dp_typo", "-o", str(out), "--json"]
+    first = json.loads(run_part(*args).stdout)
+    assert first["ran"] == 2 and first["resumed"] == 0
+    again = json.loads(run_part(*args).stdout)
+    assert again["ran"] == 1 and again["resumed"] == 1  # topo is done; dp_typo failed and is run again
+    assert [r["method"] for r in again["rows"]] == ["topo", "dp_typo"]
+
+
 def test_executor_errors() -> None:
     p = run_part("solve", MTPP, "-D", "k=2,3", "--executor", "spark://x:1")
     assert p.returncode == 2 and "not an executor I know" in p.stderr

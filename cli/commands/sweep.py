@@ -30,7 +30,7 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("--gap", type=float, metavar="FRACTION")
     p.add_argument("--seed", type=int, default=0, metavar="N")
     p.add_argument("--output", "-o", metavar="FILE", help="runs.csv, or runs.jsonl for JSON lines; an existing file "
-                   "is resumed: its rows are not run again")
+                   "is resumed: its rows are not run again, but for the failed ones")
     p.add_argument("--executor", metavar="URL", help="local (default) or dask://HOST:PORT / tcp://HOST:PORT")
     p.add_argument("--workers", type=int, metavar="N", help="local processes (default 1: this process)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
