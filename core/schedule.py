@@ -25,6 +25,7 @@ The makespan C is the last finish: latency is C (ms), throughput L / C (samples/
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -110,8 +111,10 @@ def from_json(spec: Spec, data: Any, where: str = "schedule") -> Schedule:
                                 f'write e.g. "samples": [[0, {L}]]')
             samples += range(r[0], r[1])
         start = item.get("start")
-        if start is not None and not isinstance(start, (int, float)):
-            raise PartError(f"{at}: start must be a number of ms, got {start!r}", None)
+        if start is not None and (isinstance(start, bool) or not isinstance(start, (int, float))
+                                  or not math.isfinite(start) or start < 0):
+            raise PartError(f"{at}: start must be a finite number of ms, at least 0, got {start!r}", None,
+                            "a schedule starts at 0 ms; or leave out every start to have it list-scheduled")
         pieces.append(Piece(names[item["node"]], devices[item["device"]], tuple(sorted(samples)),
                             None if start is None else float(start)))
     if len({p.start is None for p in pieces}) > 1:

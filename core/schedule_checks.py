@@ -32,7 +32,9 @@ def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], st
                              + (f" ({len(bad)} nodes: {short_list(nodes)})" if len(bad) > 1 else ""), nodes))
     for kind, test, why in (
             ("unsupported", lambda k, p: not np.isfinite(finish[k]), "no work given for its class at that batch"),
-            ("placement", lambda k, p: not dense.allowed[p.node, p.device], "only/not/pin/forbid"),
+            # a piece that cannot run at all is "unsupported" only, not also misplaced
+            ("placement", lambda k, p: np.isfinite(finish[k]) and not dense.allowed[p.node, p.device],
+             "only/not/pin/forbid"),
             ("batch", lambda k, p: _unsupported_size(spec, p.device, p.size), "batch size not supported")):
         hit = [(k, p) for k, p in enumerate(s.pieces) if test(k, p)]
         for d in sorted({p.device for _, p in hit}):
@@ -42,7 +44,8 @@ def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], st
                     f"{', '.join(map(str, spec.platform.classes[dense.dev_class[d]].batches))})" if kind == "batch" else ""
             out.append(Violation(kind, f"{short_list(nodes)} cannot run on {devices[d]} ({why}){extra}", nodes,
                                  devices[d]))
-    late = [k for k in range(len(s.pieces)) if any(start[k] + eps < share_end[h] + t for h, t in preds[k])]
+    late = [k for k in range(len(s.pieces))  # (an input that never finishes is reported as unsupported)
+            if any(start[k] + eps < share_end[h] + t for h, t in preds[k] if np.isfinite(share_end[h] + t))]
     if late:
         q = s.pieces[late[0]]
         out.append(Violation("precedence", f"{names[q.node]} on {devices[q.device]} starts at {start[late[0]]:.6g} ms, "

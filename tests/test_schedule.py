@@ -155,11 +155,49 @@ def test_the_json_form_round_trips_and_part_eval_reads_it(tmp_path: Path) -> Non
     ([{"node": "a", "device": "gpu[0]", "samples": [[0, 9]]}], "ranges within 0..4"),
     ([{"node": "a", "device": "gpu[0]", "start": 0}, {"node": "b", "device": "gpu[0]"}], "some pieces have a start"),
     ({"a": 1}, "non-empty list of pieces"),
+    # issue 28, defect 5: impossible starts are input errors, not scores
+    ([{"node": "a", "device": "gpu[0]", "start": -4.4}, {"node": "b", "device": "gpu[0]", "start": 2.0}],
+     "at least 0"),
+    ([{"node": "a", "device": "gpu[0]", "start": float("nan")}, {"node": "b", "device": "gpu[0]", "start": 2}],
+     "finite number"),
+    ([{"node": "a", "device": "gpu[0]", "start": float("inf")}, {"node": "b", "device": "gpu[0]", "start": 2}],
+     "finite number"),
 ])
 def test_bad_schedules_get_a_clear_error(doc: object, says: str) -> None:
     with pytest.raises(PartError) as e:
         from_json(spec_of("maximize throughput batch 4"), doc)
     assert says in str(e.value)
+
+
+def test_a_shifted_schedule_is_refused_by_part_eval(tmp_path: Path) -> None:
+    """Issue 28, defect 5: a valid schedule shifted by -4.4 ms was scored better than the
+    optimum ("all constraints satisfied", exit 0); it is an input error now (exit 2)."""
+    spec = spec_of("maximize throughput batch 4 split 2")
+    doc = evaluate_schedule(spec, Schedule((P(0, 0, 0, 2), P(0, 1, 2, 4), P(1, 0, 0, 2), P(1, 1, 2, 4)), 4)
+                            ).schedule.to_json(spec)
+    f = tmp_path / "s.part"
+    f.write_text(TWO_GPUS + "maximize throughput batch 4 split 2\n")
+    (tmp_path / "s.json").write_text(json.dumps({"schedule": [{**p, "start": p["start"] - 4.4} for p in doc]}))
+    out = subprocess.run([sys.executable, "-m", "partdsl.cli.main", "eval", str(f), str(tmp_path / "s.json")],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "at least 0" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_piece_where_its_node_has_no_work_is_one_violation() -> None:
+    """Issue 28, defect 5: a piece on a class with no work for its node is "unsupported",
+    without a spurious placement message or a follow-on precedence error."""
+    spec = parse("""
+graph g {
+  node a { work 2 ms on gpu, 4 ms on cpu; out 1 MB }
+  node b { work 1 ms on gpu; out 1 MB }
+  a -> b
+}
+platform { device gpu[1] { link 1 GB/s }; device cpu[1] { host } }
+minimize latency by tasks
+""")
+    ev = evaluate_schedule(spec, Schedule((P(0, 0, 0, 1, 0.0), P(1, 1, 0, 1, 3.0)), 1))  # a: 2 ms, 1 ms out
+    assert [v.kind for v in ev.violations] == ["unsupported"]
+    assert ev.violations[0].nodes == ("b",) and ev.violations[0].device == "cpu[0]"
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
