@@ -84,6 +84,7 @@ def validate(spec: Spec) -> None:
                                 did_you_mean(end, list(classes) + list(p.devices)))
         if ln.bandwidth <= 0:
             raise PartError("link bandwidth must be positive", ln.span)
+    links_modelled(spec)
     if c.max_stages is not None and c.max_stages < 1:
         raise PartError("stages must be at least 1", None, "write e.g. `stages <= 4`")
     if not 1 <= c.subgraphs <= MAX_SUBGRAPHS:
@@ -200,4 +201,17 @@ def _check_memory(spec: Spec) -> None:
                         f"them together hold {human_size(total)}", spec.platform.span,
                         "add devices (e.g. `-D k=...`), raise `memory`, or use `memory overflow`")
 
+
+def links_modelled(spec: Spec) -> None:
+    """Declared device-to-device links are modelled by the DiviML objectives only (a
+    transfer takes the direct link, sec. III); the bottleneck and latency evaluators would
+    ignore them and certify a cost the user did not declare, so such a spec is refused."""
+    p, o = spec.platform, spec.objective
+    if p.links and not o.scheduled:
+        ln = p.links[0]
+        raise PartError(f"the {o.kind} objective does not model declared links (`link {ln.a} "
+                        f"{'->' if ln.directed else '<->'} {ln.b}`): its transfers go through host memory at "
+                        "each device class's own `link` bandwidth", ln.span,
+                        "remove the link declarations, or use `minimize latency by tasks` or `maximize "
+                        "throughput batch L`, whose schedules take direct links")
 

@@ -22,6 +22,7 @@ from partdsl.core.events import Candidate, Event, Progress, Proven, SolverLog
 from partdsl.core.ir import SolveOptions, Spec
 from partdsl.core.result import Result, Status, Termination, relative_gap
 from partdsl.core.schedule_eval import evaluate_schedule
+from partdsl.core.validate import links_modelled
 from partdsl.methods.bounds import bound as trivial_bound
 from partdsl.methods.registry import ALIASES, KERNEL_SOLVER, METHODS, Method, lookup
 from partdsl.runtime import interrupt
@@ -127,6 +128,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     opts = spec.solve.merged(method=method, solver=solver, time_limit=time_limit, gap=gap,
                              seed=seed, threads=threads)
     m = lookup(opts.method, spec.objective.scheduled)
+    links_modelled(spec)  # a spec built in Python skips validate(): the one feature no method models
     log: list[str] = []
     method_opts = _checked_options(spec, m, method, options, opts, log)
     if opts.solver:

@@ -69,8 +69,10 @@ def specs(draw, max_nodes: int = 7, kinds: tuple[str, ...] = ("bottleneck", "lat
         classes.append(DeviceClass("cpu", max(n_cpu, 1), host=True))
     else:
         classes.append(DeviceClass("cpu", 1, host=True))
-    links = (Link("acc[0]", "acc", draw(st.floats(1e9, 1e11))),) if draw(st.booleans()) else ()
     kind = draw(st.sampled_from(kinds))
+    # declared links are modelled by the DiviML objectives only (the others refuse them)
+    links = (Link("acc[0]", "acc", draw(st.floats(1e9, 1e11))),) if kind in ("task_latency", "throughput") and \
+        draw(st.booleans()) else ()
     if kind == "bottleneck":
         training = draw(st.sampled_from([None, "pipedream", "gpipe"])) if g.is_training else None
         obj = Objective("bottleneck", training, draw(st.sampled_from([None, "simplex", "duplex"])))

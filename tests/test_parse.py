@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import pytest
 from partdsl import parse
+from partdsl.core.errors import PartError
 from partdsl.core.ir import Objective, SolveOptions, Target, Work
 from partdsl.core.quantities import Quantity
 
-GOLDEN = """
+WITH_LINKS = """
 # comments run to the end of a line
 // and so do these
 param k = 3
@@ -42,6 +43,11 @@ solve topo with highs { time 90 s; gap 0.5%; seed 7; threads 2 }
 """
 
 
+LINKS = "  link gpu[0] <-> gpu[1] 50 GB/s\n  link gpu -> cpu 1 GB/s\n"
+OBJECTIVE = "minimize bottleneck training gpipe overlap duplex\n"
+GOLDEN = WITH_LINKS.replace(LINKS, "")  # the bottleneck does not model declared links
+
+
 def test_golden_spec_means_what_it_says() -> None:
     s = parse(GOLDEN)
     g = s.graph
@@ -59,8 +65,6 @@ def test_golden_spec_means_what_it_says() -> None:
     assert (gpu.name, gpu.count, gpu.memory, gpu.link, gpu.speed, gpu.batches) == (
         "gpu", 3, 2 * 2**30, 12e9, 2.0, (1, 4))
     assert cpu.host and cpu.count == 2
-    assert [(ln.a, ln.b, ln.bandwidth, ln.directed) for ln in s.platform.links] == [
-        ("gpu[0]", "gpu[1]", 50e9, False), ("gpu", "cpu", 1e9, True)]
     assert s.platform.devices == ("gpu[0]", "gpu[1]", "gpu[2]", "cpu[0]", "cpu[1]")
     assert s.objective == Objective("bottleneck", "gpipe", "duplex")
     c = s.constraints
@@ -72,6 +76,21 @@ def test_golden_spec_means_what_it_says() -> None:
     assert s.solve == SolveOptions("topo", "highs", 90.0, 0.005, 7, 2)
     assert dict(s.params) == {"k": Quantity(3, "number"), "mem": Quantity(2 * 2**30, "size"),
                               "lat": Quantity(1.5, "number")}
+
+
+def test_links_parse_under_a_schedule_objective_and_are_refused_by_the_others() -> None:
+    """Declared links are modelled by the DiviML objectives only; the bottleneck and
+    latency evaluators would ignore them (issue 28, defect 3), so those refuse them, located."""
+    assert LINKS in WITH_LINKS and OBJECTIVE in WITH_LINKS
+    text = WITH_LINKS.replace(OBJECTIVE, "maximize throughput batch 4\n").replace("acyclic; contiguous; memory overflow;",
+                                                                              "memory hard;")
+    s = parse(text.replace("training gpipe", "").replace("  stages <= 2\n", ""))
+    assert [(ln.a, ln.b, ln.bandwidth, ln.directed) for ln in s.platform.links] == [
+        ("gpu[0]", "gpu[1]", 50e9, False), ("gpu", "cpu", 1e9, True)]
+    for objective in ("minimize bottleneck\n", "minimize latency\n"):
+        with pytest.raises(PartError) as e:
+            parse(WITH_LINKS.replace(OBJECTIVE, objective))
+        assert "does not model declared links" in e.value.message and e.value.span.line == 21
 
 
 def test_dense_view_resolves_work_speed_and_placement() -> None:
