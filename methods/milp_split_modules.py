@@ -66,20 +66,25 @@ def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solv
         time_limit *= 0.85
     H = shift + (end if math.isfinite(end) else diviml.safe_horizon(spec))
     mip, vm = diviml.build(spec, H, release)
-    start = None
+    start, moved = None, None
     if ev is not None:
         moved = Schedule(tuple(Piece(p.node, p.device, p.samples, (p.start or 0.0) + shift)
                                for p in ev.schedule.pieces), ev.schedule.batch)
         start = diviml.encode(spec, vm, moved)
     out = solve_matrix(mip, solver, max(time_limit, 0.05), gap, threads, start)
+    # the best start stays the module's schedule unless the MILP beats it (issue 28, defect 2)
+    kept = ModuleResult(shift + end, 0.0, tuple((q.start, q) for q in moved.pieces), "the best start") \
+        if ev is not None else ModuleResult(math.inf, 0.0, (), out.why)
     if out.status == Status.INFEASIBLE:
-        return ModuleResult(math.inf, math.inf, (), "infeasible")
+        # capped at a start's makespan, infeasible says only that the MILP cannot beat the start
+        return kept if ev is not None else ModuleResult(math.inf, math.inf, (), "infeasible")
     bound = float(out.bound) if np.isfinite(out.bound) else 0.0
-    if out.status not in ("optimal", "feasible"):
-        return ModuleResult(math.inf, bound, (), out.why)
-    pieces = diviml.decode_pieces(spec, vm, out.x)
+    if not out.status.has_solution():
+        return ModuleResult(kept.makespan, bound, kept.pieces, f"{out.why}; {kept.why}" if ev is not None else out.why)
     made = float(out.x[vm.C])
-    return ModuleResult(made, min(bound, made), tuple(pieces), out.why)
+    if made > kept.makespan:  # a start the MILP could not take (outside its space) that it did not beat
+        return ModuleResult(kept.makespan, min(bound, kept.makespan), kept.pieces, f"{out.why}; {kept.why}")
+    return ModuleResult(made, min(bound, made), tuple(diviml.decode_pieces(spec, vm, out.x)), out.why)
 
 
 def _starts(spec: Spec, seconds: float) -> Iterator[Schedule]:

@@ -5,6 +5,7 @@ single- and multi-channel); every answer is re-scored by the evaluator."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -84,3 +85,16 @@ def test_the_cli_runs_it_and_refuses_bad_options(tmp_path) -> None:  # type: ign
     assert doc["bound"] <= doc["objective"] * (1 + TOL) and doc["schedule"]
     with pytest.raises(PartError, match="whole number"):
         list(__import__("partdsl.methods.milp_split", fromlist=["run"]).run(randwire_spec(RandWire()), channels=1.5))
+
+
+def test_a_module_milp_infeasible_under_its_cap_keeps_the_start_and_proves_nothing() -> None:
+    """Issue 28, defect 2: capped at the best start's makespan, a module MILP that cannot
+    express that start is infeasible; that was read as an infinite bound ("proven bound 0
+    ... makespan >= inf ms") and the start was thrown away (HEFT's 222.2 returned)."""
+    from tests.test_diviml_milp import PIECE_ORDER_CASE, brute_schedules
+
+    opt = brute_schedules(PIECE_ORDER_CASE)
+    r = solve(PIECE_ORDER_CASE, method="milp_split", time_limit=60)
+    assert r.objective == pytest.approx(opt, rel=1e-9)  # the start (simulated annealing) is kept
+    assert math.isfinite(r.bound) and r.bound >= opt - 1e-6  # maximize: a valid upper bound
+    assert not any("inf ms" in line for line in r.log)
