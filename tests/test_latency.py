@@ -449,3 +449,30 @@ def test_latency_search_certifies_and_beats_the_published_ip(data_dir: Path, tmp
     else:
         assert round(r.objective, 2 if name.startswith("bert") else 1) == IP[name]
     assert r.gap < TARGET_GAP[name]
+
+
+TRAINING_CHAIN = """
+graph t {
+  node f[1..3] { work 2 ms on acc, 20 ms on cpu; params 3 GB; comm 0.3 ms }
+  node b[1..3] { work 3 ms on acc, 30 ms on cpu; comm 0.3 ms; backward }
+  f[1] -> f[2] -> f[3] -> b[3] -> b[2] -> b[1]
+}
+platform {
+  device acc[2] { memory 7 GB; link 10 GB/s }
+  device cpu[1] { host }
+}
+minimize latency
+subject to { contiguous; subgraphs <= 2; colocate f[1], b[1]; colocate f[2], b[2]; colocate f[3], b[3] }
+"""
+
+
+def test_latency_search_splits_colocated_forward_and_backward_nodes_into_two_subgraphs() -> None:
+    """Issue 28, defect 4: on a training chain whose colocated forward and backward nodes
+    need two subgraphs of one accelerator, no chain DP split is feasible and latency_search
+    returned no solution; it now starts from the hosts and moves a unit's backward nodes to
+    another subgraph, and reaches the brute-force optimum."""
+    spec = parse(TRAINING_CHAIN)
+    opt = solve(spec, method="brute")
+    assert opt.status.value == "optimal"
+    r = solve(spec, method="latency_search", seed=0)
+    assert r.status.has_solution() and r.objective == pytest.approx(opt.objective)

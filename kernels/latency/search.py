@@ -139,7 +139,7 @@ class Search:
             mem[j] += need
         return dev, sub
 
-    def orders(self) -> Iterator[Candidate]:
+    def orders(self) -> Iterator[tuple[str, np.ndarray]]:
         u = self.u
         yield "kahn", kahn(u.count, u.src, u.dst)
         yield "depth", kahn(u.count, u.src, u.dst, levels(u.count, u.src, u.dst))
@@ -158,6 +158,22 @@ class Search:
             yield "greedy order", kahn(u.count, u.src, u.dst, np.argsort(np.asarray(order)))
         except ValueError:
             pass
+
+    def host_start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Every node on a host device that may run it, with the positions of Kahn's order
+        (for the kicks), if that is feasible; else None."""
+        d = self.d
+        hosts = np.flatnonzero(d.host[d.dev_class])
+        ok = d.allowed[:, hosts] if len(hosts) else np.zeros((d.n, 0), bool)
+        if not len(hosts) or not ok.any(axis=1).all():
+            return None
+        dev = hosts[ok.argmax(axis=1)].astype(np.int64)
+        sub = np.zeros(d.n, dtype=np.int64)
+        v = self.score(dev, sub)
+        if not math.isfinite(v):
+            return None
+        self.best = v
+        return dev, sub, self.positions(kahn(self.u.count, self.u.src, self.u.dst))
 
     def score(self, dev: np.ndarray, sub: np.ndarray) -> float:
         ev = evaluate(self.spec, dev, sub)
@@ -202,8 +218,31 @@ class Search:
                     if v < best - 1e-9:
                         best, improved = v, True
                         break
+                    if self.q > 1 and not d.host[d.dev_class[tgt[0]]]:
+                        v, moved = self._split_phases(dev, sub, m, best)
+                        if moved:
+                            best, improved = v, True
+                            break
                     dev[m], sub[m] = old
         return best, dev, sub
+
+    def _split_phases(self, dev: np.ndarray, sub: np.ndarray, m: np.ndarray, best: float) -> tuple[float, bool]:
+        """A unit of forward and backward nodes (colocated: one device, not one subgraph)
+        on an accelerator: its backward nodes to another subgraph of that device. In place;
+        (value, whether it improved)."""
+        back = m[self.d.backward[m]]
+        if not len(back) or len(back) == len(m):
+            return best, False
+        old = sub[back].copy()
+        for s2 in range(self.q):
+            if s2 == int(old[0]):
+                continue
+            sub[back] = s2
+            v = self.score(dev, sub)
+            if v < best - 1e-9:
+                return v, True
+        sub[back] = old
+        return best, False
 
     def kick(self, dev: np.ndarray, sub: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """A perturbation: a stretch of consecutive positions of the order that share a
@@ -274,8 +313,11 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
             keys_best = keys
         if progress and i % 20 == 19:
             progress(f"latency search: {i + 1} orders, best {s.best:.6g}")
-    if start is None:
-        return
+    if start is None:  # no chain DP split is feasible (e.g. colocated forward and backward nodes that
+        start = s.host_start()  # need two subgraphs): the local search starts from all on the hosts
+        if start is None:
+            return
+        yield Candidate("all on the hosts (no chain DP split is feasible)", start[0], start[1])
     dev, sub, pos = start
     yield Progress(f"local search from the best chain DP split ({s.best:.6g})")
     cur, dev, sub = s.polish(dev.copy(), sub.copy(), deadline)
