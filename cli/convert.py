@@ -6,12 +6,7 @@ import os
 from pathlib import Path
 
 from partdsl.core.errors import PartError
-from partdsl.dsl.graph_formats import (
-    graph_from_dnn_partitioning,
-    graph_to_json,
-    load_json,
-    platform_fields,
-)
+from partdsl.dsl.graph_formats import graph_from_dnn_partitioning, graph_to_json, load_json, platform_fields
 
 
 def dnn_partitioning_to_part(path: Path, objective: str = "bottleneck", split: str = "contiguous",

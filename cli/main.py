@@ -26,17 +26,7 @@ import sys
 import traceback
 from typing import Sequence
 
-from partdsl.cli.commands import (
-    bound,
-    check,
-    convert,
-    evaluate,
-    export,
-    generate,
-    plot,
-    solve,
-    sweep,
-)
+from partdsl.cli.commands import bound, check, convert, evaluate, export, generate, plot, solve, sweep
 from partdsl.cli.common import (
     EXIT_CODES,
     EXIT_INTERNAL,

@@ -17,14 +17,7 @@ from pathlib import Path
 
 from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Objective, Platform
-from partdsl.core.quantities import (
-    BANDWIDTH,
-    FLOP_RATE,
-    FRACTION,
-    NUMBER,
-    TIME,
-    Quantity,
-)
+from partdsl.core.quantities import BANDWIDTH, FLOP_RATE, FRACTION, NUMBER, TIME, Quantity
 
 DTYPES = ("fp32", "fp16", "bf16", "int8")
 # the fields a spec may override (`device gpu[2] { profile a100 { overhead 20 us } }`): dimension, scale to

@@ -8,13 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from lark import Lark, Tree
-from lark.exceptions import (
-    UnexpectedCharacters,
-    UnexpectedEOF,
-    UnexpectedInput,
-    UnexpectedToken,
-    VisitError,
-)
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 from partdsl.core.errors import PartError, Span, did_you_mean
 from partdsl.core.ir import Constraints, Graph, Objective, Platform, SolveOptions, Spec
 from partdsl.core.quantities import UNITS, Quantity, make_quantity

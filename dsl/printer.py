@@ -4,16 +4,7 @@ from __future__ import annotations
 
 import json
 
-from partdsl.core.ir import (
-    GENERIC,
-    Constraints,
-    DeviceClass,
-    Node,
-    Objective,
-    SolveOptions,
-    Spec,
-    Target,
-)
+from partdsl.core.ir import GENERIC, Constraints, DeviceClass, Node, Objective, SolveOptions, Spec, Target
 from partdsl.core.quantities import Quantity
 from partdsl.core.quantities import format_number as num
 

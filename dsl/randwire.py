@@ -26,17 +26,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 from partdsl.core.errors import PartError
-from partdsl.core.ir import (
-    Constraints,
-    DeviceClass,
-    Graph,
-    Link,
-    Node,
-    Objective,
-    Platform,
-    Spec,
-    Work,
-)
+from partdsl.core.ir import Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, Spec, Work
 from partdsl.dsl.cost_model import DeviceProfile, profile
 
 MODELS = ("er", "ws", "ba")

@@ -7,16 +7,7 @@ fraction r ~ |N(0, 0.1)| of the total tensor cost. Tensor costs are transfer tim
 from __future__ import annotations
 
 import numpy as np
-from partdsl.core.ir import (
-    Constraints,
-    DeviceClass,
-    Graph,
-    Node,
-    Objective,
-    Platform,
-    Spec,
-    Work,
-)
+from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Platform, Spec, Work
 
 MODELS = ("er", "ba", "ws")
 

@@ -6,15 +6,7 @@ from typing import Any
 
 from lark import v_args
 from partdsl.core.errors import PartError, did_you_mean
-from partdsl.core.ir import (
-    Constraints,
-    DeviceClass,
-    Link,
-    Objective,
-    Platform,
-    SolveOptions,
-    Target,
-)
+from partdsl.core.ir import Constraints, DeviceClass, Link, Objective, Platform, SolveOptions, Target
 from partdsl.core.limits import MAX_BATCH, MAX_DEVICES, MAX_SUBGRAPHS, check_count
 from partdsl.core.quantities import BANDWIDTH, NUMBER, SIZE, TIME
 from partdsl.dsl.tokens import Q, Ref, tok_span

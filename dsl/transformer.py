@@ -13,13 +13,7 @@ from typing import Any
 from lark import Transformer, v_args
 from partdsl.core.errors import PartError, Span, did_you_mean
 from partdsl.core.limits import MAX_BATCH, check_count
-from partdsl.core.quantities import (
-    EXAMPLES,
-    FRACTION,
-    NUMBER,
-    Quantity,
-    make_quantity,
-)
+from partdsl.core.quantities import EXAMPLES, FRACTION, NUMBER, Quantity, make_quantity
 from partdsl.dsl.graph_rules import GraphRules
 from partdsl.dsl.spec_rules import SpecRules
 from partdsl.dsl.tokens import Q, canon_unit, unquote

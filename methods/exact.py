@@ -21,13 +21,7 @@ from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Event, Proven, SolverLog
 from partdsl.core.ir import Spec
 from partdsl.core.result import Status, relative_gap
-from partdsl.methods.mip_start import (
-    best_start,
-    latency_start,
-    makespan,
-    mip_start,
-    schedule_start,
-)
+from partdsl.methods.mip_start import best_start, latency_start, makespan, mip_start, schedule_start
 from partdsl.models import mtpp
 from partdsl.models.formulations import MAXLOAD, Formulation, formulation_for
 from partdsl.runtime.deadline import NEVER, Deadline

@@ -30,13 +30,7 @@ from partdsl.core.schedule import Piece, Schedule
 from partdsl.core.schedule_eval import list_schedule, transfer_time
 from partdsl.kernels.graph.modules import restrict
 from partdsl.kernels.schedule import list_schedulers
-from partdsl.methods.milp_split_modules import (
-    ModulePlan,
-    ModuleResult,
-    chain_bound,
-    piece_duration,
-    solve_module,
-)
+from partdsl.methods.milp_split_modules import ModulePlan, ModuleResult, chain_bound, piece_duration, solve_module
 from partdsl.models import diviml
 from partdsl.runtime.deadline import NEVER, Deadline
 from partdsl.runtime.executor import run_all

@@ -9,13 +9,7 @@ from typing import Callable, Iterator
 from partdsl.core.events import Event
 from partdsl.core.ir import OBJECTIVES, SCHEDULED
 from partdsl.kernels import brute_force, single_device
-from partdsl.kernels.bottleneck import (
-    baselines,
-    ideal_dp,
-    load_search,
-    order_search,
-    topo_split,
-)
+from partdsl.kernels.bottleneck import baselines, ideal_dp, load_search, order_search, topo_split
 from partdsl.kernels.latency import fill as latency_greedy
 from partdsl.kernels.latency import search as latency_search
 from partdsl.kernels.peers import runners as peers

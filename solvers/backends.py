@@ -5,13 +5,7 @@ from __future__ import annotations
 import warnings
 
 from partdsl.core.solver_errors import SolverFailed, SolverUnavailable  # noqa: F401
-from partdsl.solvers.registry import (  # noqa: F401
-              SOLVERS,
-              failures,
-              is_installed,
-              pyomo_names,
-              require,
-)
+from partdsl.solvers.registry import SOLVERS, failures, is_installed, pyomo_names, require  # noqa: F401
 
 warnings.warn("partdsl.solvers.backends is deprecated: use partdsl.solvers.registry (SOLVERS replaces BACKENDS) "
               "and partdsl.core.solver_errors", DeprecationWarning, stacklevel=2)

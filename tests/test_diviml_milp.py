@@ -14,17 +14,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from partdsl.core.ir import (
-    Constraints,
-    DeviceClass,
-    Graph,
-    Link,
-    Node,
-    Objective,
-    Platform,
-    Spec,
-    Work,
-)
+from partdsl.core.ir import Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, Spec, Work
 from partdsl.core.schedule import Piece, Schedule, batch_split
 from partdsl.core.schedule_eval import evaluate_schedule, list_schedule
 from partdsl.methods.solve import solve

@@ -20,7 +20,6 @@ from partdsl.cli.sweep import run_points
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
-
     p = sub.add_parser("bound", help="the lower-bound hierarchy (simple, LP, bottleneck, bottleneck-guess, exact)")
     spec_arguments(p)
     p.add_argument("--time-limit", type=float, metavar="SECONDS", help="budget of each MIP (bottleneck-guess: of all k)")

@@ -3,14 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from partdsl.cli.common import (
-    EXIT_INFEASIBLE,
-    EXIT_OK,
-    emit,
-    evaluate_file,
-    load_spec,
-    spec_arguments,
-)
+from partdsl.cli.common import EXIT_INFEASIBLE, EXIT_OK, emit, evaluate_file, load_spec, spec_arguments
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]

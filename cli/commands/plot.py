@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from partdsl.cli.common import (
-    EXIT_OK,
-    emit,
-    evaluate_file,
-    load_figures,
-    load_spec,
-    spec_arguments,
-)
+from partdsl.cli.common import EXIT_OK, emit, evaluate_file, load_figures, load_spec, spec_arguments
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]

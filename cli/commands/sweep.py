@@ -6,15 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from partdsl.cli.common import (
-    EXIT_OK,
-    EXIT_SOLVER,
-    EXIT_UNAVAILABLE,
-    EXIT_USER,
-    defines,
-    emit,
-    numbers,
-)
+from partdsl.cli.common import EXIT_OK, EXIT_SOLVER, EXIT_UNAVAILABLE, EXIT_USER, defines, emit, numbers
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]

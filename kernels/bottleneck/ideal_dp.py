@@ -32,11 +32,7 @@ from partdsl.core.events import Candidate, Progress, Proven
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.segment_dp import state_table
 from partdsl.kernels.bottleneck.topo_split import assign_masks, best_split
-from partdsl.kernels.graph.contraction import (
-    absorbable_sinks,
-    contract,
-    memory_can_bind,
-)
+from partdsl.kernels.graph.contraction import absorbable_sinks, contract, memory_can_bind
 from partdsl.kernels.jit import njit
 from partdsl.runtime.deadline import NEVER, Deadline
 
