@@ -12,7 +12,7 @@ import pyomo.environ  # noqa: F401  (Pyomo binds its log handler to the sys.stdo
 import pytest  # import it here, before a test's capture replaces sys.stdout and closes it afterwards)
 from hypothesis import settings
 
-# CI (CI=true, as .ci/run runs) draws the same examples on every run, so that a landing
+# CI (which runs .ci/run with CI=true) draws the same examples on every run, so that a landing
 # does not depend on luck; a developer's run draws new ones (set CI=true to repeat CI's).
 # A counterexample found either way becomes an @example or a named test.
 settings.register_profile("ci", derandomize=True, print_blob=True)
