@@ -110,11 +110,7 @@ def evaluate_schedule(spec: Spec, s: Schedule):  # type: ignore[no-untyped-def] 
     finish = start + tm.duration
     viol = violations(spec, s, tm.preds, start, finish, tm.share_ends(finish))
     C = float(finish.max()) if len(finish) else 0.0
-    L = spec.objective.batch
-    if spec.objective.kind == "throughput":
-        value = 0.0 if not np.isfinite(C) else (L / C * 1e3 if C > 0 else INF)
-    else:
-        value = C
+    value = as_objective(spec, C)
     busy = np.zeros(dense.D)
     last = np.zeros(dense.D)
     for k, p in enumerate(s.pieces):
@@ -145,3 +141,18 @@ def timeline(spec: Spec, s: Schedule) -> tuple[np.ndarray, np.ndarray, list[tupl
     moves = {(int(dev_of_share[h]), p.device, float(ends[h]), float(ends[h] + ms))
              for k, p in enumerate(s.pieces) for h, ms in tm.preds[k] if ms > 0 and dev_of_share[h] != p.device}
     return start, finish, sorted(moves, key=lambda m: m[2])
+
+
+def as_objective(spec: Spec, C: float) -> float:
+    """A makespan C (ms) as the schedule objective's value: C under `latency by tasks`,
+    L / C samples/s under `throughput batch L` (0 for a schedule that never ends)."""
+    if spec.objective.kind != "throughput":
+        return C
+    return 0.0 if not np.isfinite(C) else (spec.objective.batch / C * 1e3 if C > 0 else INF)
+
+
+def as_makespan(spec: Spec, value: float) -> float:
+    """The inverse of as_objective: a schedule objective's value as a makespan (ms)."""
+    if spec.objective.kind != "throughput":
+        return value
+    return spec.objective.batch / value * 1e3 if value > 0 else INF

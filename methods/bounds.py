@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from partdsl.core.dense import INF, work_time
 from partdsl.core.ir import Spec
+from partdsl.core.schedule_eval import as_objective
 from partdsl.kernels.graph.orders import kahn, successors
 
 
@@ -61,8 +62,7 @@ def bound(spec: Spec) -> float:
     makespan = makespan_bound(spec)
     if kind == "task_latency":
         return makespan
-    L = spec.objective.batch
-    return L / makespan * 1e3 if makespan > 0 else INF
+    return as_objective(spec, makespan)
 
 
 def makespan_bound(spec: Spec) -> float:

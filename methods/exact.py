@@ -21,7 +21,7 @@ from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Event, Proven, SolverLog
 from partdsl.core.ir import Spec
 from partdsl.core.result import Status, relative_gap
-from partdsl.methods.mip_start import best_start, latency_start, makespan, mip_start, schedule_start
+from partdsl.methods.mip_start import best_start, latency_start, mip_start, schedule_start
 from partdsl.models import mtpp
 from partdsl.models.formulations import MAXLOAD, Formulation, formulation_for
 from partdsl.runtime.deadline import NEVER, Deadline
@@ -99,14 +99,13 @@ def _proof(spec: Spec, f: Formulation, out: MipOutcome, found: Candidate | None,
     if f.name == "latency":
         return Proven(C, f"{name} dual bound ({out.why})")
     if out.status == Status.OPTIMAL and found is not None:  # optimal within the solver's tolerance (1e-6 ms)
-        from partdsl.core.schedule_eval import evaluate_schedule
+        from partdsl.core.schedule_eval import as_makespan, as_objective, evaluate_schedule
 
         ev = evaluate_schedule(spec, found.schedule)
-        mine = makespan(spec, ev.objective) if ev.feasible else math.inf
+        mine = as_makespan(spec, ev.objective) if ev.feasible else math.inf
         if abs(mine - C) <= 1e-6 * max(1.0, C):
             C = mine
-    bound = C if spec.objective.kind != "throughput" else (spec.objective.batch / C * 1e3 if C > 0 else math.inf)
-    return Proven(bound, f"{name} dual bound on the makespan, {C:.6g} ms ({out.why})")
+    return Proven(as_objective(spec, C), f"{name} dual bound on the makespan, {C:.6g} ms ({out.why})")
 
 
 def _solve(spec: Spec, f: Formulation, solver: str, via_pyomo: bool, deadline: Deadline, gap: float | None,

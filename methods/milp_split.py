@@ -27,7 +27,7 @@ from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Progress, Proven
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule
-from partdsl.core.schedule_eval import list_schedule, transfer_time
+from partdsl.core.schedule_eval import as_objective, list_schedule, transfer_time
 from partdsl.kernels.graph.modules import restrict
 from partdsl.kernels.schedule import list_schedulers
 from partdsl.methods.milp_split_modules import ModulePlan, ModuleResult, chain_bound, piece_duration, solve_module
@@ -39,12 +39,6 @@ DEFAULT_MODULE_LIMIT = 10.0  # seconds per module MILP without a time limit
 
 
 
-
-def _value(spec: Spec, C: float) -> float:
-    """A makespan as the objective's value (samples/s under throughput)."""
-    if spec.objective.kind != "throughput":
-        return C
-    return spec.objective.batch / C * 1e3 if C > 0 else math.inf
 
 
 
@@ -76,7 +70,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     left = deadline.left()
     per = bound_limit if math.isinf(left) else min(bound_limit, max(left, 0.0) / 4)
     lb = chain_bound(plan, per, solver, threads, nworkers, known, executor)
-    yield Proven(_value(spec, lb), f"MILP-SPLIT lower bound (the Remark's recursion over {len(plan.modules)} "
+    yield Proven(as_objective(spec, lb), f"MILP-SPLIT lower bound (the Remark's recursion over {len(plan.modules)} "
                                    f"modules): makespan >= {lb:.6g} ms")
 
 

@@ -25,7 +25,7 @@ from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
 from partdsl.core.result import Status
 from partdsl.core.schedule import Piece, Schedule
-from partdsl.core.schedule_eval import evaluate_schedule, list_schedule
+from partdsl.core.schedule_eval import as_makespan, evaluate_schedule, list_schedule
 from partdsl.kernels.graph.modules import Split, boundary_edges, chain, restrict, split_articulations
 from partdsl.kernels.schedule import list_schedulers
 from partdsl.methods.bounds import makespan_bound
@@ -54,8 +54,8 @@ def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solv
     ev, end = None, math.inf
     for sched in _starts(spec, 0.15 * time_limit):
         e = evaluate_schedule(spec, sched)
-        if e.feasible and makespan_of(spec, e) < end:
-            ev, end = e, makespan_of(spec, e)
+        if e.feasible and as_makespan(spec, e.objective) < end:
+            ev, end = e, as_makespan(spec, e.objective)
     if spec.objective.split > 1:
         time_limit *= 0.85
     H = shift + (end if math.isfinite(end) else diviml.safe_horizon(spec))
@@ -209,8 +209,3 @@ def chain_bound(plan: ModulePlan, time_limit: float, solver: str | None, threads
         visits[0] = 0
     return max(lb(everything), makespan_bound(s))
 
-
-def makespan_of(spec: Spec, ev) -> float:  # type: ignore[no-untyped-def]
-    if spec.objective.kind == "throughput":
-        return spec.objective.batch / ev.objective * 1e3 if ev.objective > 0 else math.inf
-    return float(ev.objective)

@@ -103,7 +103,7 @@ def schedule_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray 
                    progress: Callable[[str], None] | None) -> Generator[Event, None, tuple[Candidate | None, float]]:
     """The DiviML MILP's start and horizon: the best of HEFT, Greedy (EFT) and the biased
     (1+1) EA; returns it and its makespan (ms; inf if none is feasible)."""
-    from partdsl.core.schedule_eval import evaluate_schedule
+    from partdsl.core.schedule_eval import as_makespan, evaluate_schedule
     from partdsl.kernels.schedule import list_schedulers
     from partdsl.kernels.schedule import search as schedule_search
 
@@ -113,14 +113,7 @@ def schedule_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray 
     best: tuple[Candidate | None, float] = (None, math.inf)
     for cand in starts:
         ev = evaluate_schedule(spec, cand.schedule)
-        if ev.feasible and makespan(spec, ev.objective) < best[1]:
-            best = (Candidate(cand.label, schedule=ev.schedule), makespan(spec, ev.objective))
+        if ev.feasible and as_makespan(spec, ev.objective) < best[1]:
+            best = (Candidate(cand.label, schedule=ev.schedule), as_makespan(spec, ev.objective))
         yield cand
     return best
-
-
-def makespan(spec: Spec, value: float) -> float:
-    """A schedule objective's value as a makespan (ms): throughput L / C samples/s -> C."""
-    if spec.objective.kind != "throughput":
-        return value
-    return spec.objective.batch / value * 1e3 if value > 0 else math.inf

@@ -89,15 +89,16 @@ class _Run:
     log: list[str] = field(default_factory=list)
     solver_logs: list[str] = field(default_factory=list)
 
-    def note(self, message: str) -> None:
+    def note(self, message: str, progress: Callable[[str], None] | None = None) -> None:
+        """A timed log line, shown live too when there is a `progress` callback."""
         self.log.append(f"{time.monotonic() - self.t0:8.3f}s  {message}")
+        if progress:
+            progress(message)
 
     def take(self, event: Event, progress: Callable[[str], None] | None) -> None:
         """Record one event: a progress line, a solver log, a proof, or a candidate to score."""
         if isinstance(event, Progress):
-            self.note(event.message)
-            if progress:
-                progress(event.message)
+            self.note(event.message, progress)
         elif isinstance(event, SolverLog):
             self.solver_logs.append(f"==== {event.solver} ====\n{event.text}")
         elif isinstance(event, Proven):  # a kernel's proof that nothing beats event.bound
@@ -143,23 +144,20 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
         run.bound = max(run.bound, path_bound(spec, seed=opts.seed or 0, deadline=deadline)[0])
     start = assignment_array(spec, warm_start) if warm_start else None
 
-    def report(message: str) -> None:  # a kernel's progress, live and in the log
-        run.note(message)
-        if progress:
-            progress(message)
-
     def events() -> Iterator[Event]:
         if start is not None:
             yield Candidate("warm start", start)
         extra = {"start": start} if m.mip else {}  # a MIP method may use it as its MIP start
         if executor is not None:
             extra["executor"] = executor
-        yield from m.run(spec, seed=opts.seed or 0, deadline=deadline, progress=report, solver=opts.solver,
+        yield from m.run(spec, seed=opts.seed or 0, deadline=deadline,  # a kernel's progress, live and logged
+                         progress=lambda message: run.note(message, progress), solver=opts.solver,
                          gap=opts.gap, threads=opts.threads, **extra, **method_opts)
 
-    _consume(run, events(), m, deadline, max(opts.gap if opts.gap is not None else 0.0, 1e-9), progress)
+    rel = max(opts.gap if opts.gap is not None else 0.0, 1e-9)  # 1e-9: float summation order
+    _consume(run, events(), m, deadline, rel, progress)
     solver_name = (opts.solver or solver_registry.DEFAULT_SOLVER) if m.mip else KERNEL_SOLVER
-    return _result(run, m.name, solver_name, max(opts.gap if opts.gap is not None else 0.0, 1e-9))
+    return _result(run, m.name, solver_name, rel)
 
 
 def _consume(run: _Run, events: Iterator[Event], m: Method, deadline: Deadline, rel: float,

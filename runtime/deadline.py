@@ -51,9 +51,5 @@ class Deadline:
         left = self.left() if self.limited else untimed
         return Deadline(time.monotonic() + max(left, 0.0) * fraction)
 
-    def within(self, seconds: float | None) -> Deadline:
-        """The sooner of this deadline and `seconds` from now."""
-        return self if seconds is None else Deadline(min(self.at, time.monotonic() + max(seconds, 0.0)))
-
 
 NEVER = Deadline()

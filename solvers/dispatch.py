@@ -7,13 +7,14 @@ from typing import Callable
 
 import numpy as np
 from partdsl.models.matrix import MatrixMIP
+from partdsl.runtime.deadline import Deadline
 from partdsl.solvers.highs_matrix import solve_highs
 from partdsl.solvers.outcome import MipOutcome
 from partdsl.solvers.registry import DEFAULT_SOLVER, failures
 from partdsl.solvers.scip_matrix import solve_scip
 
 
-def solve_matrix(mip: MatrixMIP, solver: str | None, time_limit: float | None, gap: float | None,
+def solve_matrix(mip: MatrixMIP, solver: str | None, time_limit: Deadline | float | None, gap: float | None,
                  threads: int | None, start: np.ndarray | None = None,
                  progress: Callable[[str], None] | None = None) -> MipOutcome:
     """A MatrixMIP on SCIP (PySCIPOpt) or HiGHS (highspy, the default)."""
@@ -23,8 +24,8 @@ def solve_matrix(mip: MatrixMIP, solver: str | None, time_limit: float | None, g
         return solve_highs(mip, time_limit, gap, threads, start, progress)
 
 
-def solve_pyomo_model(m, solver: str, time_limit: float | None, gap: float | None,  # type: ignore[no-untyped-def]
-                      threads: int | None, warm: bool = False) -> MipOutcome:
+def solve_pyomo_model(m, solver: str, time_limit: Deadline | float | None,  # type: ignore[no-untyped-def]
+                      gap: float | None, threads: int | None, warm: bool = False) -> MipOutcome:
     """A Pyomo model on any solver Pyomo knows (solvers/pyomo_adapter.py)."""
     from partdsl.solvers.pyomo_adapter import solve_pyomo
 

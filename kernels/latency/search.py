@@ -201,6 +201,7 @@ class Search:
                 if deadline.passed():
                     break
                 m = members[x]
+                mixed = self.q > 1 and 0 < int(d.backward[m].sum()) < len(m)  # forward and backward nodes
                 here = (int(dev[m[0]]), int(sub[m[0]]))
                 targets = {(int(dev[members[y][0]]), int(sub[members[y][0]])) for y in nbrs[x]}
                 free = accs[np.bincount(dev, minlength=d.D)[accs] == 0]
@@ -218,7 +219,7 @@ class Search:
                     if v < best - 1e-9:
                         best, improved = v, True
                         break
-                    if self.q > 1 and not d.host[d.dev_class[tgt[0]]]:
+                    if mixed and not d.host[d.dev_class[tgt[0]]]:
                         v, moved = self._split_phases(dev, sub, m, best)
                         if moved:
                             best, improved = v, True
@@ -231,8 +232,6 @@ class Search:
         on an accelerator: its backward nodes to another subgraph of that device. In place;
         (value, whether it improved)."""
         back = m[self.d.backward[m]]
-        if not len(back) or len(back) == len(m):
-            return best, False
         old = sub[back].copy()
         for s2 in range(self.q):
             if s2 == int(old[0]):
