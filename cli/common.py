@@ -100,13 +100,9 @@ def evaluate_file(spec, path: str, data):  # type: ignore[no-untyped-def]
 
 
 def load_figures():  # type: ignore[no-untyped-def]
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        from partdsl.core.solver_errors import SolverUnavailable
+    from partdsl.core.solver_errors import optional
 
-        raise SolverUnavailable("matplotlib", hint="pip install 'partdsl[plot]' (or pip install matplotlib)",
-                                what="plotting library") from None
+    optional("matplotlib", "plot", "plotting library")
     from partdsl.viz import figures
 
     return figures

@@ -60,9 +60,9 @@ def _timing(spec: Spec, s: Schedule) -> _Timing:
         where[h] = dev
     preds: list[list[tuple[int, float]]] = [[] for _ in s.pieces]
     for k, q in enumerate(s.pieces):
-        mine = set(q.samples)
+        mine = held[share[k]]  # eq. 3 is per share: every piece of a share waits for all the share's inputs
         for u in dense.preds[q.node]:
-            for h in of_node[u]:  # every share of a predecessor; a transfer where they share a sample
+            for h in of_node[u]:  # every share of a predecessor; a transfer where the shares have a sample in common
                 shared = not mine.isdisjoint(held[h])
                 preds[k].append((h, transfer_time(spec, links, u, where[h], q.device) if shared else 0.0))
     by_node: list[list[int]] = [[] for _ in range(dense.n)]

@@ -27,3 +27,16 @@ class SolverFailed(Exception):
                      "2,000 and 1,000 variables or rows): use --solver highs or --solver scip, or a full "
                      "license" if limited else "the solver's own message is above; --solver highs or "
                      "--solver scip may get further")
+
+
+def optional(module: str, extra: str, what: str, name: str | None = None):  # type: ignore[no-untyped-def]
+    """Import an optional dependency (`module`, the pip package of the same name) or raise
+    SolverUnavailable (exit 5) naming the partdsl extra that installs it. The one way every
+    importer, plot, executor and peer partitioner asks for its package."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise SolverUnavailable(name or module, hint=f"pip install 'partdsl[{extra}]' (or pip install {module})",
+                                what=what) from None

@@ -43,14 +43,9 @@ DTYPE = {1: "fp32", 10: "fp16", 16: "bf16", 3: "int8", 2: "int8"}  # onnx Tensor
 
 
 def _onnx():  # type: ignore[no-untyped-def]
-    try:
-        import onnx
-    except ImportError:
-        from partdsl.core.solver_errors import SolverUnavailable
+    from partdsl.core.solver_errors import optional
 
-        raise SolverUnavailable("onnx", hint="pip install 'partdsl[onnx]' (or pip install onnx)",
-                                what="importer (Python package onnx)") from None
-    return onnx
+    return optional("onnx", "onnx", "importer (Python package onnx)")
 
 
 def _shape(vi, batch: set[str]) -> list[int] | None:  # type: ignore[no-untyped-def]

@@ -1,8 +1,9 @@
 """Method `brute`: enumerate every assignment (colocated nodes moved together) and keep
 the best by the evaluator; under latency with `subgraphs <= q`, q > 1, every subgraph
 number 0..q-1 of every accelerator node too (the derived numbers are not always the
-best). Exact, and a proof of infeasibility when nothing is feasible; only for tiny
-instances (it refuses more than `LIMIT` candidates)."""
+best); under the schedule objectives (DiviML) every schedule (kernels/schedule/brute.py).
+Exact, and a proof of infeasibility when nothing is feasible; only for tiny instances (it
+refuses more than `LIMIT` candidates)."""
 from __future__ import annotations
 
 import itertools
@@ -36,6 +37,11 @@ def count(spec: Spec) -> int:
 
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
+    if spec.objective.scheduled:
+        from partdsl.kernels.schedule import brute
+
+        yield from brute.run(spec, seed, deadline)  # type: ignore[misc]
+        return
     total = count(spec)
     if total > LIMIT:
         raise PartError(f"method brute would enumerate {total:,} candidates (limit {LIMIT:,})", None,

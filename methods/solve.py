@@ -188,12 +188,8 @@ def _consume(run: _Run, events: Iterator[Event], m: Method, deadline: Deadline, 
             run.stopped = Termination.INTERRUPTED
         elif deadline.passed():  # the method itself stopped at the deadline
             run.stopped = Termination.TIME_LIMIT
-        elif m.exhaustive and not run.spec.objective.scheduled:
-            # under a schedule objective an assignment's list schedule is one schedule of many
-            # (other orders on a device, other batchings, data-parallel splits): no proof
-            run.stopped = Termination.EXHAUSTED
         elif m.exhaustive:
-            run.log.append("every assignment tried, but list-scheduled: not a proof for a schedule objective")
+            run.stopped = Termination.EXHAUSTED
     except (KeyboardInterrupt, SystemError) as e:  # Ctrl-C in a kernel: keep the best candidate so far
         if not interrupt.is_ctrl_c(e):
             raise

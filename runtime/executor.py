@@ -16,7 +16,6 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
-DASK_HINT = "pip install 'partdsl[dask]' (or pip install distributed)"
 CONNECT_TIMEOUT = "5s"
 
 
@@ -34,12 +33,9 @@ def open_executor(url: str | None) -> Iterator[Executor | None]:
     if not sep or scheme not in ("dask", "tcp") or ":" not in rest:
         raise PartError(f"--executor {url}: not an executor I know", None,
                         "use local, dask://HOST:PORT or tcp://HOST:PORT (a Dask scheduler's address)")
-    try:
-        from distributed import Client
-    except ImportError:
-        from partdsl.core.solver_errors import SolverUnavailable
+    from partdsl.core.solver_errors import optional
 
-        raise SolverUnavailable("dask", hint=DASK_HINT, what="executor") from None
+    Client = optional("distributed", "dask", "executor", name="dask").Client
     address = "tcp://" + rest
     try:
         client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)

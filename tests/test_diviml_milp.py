@@ -1,13 +1,13 @@
 """The DiviML MILP (models/diviml.py) against brute force over schedules, on HiGHS and SCIP.
 
-Brute force: every way to put each node's chunks on devices (colocated nodes alike), and
-for each, every order of the shares on every device; each combination that precedence
-allows is timed as early as possible (a semi-active schedule: any schedule can be shifted
-left into one) and scored by the evaluator. The best is the optimum over the schedules the
-evaluator accepts, which the MILP must equal."""
+Brute force (kernels/schedule/brute.py): every way to put each node's chunks on devices
+(colocated nodes alike), for each every order of the shares on every device, and every
+batching and piece order inside each share; each combination that precedence allows is
+timed as early as possible (a semi-active schedule: any schedule can be shifted left into
+one) and scored by the evaluator. The best is the optimum over the schedules the evaluator
+accepts, which the MILP must equal."""
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import replace
 
@@ -15,68 +15,21 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, Spec, Work
-from partdsl.core.schedule import Piece, Schedule, batch_split
-from partdsl.core.schedule_eval import evaluate_schedule, list_schedule
+from partdsl.core.schedule_eval import evaluate_schedule
+from partdsl.kernels.schedule import brute
 from partdsl.methods.solve import solve
 
 
 def brute_schedules(spec: Spec) -> float:
-    d = spec.dense
-    L, K = spec.objective.batch, spec.objective.split
-    g = L // K
+    """The optimum over the evaluator's whole schedule space (kernels/schedule/brute.py:
+    chunk maps, share orders, every batching and piece order of a share), each schedule
+    re-scored by the evaluator here."""
     best = math.inf if spec.objective.sense == "min" else 0.0
-    options = [[u for u in range(d.D) if d.allowed[v, u]] for v in range(d.n)]
-    for maps in itertools.product(*[itertools.product(o, repeat=K) for o in options]):
-        if any(maps[v] != maps[int(d.colo[v])] for v in range(d.n)):
-            continue
-        shares = [(v, u, [c for c in range(K) if maps[v][c] == u]) for v in range(d.n) for u in dict.fromkeys(maps[v])]
-        per_dev = [[k for k, (_, u, _) in enumerate(shares) if u == dev] for dev in range(d.D)]
-        for seqs in itertools.product(*[itertools.permutations(p) for p in per_dev]):
-            order = _topological(spec, shares, seqs)
-            if order is None:
-                continue
-            pieces, piece_order = [], []
-            for k in order:
-                v, u, chunks = shares[k]
-                samples = [x for c in chunks for x in range(c * g, (c + 1) * g)]
-                sizes = batch_split(spec, v, int(d.dev_class[u]), len(samples)) or [len(samples)]
-                lo = 0
-                for b in sizes:
-                    piece_order.append(len(pieces))
-                    pieces.append(Piece(v, u, tuple(samples[lo:lo + b])))
-                    lo += b
-            ev = evaluate_schedule(spec, list_schedule(spec, Schedule(tuple(pieces), L), piece_order=piece_order))
-            if ev.feasible:
-                best = min(best, ev.objective) if spec.objective.sense == "min" else max(best, ev.objective)
+    for s in brute.schedules(spec):
+        ev = evaluate_schedule(spec, s)
+        if ev.feasible:
+            best = min(best, ev.objective) if spec.objective.sense == "min" else max(best, ev.objective)
     return best
-
-
-def _topological(spec: Spec, shares: list, seqs: tuple) -> list[int] | None:
-    """Shares in an order that respects node precedence and each device's sequence."""
-    d = spec.dense
-    n = len(shares)
-    after: list[set[int]] = [set() for _ in range(n)]
-    for a, (va, _, _) in enumerate(shares):
-        for b, (vb, _, _) in enumerate(shares):
-            if vb in d.succ_idx[d.succ_ptr[va]:d.succ_ptr[va + 1]]:
-                after[a].add(b)
-    for seq in seqs:
-        for a, b in zip(seq, seq[1:]):
-            after[a].add(b)
-    indeg = [0] * n
-    for a in range(n):
-        for b in after[a]:
-            indeg[b] += 1
-    ready = [k for k in range(n) if indeg[k] == 0]
-    out = []
-    while ready:
-        k = ready.pop()
-        out.append(k)
-        for b in after[k]:
-            indeg[b] -= 1
-            if indeg[b] == 0:
-                ready.append(b)
-    return out if len(out) == n else None
 
 
 @st.composite
@@ -184,14 +137,53 @@ PIECE_ORDER_CASE = Spec(Graph("g", (Node("v0", (Work(4.0, "gpu"), Work(2.0, "cpu
                         Objective("throughput", batch=2, split=2), Constraints(memory="hard"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 28, defect 1: the evaluator accepts piece-level schedules the "
-                   "DiviML MILP cannot express; here the EA's 307.69 samples/s schedule is optimal, the MILP "
-                   "capped at its makespan is infeasible, so exact certifies nothing")
-def test_exact_certifies_a_schedule_only_the_evaluator_can_express() -> None:
-    """Found by the random test above on main (not by CI's derandomized draw): the known
-    gap between the evaluator's and the MILP's schedule spaces. strict: it fails loudly
-    once the trust issue closes the gap."""
+def test_exact_certifies_what_the_evaluator_accepts_on_the_piece_order_case() -> None:
+    """Found by the random test above (issue 28, defect 1): while the evaluator checked
+    precedence per piece, it accepted a 307.69 samples/s schedule the MILP could not
+    express, and exact certified nothing. Both now read eq. 3 per share."""
     opt = brute_schedules(PIECE_ORDER_CASE)
-    r = solve(PIECE_ORDER_CASE, method="exact", solver="highs", time_limit=60, gap=0.0)
-    assert r.objective == pytest.approx(opt, rel=1e-6)
-    assert r.status.value == "optimal"
+    for solver in ("highs", "scip"):
+        r = solve(PIECE_ORDER_CASE, method="exact", solver=solver, time_limit=60, gap=0.0)
+        assert r.status.value == "optimal" and r.objective == pytest.approx(opt, rel=1e-6)
+        assert r.bound >= opt * (1 - 1e-9)
+    b = solve(PIECE_ORDER_CASE, method="brute")
+    assert b.status.value == "optimal" and b.objective == pytest.approx(opt)
+
+
+CEX = """
+graph cex {
+  node i { work 3 ms on A, 3 ms on B; params 0 B; out 5000000 B }
+  node j { work 1 ms on A; params 0 B; out 1000 B }
+  i -> j
+}
+platform {
+  device A[1] { memory 1000000000000 B; link 1000000000 B/s; batch 1, 2 }
+  device B[1] { memory 1000000000000 B; link 1000000000 B/s; batch 1, 2 }
+  link A <-> B 10000000000 B/s
+}
+maximize throughput batch 2 split 2
+subject to { memory ignore }
+"""
+
+
+def test_issue_28_defect_1_the_hand_schedule_waits_for_its_share_and_the_certificates_hold() -> None:
+    """The issue's reproduction: j's share on A waits for both of its inputs (i's sample 1
+    comes from B over the link, 0.5 ms), so the hand schedule that starts j's first piece
+    at 3 ms is refused, and 363.636 samples/s (makespan 5.5 ms) is the optimum that
+    exact, milp_split and the brute force over schedules agree on."""
+    from partdsl.core.schedule import from_json
+    from partdsl.dsl.parser import parse
+
+    spec = parse(CEX)
+    hand = from_json(spec, [{"node": "i", "device": "A[0]", "samples": [[0, 1]], "start": 0},
+                            {"node": "i", "device": "B[0]", "samples": [[1, 2]], "start": 0},
+                            {"node": "j", "device": "A[0]", "samples": [[0, 1]], "start": 3},
+                            {"node": "j", "device": "A[0]", "samples": [[1, 2]], "start": 4}])
+    ev = evaluate_schedule(spec, hand)
+    assert [v.kind for v in ev.violations] == ["precedence"]
+    opt = brute_schedules(spec)
+    assert opt == pytest.approx(2 / 5.5e-3)
+    for method in ("exact", "milp_split", "brute"):
+        r = solve(spec, method=method, time_limit=60, gap=0.0)
+        assert r.status.value == "optimal" and r.objective == pytest.approx(opt), method
+        assert r.bound >= opt * (1 - 1e-9), method

@@ -32,19 +32,13 @@ def better_or_equal(spec: Spec, a: float, b: float) -> bool:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
-@given(specs(max_nodes=7, max_devices=3))
+@given(specs(max_nodes=7, max_devices=3, kinds=("bottleneck", "latency")))
 def test_brute_is_exact_and_bounds_hold(spec: Spec) -> None:
-    """brute enumerates assignments: exact for bottleneck and latency; under a schedule
-    objective (DiviML) it is the best list-scheduled assignment, which no assignment method
-    beats, but not a proof (core/schedule.py), and the bound holds against it all the same."""
-    scheduled = spec.objective.scheduled
+    """brute enumerates assignments: exact for bottleneck and latency (the schedule
+    objectives, where it enumerates schedules, are in tests/test_oracle.py)."""
     # the generated spec's own solve block may ask for a loose gap or a tiny time limit
     exact = solve(spec, method="brute", gap=0.0, time_limit=1e6)
-    if scheduled:  # optimal only where the bound meets it
-        assert exact.status != Status.INFEASIBLE and (exact.status != Status.OPTIMAL or exact.gap <= 1e-9
-                                                      or abs(exact.objective - exact.bound) <= 1e-5)
-    else:
-        assert exact.status in (Status.OPTIMAL, Status.INFEASIBLE)
+    assert exact.status in (Status.OPTIMAL, Status.INFEASIBLE)
     for method, opts in HEURISTICS:
         if spec.objective.kind not in METHODS[method].objectives:  # refused up front (tested in test_cli)
             continue

@@ -29,6 +29,7 @@ from partdsl.core.ir import Spec
 
 VERTEX_TOTAL = 1e6
 EDGE_MAX = 1e6
+SPEED_MAX = 1e9  # a class this many times faster than the reference is as good as infinitely faster
 INT32_SUM = 2**31 - 1
 
 
@@ -66,8 +67,9 @@ def device_shares(dense: Dense, ref: int) -> np.ndarray:
     speed = np.zeros(len(dense.class_names))
     for c in range(len(speed)):
         ok = np.isfinite(w[:, c]) & np.isfinite(w[:, ref])
-        own = w[ok, c].sum()
-        speed[c] = w[ok, ref].sum() / own if own > 0 else (1.0 if ok.any() else 0.0)
+        own, theirs = w[ok, c].sum(), w[ok, ref].sum()
+        with np.errstate(over="ignore"):  # subnormal times: a ratio past SPEED_MAX is capped there
+            speed[c] = min(theirs / own, SPEED_MAX) if own > 0 else (1.0 if ok.any() else 0.0)
     s = speed[dense.dev_class]
     return s / s.sum() if s.sum() > 0 else np.full(dense.D, 1.0 / dense.D)
 
@@ -85,7 +87,7 @@ def peer_graph(spec: Spec, contract: bool = False) -> PeerGraph:
                       np.where(np.isfinite(d.work), d.work, np.inf).min(axis=1))
     node_w = np.nan_to_num(node_w, posinf=0.0)
     vw = np.bincount(vertex, weights=node_w, minlength=count)
-    vwgt = _int_weights(vw, VERTEX_TOTAL / vw.sum() if vw.sum() > 0 else 1.0, 1)
+    vwgt = _int_weights(vw / vw.sum() if vw.sum() > 0 else vw, VERTEX_TOTAL, 1)  # normalized first: no overflow
     # edges between vertices, one per unordered pair, transfer times summed
     tensor = d.comm[:, ref]
     a, b = vertex[d.src], vertex[d.dst]
@@ -94,7 +96,8 @@ def peer_graph(spec: Spec, contract: bool = False) -> PeerGraph:
     pairs, inv = np.unique(np.stack([lo, hi], axis=1).reshape(-1, 2), axis=0, return_inverse=True)
     ew = np.bincount(inv.ravel(), weights=tensor[d.src[keep]], minlength=len(pairs))
     top = ew.max() if len(ew) and ew.max() > 0 else 1.0
-    scale = min(EDGE_MAX / top, INT32_SUM / 4 / max(ew.sum(), 1e-300))  # both directions summed stay in int32
+    ew = ew / top  # in [0, 1]: the scale below stays finite whatever the times' magnitude
+    scale = min(EDGE_MAX, INT32_SUM / 4 / max(ew.sum(), 1.0))  # both directions summed stay in int32
     ewgt = _int_weights(ew, scale, 1)
     # CSR, both directions
     both_a = np.concatenate([pairs[:, 0], pairs[:, 1]]).astype(np.int64)
@@ -113,7 +116,7 @@ def peer_graph(spec: Spec, contract: bool = False) -> PeerGraph:
             hw.append(tensor[u])
     hwa = np.array(hw, dtype=float)
     htop = hwa.max() if len(hwa) and hwa.max() > 0 else 1.0
-    hwgt = _int_weights(hwa, EDGE_MAX / htop, 1)
+    hwgt = _int_weights(hwa / htop, EDGE_MAX, 1)
     return PeerGraph(vertex=vertex, count=count, vwgt=vwgt, xadj=xadj, adjncy=both_b[order],
                      adjwgt=both_w[order], edges=pairs.astype(np.int64), ewgt=ewgt, hyperedges=hyper,
                      hwgt=hwgt, share=device_shares(d, ref), reference=ref)

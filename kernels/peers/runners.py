@@ -14,7 +14,6 @@ Options: `repair` (0 or 1), `imbalance` (a fraction, e.g. 0.05).
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import os
 from typing import Callable, Iterator
@@ -29,27 +28,24 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
-# name: (Python package, install hint, the peer's own default imbalance)
+# name: (Python package, the partdsl extra that installs it, the peer's own default imbalance)
 PEERS: dict[str, tuple[str, str, float]] = {
-    "metis": ("pymetis", "pip install pymetis (or pip install 'partdsl[peers]')", 0.03),
-    "scotch": ("pyscotch", "pip install pyscotch (or pip install 'partdsl[peers]')", 0.01),
-    "kahypar": ("mtkahypar", "pip install mtkahypar (or pip install 'partdsl[peers]')", 0.03),
+    "metis": ("pymetis", "peers", 0.03),
+    "scotch": ("pyscotch", "peers", 0.01),
+    "kahypar": ("mtkahypar", "peers", 0.03),
 }
 
 
 def load(name: str):  # type: ignore[no-untyped-def]
     """Import the peer's package, or raise SolverUnavailable (exit 5) with the install hint."""
-    from partdsl.core.solver_errors import SolverUnavailable
+    from partdsl.core.solver_errors import optional
 
-    package, hint, _ = PEERS[name]
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):  # pyscotch announces its library when it loads it
-            module = importlib.import_module(package)
-            if name == "scotch":
-                module.get_scotch_dtype()  # loads the library (lazily loaded otherwise)
-            return module
-    except ImportError:
-        raise SolverUnavailable(name, hint=hint, what=f"peer partitioner (Python package {package})") from None
+    package, extra, _ = PEERS[name]
+    with contextlib.redirect_stderr(io.StringIO()):  # pyscotch announces its library when it loads it
+        module = optional(package, extra, f"peer partitioner (Python package {package})", name=name)
+        if name == "scotch":
+            module.get_scotch_dtype()  # loads the library (lazily loaded otherwise)
+        return module
 
 
 def _metis(pg: PeerGraph, k: int, share: np.ndarray, imbalance: float, seed: int, threads: int) -> np.ndarray:
@@ -147,8 +143,13 @@ def partition(spec: Spec, name: str, seed: int = 0, repair: bool = False, imbala
     eps = PEERS[name][2] if imbalance is None else float(imbalance)
     k = min(d.D, pg.count)
     keep = np.argsort(-pg.share, kind="stable")[:k]  # with fewer vertices than devices: the fastest devices
+    share = pg.share[keep]
+    for what, w in (("vertex", pg.vwgt), ("edge", pg.adjwgt), ("hyperedge", pg.hwgt), ("share", share)):
+        if len(w) and not (np.isfinite(w).all() and (w > 0).all() and (w < 2**31).all()):
+            # the peers' C code does not check its input: a bad weight would crash the process
+            raise ValueError(f"peer graph: {what} weights outside (0, 2^31): a bug in kernels/peers/graph.py")
     with captured_stdout() as printed:
-        blocks = ADAPTERS[name](pg, k, pg.share[keep], eps, seed, threads or min(2, os.cpu_count() or 1))
+        blocks = ADAPTERS[name](pg, k, share, eps, seed, threads or min(2, os.cpu_count() or 1))
     node_block = blocks[pg.vertex]
     cost = block_loads(spec, node_block, k)
     if repair:  # a block too big for a device's memory goes elsewhere if it can

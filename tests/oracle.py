@@ -1,0 +1,143 @@
+"""The brute-force oracle (issue 28): random tiny specs of every objective, every method
+that takes the objective run on them, each answer checked against the optimum over the
+evaluator's whole space (method `brute`: every assignment, with subgraph numbers under
+latency; every schedule under the DiviML objectives, kernels/schedule/brute.py).
+
+A finding is one of:
+- `false optimal`: a method says optimal (or infeasible) and the oracle disagrees;
+- `invalid bound`: a proven bound (a method's, or one of `part bound`'s) on the wrong side
+  of the optimum;
+- `wrong side`: a feasible answer better than the optimum (the evaluator and the oracle
+  disagree about the space);
+- `error`: a method raised something other than a PartError refusing the spec.
+tests/test_oracle.py runs a few hundred cases; benchmarks/oracle.py runs thousands and
+prints the counts.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from hypothesis import assume
+from hypothesis import strategies as st
+from partdsl.core.errors import PartError
+from partdsl.core.ir import Spec
+from partdsl.core.result import Result
+from partdsl.core.validate import validate
+from partdsl.methods.registry import METHODS
+from partdsl.methods.solve import solve
+
+from tests.strategies import specs
+
+KINDS = ("bottleneck", "latency", "task_latency", "throughput")
+EXACT = (("exact", "highs"), ("exact", "scip"))  # every MIP method on both solvers
+TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # false optimal | invalid bound | wrong side | error
+    method: str
+    detail: str
+
+
+@st.composite
+def tiny_specs(draw, kinds: tuple[str, ...] = KINDS) -> Spec:  # type: ignore[no-untyped-def]
+    """Specs the brute force enumerates in well under a second: at most 4 nodes and 3
+    devices (2 and batch <= 4 under the schedule objectives), every constraint the
+    language has drawn at random (tests/strategies.py)."""
+    kind = draw(st.sampled_from(kinds))
+    scheduled = kind in ("task_latency", "throughput")
+    spec = draw(specs(max_nodes=3 if scheduled else 4, kinds=(kind,), max_devices=2 if scheduled else 3))
+    if kind == "latency":
+        spec = replace(spec, constraints=replace(spec.constraints, subgraphs=draw(st.sampled_from([1, 1, 2]))))
+    if scheduled and spec.objective.batch > 4:
+        spec = replace(spec, objective=replace(spec.objective, batch=4, split=min(spec.objective.split, 2)))
+    spec = replace(spec, solve=replace(spec.solve, method=None, options=(), time_limit=None, gap=None))
+    try:
+        validate(spec)
+    except PartError:
+        assume(False)
+    from partdsl.kernels import brute_force
+    from partdsl.kernels.schedule import brute
+
+    assume((brute.count(spec) if scheduled else brute_force.count(spec)) <= 20_000)
+    return spec
+
+
+def methods_for(spec: Spec) -> list[tuple[str, str | None]]:
+    """(method, solver) pairs to run: every method that optimizes the objective; the MIP
+    methods on HiGHS and SCIP."""
+    kind = spec.objective.kind
+    out: list[tuple[str, str | None]] = []
+    for m in METHODS.values():
+        if kind not in m.objectives or m.name == "brute":
+            continue
+        out += [(m.name, s) for s in ("highs", "scip")] if m.mip else [(m.name, None)]
+    return out
+
+
+def _better(spec: Spec, a: float, b: float) -> bool:
+    """a is strictly better than b, beyond the tolerance."""
+    tol = TOL * max(1.0, abs(b)) if math.isfinite(b) else 0.0
+    return a < b - tol if spec.objective.sense == "min" else a > b + tol
+
+
+def check_result(spec: Spec, opt: float, feasible: bool, label: str, r: Result) -> list[Finding]:
+    out: list[Finding] = []
+    status = r.status.value
+    if status == "infeasible" and feasible:
+        out.append(Finding("false optimal", label, f"says infeasible, the optimum is {opt:.9g}"))
+    if status == "optimal" and not feasible:
+        out.append(Finding("false optimal", label, f"says optimal at {r.objective:.9g}, nothing is feasible"))
+    if not feasible:
+        return out
+    if status == "optimal" and (_better(spec, r.objective, opt) or _better(spec, opt, r.objective)):
+        out.append(Finding("false optimal", label, f"says optimal at {r.objective:.9g}, the optimum is {opt:.9g}"))
+    if r.status.has_solution() and r.evaluation is not None and r.evaluation.feasible and _better(spec, r.objective, opt):
+        out.append(Finding("wrong side", label, f"feasible {r.objective:.9g} beats the optimum {opt:.9g}"))
+    if _better(spec, opt, r.bound):  # a lower (upper) bound above (below) the optimum
+        out.append(Finding("invalid bound", label, f"bound {r.bound:.9g}, the optimum is {opt:.9g}"))
+    return out
+
+
+def check_bounds(spec: Spec, opt: float, feasible: bool) -> list[Finding]:
+    """`part bound`'s hierarchy (bottleneck and latency) against the optimum."""
+    from partdsl.methods.hierarchy import hierarchy
+
+    if spec.objective.kind not in ("bottleneck", "latency") or not feasible:
+        return []
+    try:
+        h = hierarchy(spec, time_limit=10, workers=1)
+    except PartError:
+        return []
+    return [Finding("invalid bound", f"part bound {name}", f"{e.value:.9g} > optimum {opt:.9g}")
+            for name, e in h.bounds.items() if e.value is not None and _better(spec, opt, e.value)]
+
+
+def oracle(spec: Spec) -> tuple[float, bool]:
+    """The optimum over the evaluator's space, and whether anything is feasible."""
+    b = solve(spec, method="brute", gap=0.0)
+    assert b.status.value in ("optimal", "infeasible"), (b.status, b.stopped, b.log[-3:])
+    return b.objective, b.status.value == "optimal"
+
+
+def check_case(spec: Spec, time_limit: float = 20.0) -> tuple[list[Finding], int]:
+    """Every method (and bound) on one spec against the oracle: the findings, and how
+    many (method, solver) runs answered (the others refused the spec by name)."""
+    opt, feasible = oracle(spec)
+    findings: list[Finding] = []
+    runs = 0
+    for name, solver in methods_for(spec):
+        label = f"{name}/{solver}" if solver else name
+        try:
+            r = solve(spec, method=name, solver=solver, time_limit=time_limit, gap=0.0, seed=0)
+        except PartError:
+            continue  # refused by name: the spec has something the method does not take
+        except Exception as e:  # noqa: BLE001 - a crash is a finding, not a test error
+            findings.append(Finding("error", label, f"{type(e).__name__}: {e}"))
+            continue
+        runs += 1
+        findings += check_result(spec, opt, feasible, label, r)
+    return findings + check_bounds(spec, opt, feasible), runs
+
