@@ -96,6 +96,8 @@ def validate(spec: Spec) -> None:
                         "drop it, or use `minimize latency`; for pipelined splits drop `contiguous` instead")
     if o.kind == "throughput" and o.batch < 1:
         raise PartError("the throughput batch must be at least 1", o.span, "write e.g. `batch 128`")
+    if o.kind == "throughput" and o.batch >= 1:
+        _check_batches(spec)
     if o.training == "gpipe" and not g.is_training:
         raise PartError("`training gpipe` needs backward nodes, and this graph has none", o.span,
                         "mark backward nodes with `backward`, or drop the training option")
@@ -179,6 +181,30 @@ def _check_cycle(spec: Spec) -> None:
     span = (g.edge_spans[g.edges.index(closing)] if len(g.edge_spans) == len(g.edges) else None)
     raise PartError(f"graph '{g.name}' has a cycle: {names}", span or g.nodes[cyc[0]].span,
                     "a computation graph must be acyclic; remove one of these edges")
+
+
+def _check_batches(spec: Spec) -> None:
+    """Under `throughput batch L split K` a device runs whole chunks of L / K samples, in
+    batches its class supports: a class whose sizes sum to no multiple of the chunk can
+    never run anything (issue 28, defect 5: it was accepted silently)."""
+    o = spec.objective
+    if o.split < 1 or o.batch % o.split:
+        return  # reported where the split is checked
+    chunk = o.batch // o.split
+    for k in spec.platform.classes:
+        if not k.batches or not k.count:
+            continue
+        reach = {0}
+        for x in range(1, o.batch + 1):
+            if any(x - b in reach for b in k.batches if b <= x):
+                reach.add(x)
+        if not any(m * chunk in reach for m in range(1, o.split + 1)):
+            shares = " or ".join(str(m * chunk) for m in range(1, o.split + 1))
+            raise PartError(f"device class '{k.name}' runs batches of {', '.join(map(str, k.batches))}, but "
+                            f"under `batch {o.batch} split {o.split}` it would hold {shares} samples of a node, "
+                            "and no sum of its batch sizes makes any of those: it could never run anything",
+                            k.span, f"add a batch size that divides {chunk} (e.g. `batch 1, {chunk}`), "
+                            f"or change the split")
 
 
 def _check_memory(spec: Spec) -> None:

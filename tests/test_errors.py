@@ -27,6 +27,9 @@ CASES = [
      "`work 3 ms`"),
     ("unit-mismatch-memory", f"{G}\nplatform {{ device gpu[2] {{ memory 3 ms }} }}", "memory needs a size", 2, "3 ms",
      "16 GiB"),
+    ("batch-sizes-never-run-a-chunk",  # issue 28, defect 5: accepted silently before
+     f"{G}\nplatform {{ device gpu[1] {{ batch 3 }} device cpu[1] {{ host }} }}\nmaximize throughput batch 4 split 2",
+     "it could never run anything", 2, "device gpu", "`batch 1, 2`"),
     ("plain-number-needs-unit", f"graph g {{ node a {{ work 3 }} }}\n{PLAT}", "got a plain number", 1, "3 }", "3 ms"),
     ("unknown-param", f"param k = 2\n{G}\nplatform {{ device gpu[kk] }}", "unknown name 'kk'", 3, "kk",
      "did you mean 'k'"),
