@@ -53,8 +53,9 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     diviml.check(spec)
     if channels < 1 or int(channels) != channels:
         raise PartError(f"channels must be a whole number >= 1, not {channels:g}", None)
-    yield Candidate("HEFT (before the split)", schedule=list_schedulers.schedule(spec, "heft"))
     plan = ModulePlan(spec, int(channels), int(min_module))
+    _across_modules(spec, plan)
+    yield Candidate("HEFT (before the split)", schedule=list_schedulers.schedule(spec, "heft"))
     sizes = ", ".join(str(len(m)) for m in plan.modules)
     single = all(len(c) <= 1 for c in plan.cuts)
     yield Progress(f"MILP-SPLIT: {len(plan.modules)} modules ({sizes} nodes), "
@@ -72,6 +73,35 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     lb = chain_bound(plan, per, solver, threads, nworkers, known, executor)
     yield Proven(as_objective(spec, lb), f"MILP-SPLIT lower bound (the Remark's recursion over {len(plan.modules)} "
                                    f"modules): makespan >= {lb:.6g} ms")
+
+
+MODELLED_BY = "exact, met, eft, heft, sa, ea"  # the schedule methods that see the whole graph at once
+
+
+def _across_modules(spec: Spec, plan: ModulePlan) -> None:
+    """Each module MILP sees its own module: colocation across modules, and memory limits
+    that the modules together could pass, are not modelled, so such specs are refused."""
+    d = spec.dense
+    where: dict[int, set[int]] = {}
+    for k, nodes in enumerate(plan.modules):
+        for v in nodes:
+            where.setdefault(int(d.colo[plan.split.origin[v]]), set()).add(k)
+    spread = [r for r, ks in where.items() if len(ks) > 1 and (d.colo == r).sum() > 1]
+    if spread:
+        names = ", ".join(d.names[v] for v in np.flatnonzero(d.colo == spread[0])[:4])
+        raise PartError(f"method milp_split does not model colocation across modules: colocated nodes {names} "
+                        f"fall in different modules of the {len(plan.modules)}", None,
+                        f"methods that model it: {MODELLED_BY}")
+    if spec.constraints.memory == "hard":
+        per_sample = np.zeros(d.n)
+        np.add.at(per_sample, d.dst, d.out_bytes[d.src])
+        whole = d.params + (per_sample + d.out_bytes) * spec.objective.batch  # every sample of a node on d
+        held = (d.allowed * whole[:, None]).sum(axis=0)
+        tight = np.flatnonzero(held > d.memory[d.dev_class])
+        if len(plan.modules) > 1 and len(tight):
+            raise PartError(f"method milp_split does not model memory limits across modules, and {d.devices[tight[0]]}"
+                            f"'s {d.memory[d.dev_class[tight[0]]]:.4g} B could be exceeded by the modules together "
+                            f"(up to {held[tight[0]]:.4g} B)", None, f"methods that model it: {MODELLED_BY}")
 
 
 def _limit(deadline: Deadline, module_limit: float | None, share: float) -> float:

@@ -30,6 +30,15 @@ class Method:
     options: tuple[str, ...] = ()  # the method's own options (`population 100` in a solve block)
     mip: bool = False  # runs a MIP solver
     objectives: tuple[str, ...] = OBJECTIVES  # the objectives it optimizes (others are refused up front)
+    # spec features it does not model (methods/capabilities.py), each with the option that makes it model it
+    ignores: tuple[tuple[str, str | None], ...] = ()
+
+
+# the peers partition a graph by cut and balance: the stage structure, batch splits, subgraph
+# numbers, overlap, overflow and links are not theirs; colocation and memory only with -O repair=1
+PEER_IGNORES = (("contiguous", None), ("acyclic", None), ("stage limits", None), ("subgraphs", None),
+                ("batch split", None), ("overlap", None), ("memory overflow", None), ("links", None),
+                ("colocation", "repair"), ("memory limits", "repair"))
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
@@ -53,7 +62,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            ("pyomo", "symmetry", "heuristics", "relax"), mip=True),
     Method("dpl", baselines.dpl, False, "the DP on one DFS linearization (Tarnawski's DPL)", objectives=MAX_LOAD),
     Method("pipedream", baselines.pipedream, False, "PipeDream's linear DP on a chain, accelerators only (baseline)",
-           objectives=MAX_LOAD),
+           objectives=MAX_LOAD, ignores=(("overlap", None), ("memory overflow", None))),
     Method("greedy", baselines.greedy, False, "fill devices in topological order up to an even share (baseline)",
            objectives=MAX_LOAD),
     Method("local_search", baselines.local_search, False, "single-node moves with restarts (baseline)",
@@ -76,7 +85,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
                                                          "bound_limit", "lookahead"), mip=True, objectives=SCHEDULED),
     *(Method(name, peers.run(name), False, f"{package} as a peer: k-way partition (edge weights = transfers, "
              "vertex weights = compute, one block per device), mapped to devices; -O repair=1 contracts colocation "
-             "and fixes memory and placement by moves (baseline)", ("repair", "imbalance"))
+             "and fixes memory and placement by moves (baseline)", ("repair", "imbalance"), ignores=PEER_IGNORES)
       for name, (package, _, _) in peers.PEERS.items()),
     Method("met", list_schedulers.run("met"), False, "DiviML's MET (bMET under a batch): each node where it runs "
            "fastest, list-scheduled (baseline)", objectives=SCHEDULED),

@@ -23,6 +23,7 @@ from partdsl.core.ir import SolveOptions, Spec
 from partdsl.core.result import Result, Status, Termination, relative_gap
 from partdsl.core.schedule_eval import evaluate_schedule
 from partdsl.core.validate import links_modelled
+from partdsl.methods import capabilities
 from partdsl.methods.bounds import bound as trivial_bound
 from partdsl.methods.registry import ALIASES, KERNEL_SOLVER, METHODS, Method, lookup
 from partdsl.runtime import interrupt
@@ -42,6 +43,13 @@ def score(spec: Spec, cand: Candidate) -> tuple[Evaluation, np.ndarray]:
     if cand.schedule is not None:  # a DiviML schedule (pieces, starts): scored as it is
         return evaluate_schedule(spec, cand.schedule), cand.schedule.node_devices(spec.dense.n)
     return evaluate(spec, cand.devices, cand.subgraphs), cand.devices
+
+
+def modelled_by(spec: Spec, feature: str) -> list[str]:
+    """The methods for the spec's objective that model `feature` (brute aside)."""
+    kind = spec.objective.kind
+    return [m.name for m in METHODS.values() if kind in m.objectives and m.name != "brute"
+            and all(f != feature for f, _ in m.ignores)]
 
 
 def _better(spec: Spec, a: Evaluation, b: Evaluation | None) -> bool:
@@ -132,6 +140,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     links_modelled(spec)  # a spec built in Python skips validate(): the one feature no method models
     log: list[str] = []
     method_opts = _checked_options(spec, m, method, options, opts, log)
+    capabilities.check(spec, m.name, m.ignores, method_opts, lambda f: modelled_by(spec, f))
     if opts.solver:
         solver_registry.require(opts.solver)
         if not m.mip:

@@ -19,16 +19,20 @@ CASES = {  # (absent Python package, the extra, the command line)
     "onnx convert": ("onnx", "onnx", ["convert", "{tmp}/model.onnx", "--from", "onnx"]),
     "dask executor": ("distributed", "dask", ["sweep", str(EXAMPLES / "tiny.part"), "--executor",
                                                "dask://127.0.0.1:1", "--output", "{tmp}/rows.csv"]),
-    "metis": ("pymetis", "peers", ["solve", str(EXAMPLES / "tiny.part"), "--method", "metis"]),
-    "scotch": ("pyscotch", "peers", ["solve", str(EXAMPLES / "tiny.part"), "--method", "scotch"]),
-    "kahypar": ("mtkahypar", "peers", ["solve", str(EXAMPLES / "tiny.part"), "--method", "kahypar"]),
+    "metis": ("pymetis", "peers", ["solve", "{tmp}/plain.part", "--method", "metis"]),
+    "scotch": ("pyscotch", "peers", ["solve", "{tmp}/plain.part", "--method", "scotch"]),
+    "kahypar": ("mtkahypar", "peers", ["solve", "{tmp}/plain.part", "--method", "kahypar"]),
 }
+
+
+PLAIN = "graph g { node a { work 1 ms } node b { work 2 ms } a -> b }\nplatform { device gpu[2] { link 1 GB/s } }\n"
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_missing_extra_exits_5_naming_it(case: str, tmp_path: Path) -> None:
     package, extra, argv = CASES[case]
     (tmp_path / "model.onnx").write_bytes(b"\x08\x07")  # never read: the import fails first
+    (tmp_path / "plain.part").write_text(PLAIN)  # a spec the peers model (tiny.part is contiguous)
     json_out = argv[0] != "convert"  # convert writes a .part file, no JSON
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv] + (["--json"] if json_out else [])
     code = (f"import sys; sys.modules[{package!r}] = None\n"  # the package is absent

@@ -13,6 +13,7 @@ from partdsl.core.assignment import to_array
 from partdsl.core.ir import Spec
 from partdsl.core.result import Status
 from partdsl.core.solver_errors import SolverFailed
+from partdsl.methods.capabilities import unmodelled
 from partdsl.methods.registry import METHODS
 from partdsl.solvers.registry import SOLVERS, failures, is_installed
 
@@ -41,6 +42,8 @@ def test_brute_is_exact_and_bounds_hold(spec: Spec) -> None:
     assert exact.status in (Status.OPTIMAL, Status.INFEASIBLE)
     for method, opts in HEURISTICS:
         if spec.objective.kind not in METHODS[method].objectives:  # refused up front (tested in test_cli)
+            continue
+        if unmodelled(spec, METHODS[method].ignores, opts):  # refused by name (tests/test_capabilities.py)
             continue
         r = solve(spec, method=method, gap=0.0, time_limit=1e6, options=opts)
         if r.status.has_solution():

@@ -6,7 +6,8 @@
   evaluator's score improves (any split, not only contiguous ones), with restarts.
 - `pipedream`: PipeDream's linear DP - the graph is treated as the chain of a
   topological order, a stage pays only the tensors crossing its two cut points, and
-  only accelerators (non-host devices) are used.
+  only accelerators (non-host devices) are used; a stage's parameters fit its memory
+  (`memory hard`; overlap and overflow are not modelled, and refused).
 - `dpl`: Tarnawski's DPL (sec. 5.1.2) - the DP on one DFS linearization of the graph.
 Everything-on-one-device is the `single` method.
 """
@@ -54,11 +55,15 @@ def pipedream(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object
     cw = np.r_[0.0, np.cumsum(np.bincount(pos, weights=w, minlength=P))]
     # the chain's boundary tensor after position t: the outputs of the unit at t
     boundary = np.bincount(pos, weights=d.comm[:, c] * (np.bincount(d.src, minlength=d.n) > 0), minlength=P)
+    # hard memory: a stage holds its nodes' parameters (the evaluator's memory)
+    cap = d.memory[c] if spec.constraints.memory == "hard" else np.inf
+    cp = np.r_[0.0, np.cumsum(np.bincount(pos, weights=d.params, minlength=P))]
     cost = np.full((1, P, P), np.inf)
     for l in range(P):
         r = np.arange(l, P)
         with np.errstate(invalid="ignore"):  # inf - inf where a node cannot run on accelerators
             seg = (cw[r + 1] - cw[l]) + (boundary[l - 1] if l > 0 else 0.0) + np.where(r < P - 1, boundary[r], 0.0)
+        seg = np.where(cp[r + 1] - cp[l] > cap * (1 + 1e-12), np.inf, seg)
         cost[0, l, l:] = np.nan_to_num(seg, nan=np.inf)
     splits = split_dp(cost, [spec.platform.classes[c].count])
     if splits:

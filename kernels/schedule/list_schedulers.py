@@ -13,8 +13,9 @@ Under a batch (L > 1) these are the paper's bMET / bGreedy / bHEFT: a node's cho
 way of counting chunks per device), so data parallelism is chosen per node; MET takes
 the combination whose slowest device finishes the node's own work first. Each device
 runs what it holds of a node in the fastest batch sizes it supports. Colocated nodes take
-the combination of the first of them placed. Memory is not looked at (the evaluator,
-which re-scores every schedule, reports it).
+the combination of the first of them placed. Under `memory hard` a combination that
+would overfill a device (DiviML eq. 6: input and output tensors per sample held, each
+node's parameters once per device) is taken only when no combination fits.
 """
 from __future__ import annotations
 
@@ -96,6 +97,33 @@ class _Board:
         return end
 
 
+class _Memory:
+    """Bytes held per device so far (eq. 6, as core/schedule_checks.memory counts them)."""
+
+    def __init__(self, spec: Spec) -> None:
+        d = spec.dense
+        self.per_sample = np.zeros(d.n)
+        np.add.at(self.per_sample, d.dst, d.out_bytes[d.src])
+        self.per_sample += d.out_bytes
+        self.params = d.params
+        hard = spec.constraints.memory == "hard"
+        self.cap = d.memory[d.dev_class] * (1 + 1e-12) if hard else np.full(d.D, np.inf)
+        self.used = np.zeros(d.D)
+
+    def _adds(self, node: int, plan: list[tuple[int, tuple[int, ...], float]]) -> dict[int, float]:
+        adds: dict[int, float] = {}
+        for d, samples, _ in plan:
+            adds[d] = adds.get(d, float(self.params[node])) + float(self.per_sample[node]) * len(samples)
+        return adds
+
+    def fits(self, node: int, plan: list[tuple[int, tuple[int, ...], float]]) -> bool:
+        return all(self.used[d] + x <= self.cap[d] for d, x in self._adds(node, plan).items())
+
+    def add(self, node: int, plan: list[tuple[int, tuple[int, ...], float]]) -> None:
+        for d, x in self._adds(node, plan).items():
+            self.used[d] += x
+
+
 def _combos(K: int, devices: list[int]) -> Iterator[tuple[int, ...]]:
     """Chunks per device: every way to spread K chunks over the devices."""
     for cut in itertools.combinations(range(K + len(devices) - 1), len(devices) - 1):
@@ -173,6 +201,7 @@ def schedule(spec: Spec, rule: str) -> Schedule:
     else:
         order = dense.topo.tolist()
     K = spec.objective.split
+    memory = _Memory(spec)
     chosen: dict[int, tuple[list[int], tuple[int, ...]]] = {}  # colocation group -> (devices, counts)
     for v in order:
         group = int(dense.colo[v])
@@ -190,7 +219,7 @@ def schedule(spec: Spec, rule: str) -> Schedule:
                 score = max(per.values())
             else:
                 score = board.place(v, plan, commit=False)
-            key = (score, sum(1 for c in counts if c))
+            key = (not memory.fits(v, plan), score, sum(1 for c in counts if c))  # what fits first
             if best_key is None or key < best_key:
                 best, best_key = (devs, counts, plan), key
         if best is None:  # nothing runs it: all on its first device, for the evaluator to report
@@ -200,6 +229,7 @@ def schedule(spec: Spec, rule: str) -> Schedule:
             devs, counts, plan = best
         chosen.setdefault(group, (devs, counts))
         board.place(v, plan, commit=True)
+        memory.add(v, plan)
     return Schedule(tuple(board.pieces), spec.objective.batch)
 
 

@@ -1,0 +1,69 @@
+"""What each method models (issue 28): the spec features a method does not model are
+declared in the method table (methods/registry.py, `Method.ignores`), and `solve` refuses a
+spec that has one, naming the feature and the methods that do model it (exit 2). A
+feature no method of the objective models cannot reach here: validation refuses it
+(declared links outside the DiviML objectives, core/validate.links_modelled).
+
+Each feature is a test on the spec; `ignores` pairs a feature with the method option that
+makes the method model it (the peers' `repair`), or None.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import numpy as np
+from partdsl.core.errors import PartError
+from partdsl.core.ir import Spec
+
+
+def _colocated(spec: Spec) -> bool:
+    colo = spec.dense.colo
+    return len(np.unique(colo)) < len(colo)
+
+
+def _memory_limits(spec: Spec) -> bool:
+    return spec.constraints.memory == "hard" and any(k.memory is not None and k.count for k in spec.platform.classes)
+
+
+FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is in the language, test)
+    "links": ("declared device-to-device links (`link a <-> b ...`)", lambda s: bool(s.platform.links)),
+    "overlap": ("transfers overlapped with compute (`overlap simplex|duplex`)", lambda s: s.objective.overlap is not None),
+    "memory limits": ("hard memory limits (`memory hard` with a device `memory`)", _memory_limits),
+    "memory overflow": ("parameter overflow (`memory overflow`)", lambda s: s.constraints.memory == "overflow"),
+    "colocation": ("colocated nodes (`colocate`, `group`, colocation sets)", _colocated),
+    "contiguous": ("contiguous blocks (`contiguous`)", lambda s: s.constraints.contiguous),
+    "acyclic": ("acyclic stages (`acyclic`)", lambda s: s.constraints.acyclic),
+    "stage limits": ("a stage limit (`stages <= k`)", lambda s: s.constraints.max_stages is not None),
+    "subgraphs": ("several subgraphs per accelerator (`subgraphs <= q`)", lambda s: s.constraints.subgraphs > 1),
+    "batch split": ("a split batch (`batch L split K`, K > 1)", lambda s: s.objective.split > 1),
+}
+
+
+def features(spec: Spec) -> list[str]:
+    """The features the spec uses, by name."""
+    return [name for name, (_, test) in FEATURES.items() if test(spec)]
+
+
+def unmodelled(spec: Spec, ignores: tuple[tuple[str, str | None], ...],
+               options: Mapping[str, float]) -> list[tuple[str, str | None]]:
+    """The spec's features in `ignores` that `options` do not make the method model."""
+    used = set(features(spec))
+    return [(f, opt) for f, opt in ignores if f in used and not (opt and options.get(opt))]
+
+
+def check(spec: Spec, method: str, ignores: tuple[tuple[str, str | None], ...], options: Mapping[str, float],
+          modelled_by: Callable[[str], list[str]]) -> None:
+    """Refuse (PartError, exit 2) a spec with a feature the method does not model."""
+    missing = unmodelled(spec, ignores, options)
+    if not missing:
+        return
+    names = ", ".join(f for f, _ in missing)
+    what = "; ".join(FEATURES[f][0] for f, _ in missing)
+    lifts = sorted({opt for _, opt in missing if opt})
+    liftable = lifts and all(opt for _, opt in missing)
+    others = [m for m in modelled_by(missing[0][0]) if all(m in modelled_by(f) for f, _ in missing[1:])]
+    hint = (f"with -O {'=1 -O '.join(lifts)}=1 method {method} models {'them' if len(missing) > 1 else 'it'}; "
+            if liftable else "") + \
+        (f"methods that model {'them' if len(missing) > 1 else 'it'}: {', '.join(others)}" if others
+         else "drop the feature from the spec")
+    raise PartError(f"method {method} does not model {names} ({what}), which this spec has", None, hint)
