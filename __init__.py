@@ -23,11 +23,12 @@ from partdsl.core.ir import (
 )
 from partdsl.core.result import Result, Status
 from partdsl.dsl.builder import GraphBuilder, SpecBuilder
+from partdsl.dsl.import_options import ImportOptions, UncostedOperators
 from partdsl.dsl.parser import parse, parse_file
 from partdsl.dsl.printer import to_part
 from partdsl.methods.solve import solve
 
 __all__ = ["PartError", "Span", "Evaluation", "Violation", "evaluate", "Constraints", "DeviceClass",
            "Graph", "Link", "Node", "Objective", "Platform", "SolveOptions", "Spec", "Target", "Work",
-           "GraphBuilder", "SpecBuilder", "parse", "parse_file", "to_part", "solve", "Result", "Status"]
+           "GraphBuilder", "SpecBuilder", "ImportOptions", "UncostedOperators", "parse", "parse_file", "to_part", "solve", "Result", "Status"]
 __version__ = "0.1.0"

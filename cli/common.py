@@ -26,6 +26,24 @@ def spec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-D", dest="define", action="append", metavar="NAME=VALUE",
                    help="override a param, e.g. -D k=8 or -D mem=32GiB (repeatable); -D k=2,4,8 sweeps")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    import_arguments(p)
+
+
+def import_arguments(p: argparse.ArgumentParser) -> None:
+    """How imported models (ONNX) are read: dsl/import_options.py."""
+    p.add_argument("--unknown-ops", choices=("warn", "zero", "error"), default="warn",
+                   help="ONNX operators the cost model cannot cost: warn (default: 0 FLOPs, listed on stderr), "
+                        "zero (0 FLOPs, quietly) or error (exit 2)")
+    p.add_argument("--input-shape", action="append", metavar="NAME=DIMS", default=[],
+                   help="the shape of an ONNX model input with symbolic dimensions, batch first as 1, e.g. "
+                        "pixel_values=1x3x224x224 (repeatable)")
+
+
+def import_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from partdsl.dsl.import_options import ImportOptions, input_shape
+
+    shapes = tuple(input_shape(x) for x in getattr(args, "input_shape", None) or [])
+    return ImportOptions(getattr(args, "unknown_ops", "warn"), shapes)
 
 
 def solver_names() -> str:
@@ -65,7 +83,7 @@ def numbers(opts: dict[str, str]) -> dict[str, float]:
 def load_spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from partdsl.dsl.parser import parse_file
 
-    return parse_file(args.spec, defines(args.define))
+    return parse_file(args.spec, defines(args.define), import_options(args))
 
 
 def emit(args: argparse.Namespace, obj: dict, text: str) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from partdsl.core.errors import PartError
 from partdsl.dsl.graph_formats import graph_from_dnn_partitioning, graph_to_json, load_json, platform_fields
+from partdsl.dsl.import_options import ImportOptions
 
 
 def dnn_partitioning_to_part(path: Path, objective: str = "bottleneck", split: str = "contiguous",
@@ -58,7 +59,8 @@ def dnn_partitioning_to_part(path: Path, objective: str = "bottleneck", split: s
     return "\n".join(lines) + "\n"
 
 
-def onnx_to_part(path: Path, objective: str = "latency", fuse: bool = False) -> str:
+def onnx_to_part(path: Path, objective: str = "latency", fuse: bool = False,
+                 options: ImportOptions = ImportOptions()) -> str:
     """A spec for an ONNX model: its graph written out (nodes with FLOPs, parameter and
     output bytes per sample, from dsl/onnx_import.py), on two A100s and a Xeon by device
     profile, with the objective asked for."""
@@ -68,7 +70,7 @@ def onnx_to_part(path: Path, objective: str = "latency", fuse: bool = False) -> 
     name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in path.stem) or "g"
     if name[0].isdigit():
         name = "g_" + name
-    graph = import_onnx(path, name, fuse=fuse)
+    graph = import_onnx(path, name, fuse=fuse, options=options)
     objectives = {"bottleneck": "minimize bottleneck", "latency": "minimize latency",
                   "tasks": "minimize latency by tasks", "throughput": "maximize throughput batch 16 split 4"}
     if objective not in objectives:

@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import traceback
+import warnings
 from typing import Sequence
 
 from partdsl.cli.commands import bound, check, convert, evaluate, export, generate, plot, solve, sweep
@@ -58,7 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.emitted = None
     try:
-        code = _guarded(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _plain_warning
+            code = _guarded(args)
         if args.emitted is not None:
             print(args.emitted)
         return code
@@ -91,6 +94,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"internal error: {type(exc).__name__}: {exc}\nThis is a bug in partdsl; rerun with "
               "PARTDSL_DEBUG=1 for the traceback and please report it.", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _plain_warning(message, category, filename, lineno, file=None, line=None) -> None:  # type: ignore[no-untyped-def]
+    """A warning on stderr as one `warning: ...` line (no file and line of partdsl's code)."""
+    print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
 def _guarded(args: argparse.Namespace) -> int:

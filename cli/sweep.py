@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from partdsl.cli.common import EXIT_INTERRUPTED, EXIT_OK, defines, emit
+from partdsl.cli.common import EXIT_INTERRUPTED, EXIT_OK, defines, emit, import_options
+from partdsl.dsl.import_options import ImportOptions
 
 COLUMNS = ("spec", "params", "method", "solver", "seed", "status", "objective", "bound", "gap", "time",
            "stopped", "error")
@@ -41,6 +42,7 @@ class Job:
     time_limit: float | None
     gap: float | None
     options: tuple[tuple[str, float], ...] = ()
+    imports: ImportOptions = ImportOptions()
 
     def key(self, solver_label: str) -> tuple[str, ...]:
         return (self.spec, params_text(self.params), self.method, solver_label, str(self.seed))
@@ -60,7 +62,7 @@ def grid(defines: Mapping[str, str]) -> list[dict[str, str]]:
 
 def jobs(specs: list[str], defines: Mapping[str, str], methods: list[str], solvers: list[str | None],
          seed: int, time_limit: float | None, gap: float | None,
-         options: Mapping[str, float] | None = None) -> list[Job]:
+         options: Mapping[str, float] | None = None, imports: ImportOptions = ImportOptions()) -> list[Job]:
     """Every run of the sweep, in a stable order. A `-D` value with commas is swept."""
     from partdsl.methods.registry import ALIASES, METHODS
 
@@ -72,7 +74,7 @@ def jobs(specs: list[str], defines: Mapping[str, str], methods: list[str], solve
                 m = METHODS.get(ALIASES.get(method, method))
                 for solver in (solvers if m is None or m.mip else [None]):
                     out.append(Job(spec, params, method, solver, seed, time_limit, gap,
-                                   tuple(sorted((options or {}).items()))))
+                                   tuple(sorted((options or {}).items())), imports))
     return out
 
 
@@ -95,7 +97,7 @@ def run_job(job: Job) -> dict:
     row["seed"] = job.seed
     t0 = time.monotonic()
     try:
-        spec = parse_file(job.spec, dict(job.params))
+        spec = parse_file(job.spec, dict(job.params), job.imports)
         r = solve(spec, method=job.method, solver=job.solver, time_limit=job.time_limit, gap=job.gap,
                   seed=job.seed, options=dict(job.options) or None)
         row.update(status=r.status.value, objective=r.objective, bound=r.bound, gap=r.gap,
@@ -196,7 +198,7 @@ def _point(fn, args: argparse.Namespace, values: dict[str, str]):  # type: ignor
     """One point of a sweep, wherever the executor runs it."""
     from partdsl.dsl.parser import parse_file
 
-    return fn(parse_file(args.spec, values), args)
+    return fn(parse_file(args.spec, values, import_options(args)), args)
 
 
 def run_points(args: argparse.Namespace, fn, header: list[str], after=None) -> int:  # type: ignore[no-untyped-def]
@@ -212,7 +214,7 @@ def run_points(args: argparse.Namespace, fn, header: list[str], after=None) -> i
     args.sweeping = any("," in v for v in values.values())
     with open_executor(getattr(args, "executor", None)) as executor:
         if not args.sweeping:
-            spec = parse_file(args.spec, values)
+            spec = parse_file(args.spec, values, import_options(args))
             res = fn(spec, args, executor)
             if after:
                 after("", res)

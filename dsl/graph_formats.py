@@ -19,6 +19,7 @@ from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node, Work
 from partdsl.core.limits import MAX_IMPORT_BYTES, MAX_JSON_DEPTH, check_count
 from partdsl.dsl.assemble import assemble_graph
+from partdsl.dsl.import_options import ImportOptions
 
 FORMATS = ("dnn-partitioning", "partdsl", "onnx", "onnx-fused")
 ACC, CPU = "acc", "cpu"
@@ -64,11 +65,12 @@ def detect_format(data: Any) -> str:
     return "dnn-partitioning"
 
 
-def import_graph(path: Path, fmt: str | None, name: str, span: Span | None = None) -> Graph:
+def import_graph(path: Path, fmt: str | None, name: str, span: Span | None = None,
+                 options: ImportOptions = ImportOptions()) -> Graph:
     if fmt in ("onnx", "onnx-fused") or (fmt is None and path.suffix.lower() == ".onnx"):
         from partdsl.dsl.onnx_import import import_onnx
 
-        return import_onnx(path, name, span, fuse=fmt == "onnx-fused")
+        return import_onnx(path, name, span, fuse=fmt == "onnx-fused", options=options)
     data = load_json(path, span)
     fmt = fmt or detect_format(data)
     if fmt not in FORMATS:

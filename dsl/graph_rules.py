@@ -169,4 +169,4 @@ class GraphRules:
         name, path_tok = str(ch[0]), ch[1]
         fmt = ch[2] if len(ch) > 2 else None
         path = self.base / unquote(path_tok, self.file)
-        return import_graph(path, fmt, name=name, span=tok_span(self.file, path_tok))
+        return import_graph(path, fmt, name=name, span=tok_span(self.file, path_tok), options=self.imports)

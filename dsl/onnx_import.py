@@ -2,13 +2,15 @@
 
 One node per operator (Constant nodes fold into their consumers); an edge from each
 tensor's producer to each consumer; per sample: output bytes from onnx's shape inference
-and dtypes, parameter bytes from the initializers an operator reads, and FLOPs from an
-analytic model per operator (`op_flops`: Conv and ConvTranspose, Gemm and MatMul, which
-also covers attention built from MatMul and Softmax, element-wise and activation ops,
-pooling, normalization, reductions; data movement counts 0). The first dimension of
-the graph inputs is the batch when it is symbolic (or 0): shapes are taken with it set
-to 1, so every number is per sample and the spec's batch scales it. The work of a node
-then comes from the device profiles of the spec (dsl/cost_model.py).
+and dtypes, parameter bytes from the initializers an operator reads, and FLOPs from the
+operator catalogue (dsl/onnx_ops.py: every standard operator and the com.microsoft ones
+common in exported transformers, costed or listed as not modelled). An operator the
+catalogue cannot cost (not modelled, unknown, or shapes unknown) is reported by
+`options.unknown_ops` (dsl/import_options.py: warn, zero or error). The first dimension
+of the graph inputs is the batch when it is symbolic (or 0): it is set to 1 before shape
+inference, so every number is per sample and the spec's batch scales it; any other
+symbolic input dimension is taken from `options.input_shapes` or refused by name. The
+work of a node then comes from the device profiles of the spec (dsl/cost_model.py).
 
 `fuse=True` merges the usual chains into one node, as DiviML's clustering step does:
 an operator from FUSABLE whose one graph input comes from an operator with no other
@@ -27,18 +29,11 @@ from pathlib import Path
 
 from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node
+from partdsl.dsl import onnx_ops
+from partdsl.dsl.import_options import ImportOptions, UncostedOperators
 
 FUSABLE = {"BatchNormalization", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Add", "Mul", "Gelu",
            "HardSigmoid", "HardSwish", "Erf", "Div"}
-ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Pow", "Sqrt",
-               "Exp", "Log", "Neg", "Abs", "Erf", "Gelu", "HardSigmoid", "HardSwish", "Max", "Min", "Where",
-               "Cast", "Reciprocal", "Sum", "Mean", "Elu", "Selu", "Softplus", "PRelu", "Not", "Equal", "Less",
-               "Greater", "And", "Or"}
-NORMS = {"BatchNormalization": 2, "LayerNormalization": 8, "InstanceNormalization": 8,
-         "GroupNormalization": 8, "Softmax": 5, "LogSoftmax": 5, "LpNormalization": 3}
-MOVES = {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice", "Gather",
-         "Shape", "Identity", "Expand", "Tile", "Pad", "Dropout", "ConstantOfShape", "Range", "Resize",
-         "GatherElements", "ScatterND", "DepthToSpace", "SpaceToDepth"}
 DTYPE = {1: "fp32", 10: "fp16", 16: "bf16", 3: "int8", 2: "int8"}  # onnx TensorProto element types
 
 
@@ -76,46 +71,6 @@ def _bytes(shape: list[int] | None, elem_type: int) -> float:
     return float(math.prod(shape) * size)
 
 
-def _attr(node, name: str, default):  # type: ignore[no-untyped-def]
-    from onnx import helper
-
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
-
-
-def op_flops(node, shapes: dict[str, list[int] | None]) -> float:  # type: ignore[no-untyped-def]
-    """FLOPs per sample of one operator (a multiply-add counts 2), from its shapes."""
-    op = node.op_type
-    ins = [shapes.get(x) for x in node.input]
-    outs = [shapes.get(x) for x in node.output]
-    out = outs[0] if outs else None
-    n_out = math.prod(out) if out else 0
-    if op in ("Conv", "ConvTranspose") and ins and ins[1] is not None:
-        w = ins[1]  # Conv: [M, C/group, k...]; ConvTranspose: [C, M/group, k...]
-        kernel = math.prod(w[2:])
-        if op == "Conv":
-            flops = 2.0 * n_out * w[1] * kernel
-        else:
-            flops = 2.0 * (math.prod(ins[0]) if ins[0] else 0) * w[1] * kernel
-        return flops + (n_out if len(node.input) > 2 else 0)
-    if op == "Gemm" and ins[0] is not None:
-        k = ins[0][0] if _attr(node, "transA", 0) else ins[0][-1]
-        return 2.0 * n_out * k + (n_out if len(node.input) > 2 else 0)
-    if op == "MatMul" and ins[0] is not None:
-        return 2.0 * n_out * ins[0][-1]
-    if op in NORMS:
-        return float(NORMS[op] * n_out)
-    if op in ("MaxPool", "AveragePool"):
-        return float(n_out * math.prod(_attr(node, "kernel_shape", [1])))
-    if op in ("GlobalAveragePool", "GlobalMaxPool") or op.startswith("Reduce"):
-        return float(math.prod(ins[0]) if ins and ins[0] else n_out)
-    if op in MOVES:
-        return 0.0
-    return float(n_out)  # element-wise, activations, and any other operator: one per output element
-
-
 def _clean(name: str, used: set[str]) -> str:
     base = re.sub(r"[^A-Za-z0-9_]", "_", name) or "op"
     if not re.match(r"[A-Za-z_]", base):
@@ -128,34 +83,117 @@ def _clean(name: str, used: set[str]) -> str:
     return out
 
 
-def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = False) -> Graph:
+def _fix_inputs(model, options: ImportOptions, path: Path, span: Span | None) -> None:  # type: ignore[no-untyped-def]
+    """Concrete input shapes before shape inference: `options.input_shapes` where given,
+    else the batch (first) dimension set to 1; any other symbolic dimension is refused."""
+    g = model.graph
+    inits = {t.name for t in g.initializer}
+    inputs = [vi for vi in g.input if vi.name not in inits]
+    given = options.shapes
+    unknown = sorted(set(given) - {vi.name for vi in inputs})
+    if unknown:
+        raise PartError(f"--input-shape names '{unknown[0]}', which is no input of '{path.name}'", span,
+                        "its inputs: " + ", ".join(vi.name for vi in inputs))
+    for vi in inputs:
+        dims = vi.type.tensor_type.shape.dim
+        if vi.name in given:
+            shape = given[vi.name]
+            if len(shape) != len(dims):
+                raise PartError(f"--input-shape {vi.name}: {len(shape)} dimensions given, the input has "
+                                f"{len(dims)}", span, f"give {len(dims)} dimensions, the batch first (as 1)")
+            for d, n in zip(dims, shape):
+                d.dim_value = n
+            continue
+        for i, d in enumerate(dims):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                continue
+            if i == 0:
+                d.dim_value = 1  # the batch: per sample
+                continue
+            what = f"symbolic dimension '{d.dim_param}'" if d.dim_param else "an unknown dimension"
+            example = "x".join(["1"] + [str(x.dim_value) if x.dim_value > 0 else "N" for x in dims[1:]])
+            raise PartError(f"import: input '{vi.name}' of '{path.name}' has {what} (dimension {i + 1} of "
+                            f"{len(dims)}): its operators cannot be costed", span,
+                            f"give its shape: --input-shape {vi.name}={example} with each N a number, the batch "
+                            "first as 1 (in Python: parse(..., imports=ImportOptions(input_shapes=...)))")
+
+
+MS_ROUNDS = 16  # shape inference reruns past com.microsoft operators (one chain of them per round)
+
+
+def _shapes(onnx, model, path: Path, span: Span | None):  # type: ignore[no-untyped-def]
+    """The model after onnx's shape inference, and each tensor's shape (None: unknown) and
+    element type. onnx does not know the com.microsoft operators: the outputs of their
+    element-wise ones are filled in (onnx_ops.fill_shape) and inference reruns from them."""
+    for _ in range(MS_ROUNDS):
+        try:
+            model = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        except Exception as e:  # an inconsistent model or --input-shape
+            raise PartError(f"import: onnx's shape inference fails on '{path.name}' ({type(e).__name__}: {e})",
+                            span, "check --input-shape against the model's inputs") from None
+        g = model.graph
+        batch = {d.dim_param for vi in g.input for d in vi.type.tensor_type.shape.dim[:1] if d.HasField("dim_param")}
+        shapes: dict[str, list[int] | None] = {}
+        types: dict[str, int] = {}
+        for vi in list(g.input) + list(g.value_info) + list(g.output):
+            shapes[vi.name] = _shape(vi, batch)
+            types[vi.name] = vi.type.tensor_type.elem_type
+        for t in g.initializer:
+            shapes[t.name] = list(t.dims)
+            types[t.name] = t.data_type
+        filled = [o for nd in g.node for o in onnx_ops.fill_shape(nd, shapes, types)]
+        if not filled:
+            break
+        known = {vi.name for vi in g.value_info}
+        for o in filled:
+            if o in known:  # onnx's entry has an unknown shape: replaced
+                g.value_info.remove(next(vi for vi in g.value_info if vi.name == o))
+            g.value_info.append(onnx.helper.make_tensor_value_info(o, types[o], shapes[o]))
+    return model, shapes, types
+
+
+def _report(uncosted: dict[tuple[str, str], int], options: ImportOptions, path: Path, span: Span | None) -> None:
+    """Operators costed 0 FLOPs because the cost model cannot cost them, by --unknown-ops."""
+    if not uncosted or options.unknown_ops == "zero":
+        return
+    total = sum(uncosted.values())
+    listed = "; ".join(f"{op} x{n} ({why})" for (op, why), n in sorted(uncosted.items(), key=lambda kv: -kv[1]))
+    what = f"{total} operator{'s' if total > 1 else ''} of '{path.name}' the cost model cannot cost: {listed}"
+    if options.unknown_ops == "error":
+        raise PartError(f"import: {what}", span, "--unknown-ops zero (or warn) costs them 0 FLOPs; "
+                        "--input-shape resolves unknown shapes")
+    import warnings
+
+    warnings.warn(f"{what}; costed 0 FLOPs (--unknown-ops error refuses them, zero keeps quiet)",
+                  UncostedOperators, stacklevel=2)
+
+
+def _label(node) -> str:  # type: ignore[no-untyped-def]
+    k = onnx_ops.key(node)
+    return k if isinstance(k, str) else f"{k[0]}:{k[1]}"
+
+
+def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = False,
+                options: ImportOptions = ImportOptions()) -> Graph:
     from partdsl.dsl.assemble import assemble_graph
 
     onnx = _onnx()
     try:
         model = onnx.load(str(path))
-        model = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
     except FileNotFoundError:
         raise PartError(f"import: no such file '{path}'", span, "paths are relative to the spec file's folder") from None
     except Exception as e:  # onnx raises its own errors (DecodeError, ValidationError, ...)
         raise PartError(f"import: '{path}' is not a valid ONNX model ({type(e).__name__}: {e})".strip(), span,
                         "export it again with torch.onnx.export or onnx.save") from None
+    _fix_inputs(model, options, path, span)
+    model, shapes, types = _shapes(onnx, model, path, span)
     g = model.graph
-    batch = {d.dim_param for vi in g.input for d in vi.type.tensor_type.shape.dim[:1] if d.HasField("dim_param")}
     inits = {t.name: t for t in g.initializer}
-    shapes: dict[str, list[int] | None] = {}
-    types: dict[str, int] = {}
-    for vi in list(g.input) + list(g.value_info) + list(g.output):
-        shapes[vi.name] = _shape(vi, batch)
-        types[vi.name] = vi.type.tensor_type.elem_type
-    for t in inits.values():
-        shapes[t.name] = list(t.dims)
-        types[t.name] = t.data_type
     consts: dict[str, float] = {}
     ops = []
     for nd in g.node:
-        if nd.op_type == "Constant":  # folded into its consumers, as parameters
-            v = _attr(nd, "value", None)
+        if nd.op_type == "Constant" and nd.domain in ("", "ai.onnx"):  # folded into its consumers, as parameters
+            v = onnx_ops.attr(nd, "value", None)
             for o in nd.output:
                 consts[o] = float(len(v.raw_data)) if v is not None and v.raw_data else 0.0
                 if v is not None:
@@ -168,7 +206,16 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
     producer = {o: i for i, nd in enumerate(ops) for o in nd.output}
     used: set[str] = set()
     names = [_clean(nd.name or f"{nd.op_type}_{i}", used) for i, nd in enumerate(ops)]
-    flops = [op_flops(nd, shapes) for nd in ops]
+    uncosted: dict[tuple[str, str], int] = {}
+    flops: list[float] = []
+    read = {x for nd in ops for x in nd.input} | {vi.name for vi in g.output}  # outputs whose bytes matter
+    for nd in ops:
+        f = onnx_ops.op_flops(nd, shapes)
+        if f is None or any(o in read and shapes.get(o) is None for o in nd.output):
+            why = onnx_ops.unmodelled_reason(nd) or "shapes unknown"
+            uncosted[(_label(nd), why)] = uncosted.get((_label(nd), why), 0) + 1
+        flops.append(f or 0.0)
+    _report(uncosted, options, path, span)
     params = [sum(_bytes(list(inits[x].dims), inits[x].data_type) for x in nd.input if x in inits)
               + sum(consts.get(x, 0.0) for x in nd.input) for nd in ops]
     outb = [sum(_bytes(shapes.get(o), types.get(o, 1)) for o in nd.output) for nd in ops]

@@ -14,6 +14,7 @@ from partdsl.core.ir import Constraints, Graph, Objective, Platform, SolveOption
 from partdsl.core.quantities import UNITS, Quantity, make_quantity
 from partdsl.core.solver_errors import SolverUnavailable
 from partdsl.core.validate import validate
+from partdsl.dsl.import_options import ImportOptions
 from partdsl.dsl.transformer import ToIR
 
 Override = Quantity | str | int | float
@@ -111,11 +112,13 @@ def parse_tree(text: str, file: str = "<spec>") -> Tree:
         raise syntax_error(e, text, file) from None
 
 
-def parse(text: str, file: str = "<spec>", overrides: Mapping[str, Override] | None = None) -> Spec:
-    """Parse and validate a `.part` spec; raises PartError for any mistake."""
+def parse(text: str, file: str = "<spec>", overrides: Mapping[str, Override] | None = None,
+          imports: ImportOptions = ImportOptions()) -> Spec:
+    """Parse and validate a `.part` spec; raises PartError for any mistake. `imports`:
+    how imported models are read (dsl/import_options.py)."""
     tree = parse_tree(text, file)
     ov = {k: parse_override(k, v) for k, v in (overrides or {}).items()}
-    tr = ToIR(file, ov)
+    tr = ToIR(file, ov, imports)
     try:
         items = tr.transform(tree).children
         spec = assemble_spec(tr, items, Span(file, 1, 1))
@@ -131,7 +134,8 @@ def parse(text: str, file: str = "<spec>", overrides: Mapping[str, Override] | N
     return spec
 
 
-def parse_file(path: str | Path, overrides: Mapping[str, Override] | None = None) -> Spec:
+def parse_file(path: str | Path, overrides: Mapping[str, Override] | None = None,
+               imports: ImportOptions = ImportOptions()) -> Spec:
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -148,7 +152,7 @@ def parse_file(path: str | Path, overrides: Mapping[str, Override] | None = None
         raise PartError(f"{p} is not UTF-8 text: byte 0x{data[e.start]:02x} at line {line}, column {col}",
                         Span(str(p), line, col, line, col + 1), "save the file as UTF-8",
                         shown, "syntax") from None
-    return parse(text, str(p), overrides)
+    return parse(text, str(p), overrides, imports)
 
 
 def assemble_spec(tr: ToIR, items: list[Any], span: Span) -> Spec:

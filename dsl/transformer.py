@@ -15,14 +15,17 @@ from partdsl.core.errors import PartError, Span, did_you_mean
 from partdsl.core.limits import MAX_BATCH, check_count
 from partdsl.core.quantities import EXAMPLES, FRACTION, NUMBER, Quantity, make_quantity
 from partdsl.dsl.graph_rules import GraphRules
+from partdsl.dsl.import_options import ImportOptions
 from partdsl.dsl.spec_rules import SpecRules
 from partdsl.dsl.tokens import Q, canon_unit, unquote
 
 
 class ToIR(GraphRules, SpecRules, Transformer):
-    def __init__(self, file: str, overrides: dict[str, Quantity | str] | None = None) -> None:
+    def __init__(self, file: str, overrides: dict[str, Quantity | str] | None = None,
+                 imports: ImportOptions = ImportOptions()) -> None:
         super().__init__()
         self.file = file
+        self.imports = imports
         self.base = Path(file).parent if file not in ("<spec>", "<string>") else Path.cwd()
         self.overrides = dict(overrides or {})
         self.values: dict[str, Quantity | str] = {}

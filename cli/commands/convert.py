@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from partdsl.cli.common import EXIT_OK, defines
+from partdsl.cli.common import EXIT_OK, defines, import_arguments, import_options
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
@@ -22,6 +22,7 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
                    help="contiguous (default) or any: non-contiguous splits allowed")
     p.add_argument("--output", "-o", metavar="FILE")
     p.add_argument("-D", dest="define", action="append", metavar="NAME=VALUE")
+    import_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
         if args.to not in (None, "part"):
             raise PartError(f"cannot convert onnx to '{args.to}'", None, "use --to part")
-        text = onnx_to_part(src, args.objective or "latency", args.fuse)
+        text = onnx_to_part(src, args.objective or "latency", args.fuse, import_options(args))
     elif fmt == "dnn-partitioning":
         if args.to not in (None, "part"):
             raise PartError(f"cannot convert dnn-partitioning to '{args.to}'", None, "use --to part")
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         from partdsl.dsl.parser import parse_file
         from partdsl.dsl.printer import to_part
 
-        spec = parse_file(src, defines(args.define))
+        spec = parse_file(src, defines(args.define), import_options(args))
         if args.to in (None, "part"):
             text = to_part(spec, header=f"{src.name}, normalized by `part convert`")
         elif args.to == "json":

@@ -6,7 +6,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from partdsl.cli.common import EXIT_OK, EXIT_SOLVER, EXIT_UNAVAILABLE, EXIT_USER, defines, emit, numbers
+from partdsl.cli.common import (
+    EXIT_OK,
+    EXIT_SOLVER,
+    EXIT_UNAVAILABLE,
+    EXIT_USER,
+    defines,
+    emit,
+    import_arguments,
+    import_options,
+    numbers,
+)
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
@@ -26,6 +36,7 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("--executor", metavar="URL", help="local (default) or dask://HOST:PORT / tcp://HOST:PORT")
     p.add_argument("--workers", type=int, metavar="N", help="local processes (default 1: this process)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    import_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -42,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     solvers = [x for x in args.solver.split(",") if x] if args.solver else [None]
     options = numbers(defines(args.option)) if args.option else None
     jobs = sweep.jobs(args.specs, defines(args.define), methods, solvers, args.seed, args.time_limit, args.gap,
-                      options)
+                      options, import_options(args))
     out = Path(args.output) if args.output else None
     got: dict[int, dict] = {}
     ran = 0
