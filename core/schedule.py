@@ -32,7 +32,7 @@ from typing import Any, Mapping
 import numpy as np
 from partdsl.core.dense import INF, work_time
 from partdsl.core.errors import PartError
-from partdsl.core.ir import Spec
+from partdsl.core.ir import GENERIC, Spec
 
 
 @dataclass(frozen=True)
@@ -125,26 +125,31 @@ def from_json(spec: Spec, data: Any, where: str = "schedule") -> Schedule:
 
 def batch_split(spec: Spec, node: int, cls: int, L: int) -> list[int] | None:
     """The fastest sizes to run L samples of a node on one device of a class, in batches
-    the class supports (any size if it declares none): a DP over sample counts."""
+    the class supports: a DP over sample counts. A class that declares no sizes runs any;
+    a size with no work entry costs its multiple of batch 1 (core/dense.work_time), no less
+    than that many batches of 1, so only 1 and the sizes with entries are tried."""
     k = spec.platform.classes[cls]
     nd = spec.graph.nodes[node]
-    if not k.batches:
-        return [L] if np.isfinite(work_time(nd, k.name, k.speed, L)) else None
+    if k.batches:
+        sizes = [b for b in k.batches if b <= L]
+    else:
+        sizes = sorted({1} | {w.batch for w in nd.work if w.on in (k.name, GENERIC) and 1 <= w.batch <= L})
+    times = {b: work_time(nd, k.name, k.speed, b) for b in sizes}
     best = [0.0] + [INF] * L
     last = [0] * (L + 1)
     for x in range(1, L + 1):
-        for b in k.batches:
+        for b in sizes:
             if b <= x:
-                t = best[x - b] + work_time(nd, k.name, k.speed, b)
+                t = best[x - b] + times[b]
                 if t < best[x]:
                     best[x], last[x] = t, b
     if not np.isfinite(best[L]):
         return None
-    sizes, x = [], L
+    out, x = [], L
     while x:
-        sizes.append(last[x])
+        out.append(last[x])
         x -= last[x]
-    return sorted(sizes, reverse=True)
+    return sorted(out, reverse=True)
 
 
 def whole_batches(spec: Spec, dev: np.ndarray) -> Schedule:

@@ -65,9 +65,19 @@ SAMPLE = Spec(Graph("g", (Node("a", (Work(1.0, "gpu"), Work(5.0, "cpu"), Work(1.
               Objective("throughput", batch=4, split=2), Constraints(memory="hard"))
 
 
+# a class that declares no batch sizes runs any: two batches of 2 of `b` (1 ms each) beat
+# one of 4 (no entry: 4 x 2 ms); the MILP ran one batch of 4 and called 500/s optimal (666.7)
+ANY_SIZE = Spec(Graph("g", (Node("a", (Work(0.5, "gpu"), Work(2.0, "cpu"))),
+                            Node("b", (Work(2.0, "gpu"), Work(2.0, "cpu"), Work(1.0, "gpu", 2))),
+                            Node("c", (Work(0.5, "gpu"), Work(2.0, "cpu")))), ()),
+                Platform((DeviceClass("gpu", 1, link=1e9), DeviceClass("cpu", 1, host=True))),
+                Objective("throughput", batch=4), Constraints(memory="hard"))
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(tiny(), st.sampled_from([1, 2, 3]))
 @example(SAMPLE, 1)
+@example(ANY_SIZE, 1)
 def test_the_milp_equals_brute_force_over_schedules_on_highs_scip_and_pyomo(spec: Spec, symmetry: int) -> None:
     """The matrix model on HiGHS and SCIP, the Pyomo reference (on HiGHS), and the matrix
     model with sec. V-E's symmetry rows (one criterion per case) all reach the optimum."""
