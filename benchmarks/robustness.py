@@ -1,9 +1,14 @@
 """The robustness campaign: broken and extreme specs (tests/mutants.py) through `part
-check`, `part solve` and `part eval`, in-process, on worker processes. Counts tracebacks
-(exit 1 or an exception escaping main), errors without file:line:column, and hangs (a
-case over --timeout seconds); failing cases are kept in --keep for replay.
+check`, `part solve` and `part eval`, in-process, on worker processes; every tenth case
+also through `part plot`, and another tenth through a peer partitioner (metis, scotch,
+kahypar in turn). Counts tracebacks (exit 1 or an exception escaping main), errors
+without file:line:column, and hangs (a case over --timeout seconds); failing cases are
+kept in --keep for replay. `--absent-extras` runs it as if the optional extras (onnx,
+matplotlib, dask, the peers) were not installed: each must then be exit 5 with its
+install hint, never a traceback.
 
     .venv/bin/python benchmarks/robustness.py --cases 10000 --workers 2
+    .venv/bin/python benchmarks/robustness.py --cases 10000 --workers 2 --absent-extras
     .venv/bin/python benchmarks/robustness.py --replay KEEP/case-123    # one kept case again
 """
 from __future__ import annotations
@@ -27,6 +32,23 @@ sys.path.insert(0, str(ROOT))
 from tests.mutants import KINDS, mutate, run_case, write_case  # noqa: E402
 
 EDITS = tuple(k for k in KINDS if k != "big_graph")  # big graphs take seconds: one case in 80
+EXTRAS = ("onnx", "matplotlib", "distributed", "dask", "pymetis", "pyscotch", "mtkahypar")  # the optional packages
+PEERS = ("metis", "scotch", "kahypar")
+
+
+def _without_extras() -> None:
+    """A worker in which importing an optional extra fails, as where it is not installed."""
+    for name in EXTRAS:
+        sys.modules[name] = None  # type: ignore[assignment]
+
+
+def more_commands(i: int, folder: Path) -> tuple[list[str], ...]:
+    """The commands beyond check, solve and eval for case i: plot or a peer, one case in ten each."""
+    if i % 10 == 3:
+        return (["plot", "SPEC", "-o", str(folder / "plot.png"), "--time-limit", "1"],)
+    if i % 10 == 7:
+        return (["solve", "SPEC", "--method", PEERS[(i // 10) % len(PEERS)], "-O", "repair=1"],)
+    return ()
 
 
 class CaseTimeout(Exception):
@@ -50,6 +72,12 @@ def partition_file(folder: Path) -> Path:
 
 def run_chunk(args: tuple[int, list[int], float, str]) -> list[tuple[int, str, list[str], float]]:
     seed, ids, timeout, keep = args
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # no display
+    except ImportError:  # --absent-extras
+        pass
     signal.signal(signal.SIGALRM, _alarm)
     out = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -62,7 +90,7 @@ def run_chunk(args: tuple[int, list[int], float, str]) -> list[tuple[int, str, l
             t = time.monotonic()
             signal.alarm(int(timeout))
             try:
-                problems = run_case(spec, part)
+                problems = run_case(spec, part, more=more_commands(i, folder))
             except CaseTimeout:
                 problems = [f"hang: over {timeout:g} s"]
             finally:
@@ -87,8 +115,12 @@ def main() -> int:
     ap.add_argument("--keep", default="robustness-failures", help="folder for failing cases")
     ap.add_argument("--max-seconds", type=float, default=0, help="stop after this long and report (0: no limit)")
     ap.add_argument("--replay", metavar="FOLDER", help="run one kept case and print what it does")
+    ap.add_argument("--absent-extras", action="store_true", help="as if onnx, matplotlib, dask and the peers were "
+                    "not installed")
     a = ap.parse_args()
     if a.replay:
+        if a.absent_extras:
+            _without_extras()
         problems = run_case(Path(a.replay) / "spec.part", Path(a.replay) / "partition.json")
         print("\n".join(problems) or "no problem")
         return 1 if problems else 0
@@ -98,7 +130,7 @@ def main() -> int:
     bad: list[tuple[int, str, list[str]]] = []
     slowest = (0.0, -1)
     done = 0
-    ex = ProcessPoolExecutor(a.workers)
+    ex = ProcessPoolExecutor(a.workers, initializer=_without_extras if a.absent_extras else None)
     futures = [ex.submit(run_chunk, (a.seed, c, a.timeout, a.keep)) for c in chunks]
     try:
         for fut in as_completed(futures):

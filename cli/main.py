@@ -66,6 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(args.emitted)
         return code
     except PartError as e:
+        e = _with_file_source(e)
         print(e.render(), file=sys.stderr)
         if getattr(args, "json", False):
             print(json.dumps(e.to_json()))
@@ -94,6 +95,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"internal error: {type(exc).__name__}: {exc}\nThis is a bug in partdsl; rerun with "
               "PARTDSL_DEBUG=1 for the traceback and please report it.", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _with_file_source(e):  # type: ignore[no-untyped-def]
+    """An error located in a spec file but raised after parsing (a method refusing a
+    feature, say) gets the file's text, for the caret."""
+    from pathlib import Path
+
+    if e.span is None or e.source is not None or not Path(e.span.file).is_file():
+        return e
+    try:
+        return e.with_source(Path(e.span.file).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return e
 
 
 def _plain_warning(message, category, filename, lineno, file=None, line=None) -> None:  # type: ignore[no-untyped-def]

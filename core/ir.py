@@ -189,6 +189,11 @@ class Constraints:
     forbids: tuple[tuple[Target, tuple[Target, ...]], ...] = ()  # node -> excluded devices/classes
     max_stages: int | None = None
     subgraphs: int = 1  # q: contiguous subgraphs per accelerator under latency (Tarnawski sec. 4.1, Fig. 4)
+    # where each constraint was written (field name -> span of its first occurrence), for errors
+    spans: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)
+
+    def span_of(self, name: str) -> Span | None:
+        return next((s for k, s in self.spans if k == name), None)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lark import v_args
-from partdsl.core.errors import PartError, did_you_mean
+from partdsl.core.errors import PartError, Span, did_you_mean
 from partdsl.core.ir import Constraints, DeviceClass, Link, Objective, Platform, SolveOptions, Target
 from partdsl.core.limits import MAX_BATCH, MAX_DEVICES, MAX_SUBGRAPHS, check_count
 from partdsl.core.quantities import BANDWIDTH, NUMBER, SIZE, TIME
@@ -117,50 +117,60 @@ class SpecRules:
         return k
 
     # ------------------------------------------------------------------ constraints
-    def acyclic(self, ch: list) -> tuple:
-        return ("acyclic", True)
+    @v_args(meta=True)
+    def acyclic(self, meta: Any, ch: list) -> tuple:
+        return ("acyclic", True, self.span(meta))
 
-    def contiguous(self, ch: list) -> tuple:
-        return ("contiguous", True)
+    @v_args(meta=True)
+    def contiguous(self, meta: Any, ch: list) -> tuple:
+        return ("contiguous", True, self.span(meta))
 
-    def memory_mode(self, ch: list) -> tuple:
-        return ("memory", str(ch[0]))
+    @v_args(meta=True)
+    def memory_mode(self, meta: Any, ch: list) -> tuple:
+        return ("memory", str(ch[0]), self.span(meta))
 
     @v_args(meta=True)
     def colocate_groups(self, meta: Any, ch: list) -> tuple:
         if ch and str(ch[0]) not in ("group", "colorClass"):
             raise PartError(f"cannot colocate by '{ch[0]}'", self.span(meta),
                             "write `colocate` or `colocate by group` (imports map colorClass to group)")
-        return ("colocate", True)
+        return ("colocate", True, self.span(meta))
 
     def _targets(self, refs: list[Ref]) -> tuple[Target, ...]:
         return tuple(Target(nm, r.span) for r in refs for nm in r.names)
 
-    def colocate_nodes(self, ch: list) -> tuple:
-        return ("colocate_sets", (self._targets(ch),))
+    @v_args(meta=True)
+    def colocate_nodes(self, meta: Any, ch: list) -> tuple:
+        return ("colocate_sets", (self._targets(ch),), self.span(meta))
 
-    def pin(self, ch: list) -> tuple:
-        return ("pins", tuple((t, tuple(ch[1:])) for t in self._targets([ch[0]])))
+    @v_args(meta=True)
+    def pin(self, meta: Any, ch: list) -> tuple:
+        return ("pins", tuple((t, tuple(ch[1:])) for t in self._targets([ch[0]])), self.span(meta))
 
-    def forbid(self, ch: list) -> tuple:
-        return ("forbids", tuple((t, tuple(ch[1:])) for t in self._targets([ch[0]])))
+    @v_args(meta=True)
+    def forbid(self, meta: Any, ch: list) -> tuple:
+        return ("forbids", tuple((t, tuple(ch[1:])) for t in self._targets([ch[0]])), self.span(meta))
 
-    def stages(self, ch: list) -> tuple:
-        return ("max_stages", self.need_int(ch[0], "stages", 1))
+    @v_args(meta=True)
+    def stages(self, meta: Any, ch: list) -> tuple:
+        return ("max_stages", self.need_int(ch[0], "stages", 1), self.span(meta))
 
-    def subgraphs(self, ch: list) -> tuple:
+    @v_args(meta=True)
+    def subgraphs(self, meta: Any, ch: list) -> tuple:
         q = self.need_int(ch[0], "subgraphs", 1)
         check_count(q, MAX_SUBGRAPHS, "subgraphs per accelerator", ch[0].span,
                     "q contiguous subgraphs per accelerator (Tarnawski sec. 4.1): a small number, e.g. 2")
-        return ("subgraphs", q)
+        return ("subgraphs", q, self.span(meta))
 
     @v_args(meta=True)
     def constraints_decl(self, meta: Any, ch: list) -> Constraints:
         self.block_spans.setdefault(Constraints, []).append(self.span(meta))
         acc: dict[str, Any] = {}
-        for key, val in ch:
+        spans: dict[str, Span] = {}
+        for key, val, span in ch:
             acc[key] = acc.get(key, ()) + val if key in ("colocate_sets", "pins", "forbids") else val
-        return Constraints(**acc)
+            spans.setdefault(key, span)
+        return Constraints(**acc, spans=tuple(spans.items()))
 
     # ------------------------------------------------------------------ solve
     def time_opt(self, ch: list) -> tuple:

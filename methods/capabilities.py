@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 import numpy as np
-from partdsl.core.errors import PartError
+from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Spec
 
 
@@ -36,6 +36,25 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
     "stage limits": ("a stage limit (`stages <= k`)", lambda s: s.constraints.max_stages is not None),
     "subgraphs": ("several subgraphs per accelerator (`subgraphs <= q`)", lambda s: s.constraints.subgraphs > 1),
     "batch split": ("a split batch (`batch L split K`, K > 1)", lambda s: s.objective.split > 1),
+}
+
+
+def _memory_span(spec: Spec) -> Span | None:
+    return spec.constraints.span_of("memory") or next(
+        (k.span for k in spec.platform.classes if k.memory is not None and k.count), None)
+
+
+WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says it (for the caret)
+    "links": lambda s: s.platform.links[0].span,
+    "overlap": lambda s: s.objective.span,
+    "memory limits": _memory_span,
+    "memory overflow": _memory_span,
+    "colocation": lambda s: s.constraints.span_of("colocate") or s.constraints.span_of("colocate_sets"),
+    "contiguous": lambda s: s.constraints.span_of("contiguous"),
+    "acyclic": lambda s: s.constraints.span_of("acyclic"),
+    "stage limits": lambda s: s.constraints.span_of("max_stages"),
+    "subgraphs": lambda s: s.constraints.span_of("subgraphs"),
+    "batch split": lambda s: s.objective.span,
 }
 
 
@@ -66,4 +85,5 @@ def check(spec: Spec, method: str, ignores: tuple[tuple[str, str | None], ...], 
             if liftable else "") + \
         (f"methods that model {'them' if len(missing) > 1 else 'it'}: {', '.join(others)}" if others
          else "drop the feature from the spec")
-    raise PartError(f"method {method} does not model {names} ({what}), which this spec has", None, hint)
+    raise PartError(f"method {method} does not model {names} ({what}), which this spec has",
+                    WHERE[missing[0][0]](spec), hint)

@@ -141,12 +141,16 @@ def write_case(case: Case, folder: Path) -> Path:
 LOCATION = re.compile(r"--> .+:\d+:\d+")
 
 
-def run_case(spec: Path, partition: Path, solve_args: tuple[str, ...] = ("--time-limit", "1")) -> list[str]:
-    """Run check, solve and eval in-process; the problems found (empty: all well)."""
+def run_case(spec: Path, partition: Path, solve_args: tuple[str, ...] = ("--time-limit", "1"),
+             more: tuple[list[str], ...] = ()) -> list[str]:
+    """Run check, solve and eval in-process, then the `more` command lines (the spec's path
+    as SPEC); the problems found (empty: all well)."""
     from partdsl.cli.main import main
 
     problems = []
-    for argv in (["check", str(spec)], ["solve", str(spec), *solve_args], ["eval", str(spec), str(partition)]):
+    extra = [[str(spec) if a == "SPEC" else a for a in argv] for argv in more]
+    for argv in (["check", str(spec)], ["solve", str(spec), *solve_args], ["eval", str(spec), str(partition)],
+                 *extra):
         out, err = io.StringIO(), io.StringIO()
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

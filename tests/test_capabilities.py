@@ -86,3 +86,16 @@ def test_pipedream_keeps_parameters_within_memory() -> None:
     roomy = parse(spec_with("memory limits").replace("1.5 GB", "2.5 GB"))
     r = solve(roomy, method="pipedream")
     assert r.evaluation is not None and r.evaluation.feasible
+
+
+@pytest.mark.parametrize("feature", WITH)
+def test_the_refusal_points_at_the_feature(feature: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """file:line:column and a caret under the feature in the spec (the peers refuse all)."""
+    f = tmp_path / "s.part"
+    f.write_text(spec_with(feature))
+    p = run_part("solve", str(f), "--method", "metis", "-O", "repair=1")
+    if feature in ("memory limits", "colocation"):  # the repair models them
+        assert p.returncode == 0, p.stderr
+        return
+    assert p.returncode == 2, p.stderr
+    assert f"{f}:" in p.stderr and "^" in p.stderr, p.stderr
