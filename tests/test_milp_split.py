@@ -98,3 +98,28 @@ def test_a_module_milp_infeasible_under_its_cap_keeps_the_start_and_proves_nothi
     assert r.objective == pytest.approx(opt, rel=1e-9)  # the start (simulated annealing) is kept
     assert math.isfinite(r.bound) and r.bound >= opt - 1e-6  # maximize: a valid upper bound
     assert not any("inf ms" in line for line in r.log)
+
+
+def test_what_crosses_modules_is_refused_by_name() -> None:
+    """Issue 28: each module MILP sees its own module, so colocation across modules and
+    memory limits the modules could pass together are refused, naming the methods that
+    model them, never ignored."""
+    from dataclasses import replace
+
+    from partdsl.core.ir import Target
+    from partdsl.methods.milp_split_modules import ModulePlan
+
+    spec = randwire_spec(RandWire(model="er", size=4, modules=3, p=0.5, seed=3))
+    plan = ModulePlan(spec, 1, 4)
+    assert len(plan.modules) > 1
+    first, last = plan.modules[0][0], plan.modules[-1][-1]
+    names = [spec.graph.nodes[plan.split.origin[v]].name for v in (first, last)]
+    together = replace(spec, constraints=replace(spec.constraints, colocate_sets=(tuple(Target(n) for n in names),)))
+    with pytest.raises(PartError, match="does not model colocation across modules") as e:
+        solve(together, method="milp_split")
+    assert "exact" in (e.value.hint or "")
+    assert solve(together, method="heft").evaluation.feasible  # a method that models it (the evaluator checks)
+    small = replace(spec, platform=replace(spec.platform, classes=tuple(  # below what the whole graph holds
+        replace(k, memory=float(spec.dense.params.sum()) / 2) if not k.host else k for k in spec.platform.classes)))
+    with pytest.raises(PartError, match="does not model memory limits across modules"):
+        solve(small, method="milp_split")

@@ -298,3 +298,28 @@ def test_the_searches_are_seeded_and_improve_on_their_biased_start(method: str) 
     assert a.schedule == b.schedule and a.evaluation.feasible
     start = solve(spec, method=method, seed=3, options={"iterations": 0})
     assert a.objective >= start.objective  # maximized: never below the biased string
+
+
+TIGHT = """
+graph g {
+  node a { work 2 ms on gpu; params 600 MB; out 1 MB }
+  node b { work 2 ms on gpu; params 600 MB; out 1 MB }
+  a -> b
+}
+platform { device gpu[2] { link 1 MB/s; memory 1 GB } }
+maximize throughput batch 2
+"""
+
+
+@pytest.mark.parametrize("method", ["met", "eft", "heft"])
+def test_the_list_schedulers_keep_within_memory(method: str) -> None:
+    """Issue 28: the list schedulers ignored memory. Both nodes on one GPU avoid a 1 s
+    transfer but hold 1.2 GB of parameters on a 1 GB device: under `memory hard` the
+    scheduler takes the combination that fits (b on the other GPU)."""
+    from partdsl.methods.solve import solve
+
+    spec = parse(TIGHT)
+    r = solve(spec, method=method)
+    assert r.evaluation is not None and r.evaluation.feasible, r.evaluation.violations
+    roomy = parse(TIGHT.replace("memory 1 GB", "memory 2 GB"))
+    assert solve(roomy, method=method).objective > r.objective  # together, when it fits, is faster
