@@ -12,9 +12,9 @@ EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report it; the best answer so far is
 EXIT_CODES = """exit codes:
   0 success
   1 internal error (a bug)
-  2 user error in the spec, a file or the arguments
+  2 user error in the spec, a file or the arguments, or a method's table too large for the memory free
   3 infeasible
-  4 no solution within the limits
+  4 no solution within the limits (time, memory)
   5 solver not installed
   6 the solver failed (license or size limit, or its own crash)
   130 interrupted by Ctrl-C (the best answer found so far is printed)"""

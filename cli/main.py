@@ -32,11 +32,13 @@ from partdsl.cli.common import (
     EXIT_CODES,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
+    EXIT_NO_SOLUTION,
     EXIT_OK,
     EXIT_SOLVER,
     EXIT_UNAVAILABLE,
     EXIT_USER,
 )
+from partdsl.runtime.memory import SCALABLE
 
 COMMANDS = (check, evaluate, solve, export, bound, sweep, plot, convert, generate)  # in --help's order
 
@@ -81,6 +83,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except MemoryError:  # a limit of the machine, not a bug (issue 29): no answer within it
+        print("error: out of memory: this method's tables for this graph do not fit in the memory free\n"
+              f"hint: methods that scale to large graphs: {SCALABLE}", file=sys.stderr)
+        if getattr(args, "json", False):
+            print(json.dumps({"error": "out of memory", "kind": "out_of_memory"}))
+        return EXIT_NO_SOLUTION
     except BrokenPipeError:
         return EXIT_OK
     except Exception as e:  # a bug in partdsl, not the user's fault

@@ -24,6 +24,7 @@ from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.bottleneck.topo_split import assign
 from partdsl.kernels.graph.contraction import contract
 from partdsl.kernels.graph.orders import dfs_order, kahn
+from partdsl.runtime import memory
 from partdsl.runtime.deadline import NEVER, Deadline
 
 
@@ -58,6 +59,7 @@ def pipedream(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object
     # hard memory: a stage holds its nodes' parameters (the evaluator's memory)
     cap = d.memory[c] if spec.constraints.memory == "hard" else np.inf
     cp = np.r_[0.0, np.cumsum(np.bincount(pos, weights=d.params, minlength=P))]
+    memory.need(16.0 * P * P, f"PipeDream's {P:,} x {P:,} stage table")
     cost = np.full((1, P, P), np.inf)
     for l in range(P):
         r = np.arange(l, P)

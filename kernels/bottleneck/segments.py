@@ -17,6 +17,7 @@ from partdsl.core.dense import INF
 from partdsl.core.evaluate import combine
 from partdsl.core.ir import Spec
 from partdsl.kernels.jit import HAVE_NUMBA, njit
+from partdsl.runtime import memory
 
 
 def _rect_add(D: np.ndarray, l0: np.ndarray, l1: np.ndarray, r0: np.ndarray, r1: np.ndarray,
@@ -81,9 +82,13 @@ def transfer_matrices(pos: np.ndarray, P: int, src: np.ndarray, dst: np.ndarray,
 
 
 def segment_costs(spec: Spec, pos: np.ndarray, P: int, use_numba: bool = True) -> np.ndarray:
-    """cost[C, P, P] for the order given by node positions `pos` (0 .. P-1)."""
+    """cost[C, P, P] for the order given by node positions `pos` (0 .. P-1). Quadratic in
+    P: refused (runtime/memory.py) where the table and its temporaries would not fit."""
     d = spec.dense
     C = len(d.class_names)
+    memory.need(8.0 * P * P * (3 * C + 2), f"the segment table of {P:,} positions x {C} device "
+                f"class{'es' if C > 1 else ''} (methods topo, dp, load_search, slicegraph, exact's starts, "
+                "latency_search)")
     obj, cons = spec.objective, spec.constraints
     cls_any = np.stack([d.allowed[:, d.dev_class == c].any(axis=1) for c in range(C)], axis=1)
     W = np.zeros((P, C))

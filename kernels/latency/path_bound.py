@@ -28,6 +28,7 @@ import weakref
 import numpy as np
 from partdsl.core.dense import INF
 from partdsl.core.ir import Spec
+from partdsl.runtime import memory
 from partdsl.runtime.deadline import NEVER, Deadline
 
 INTERVAL_LIMIT = 4000  # above this many nodes, runs count only their path nodes (still a bound)
@@ -76,10 +77,11 @@ def reach_masks(spec: Spec, path: list[int]) -> tuple[np.ndarray, np.ndarray]:
 
 def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray] | None = None,
                  cuts: bool = True) -> float:
-    """The path segmentation bound for one path (see the module docstring)."""
+    """The path segmentation bound for one path (see the module docstring); 0 (a valid,
+    empty bound) where its m x m tables would not fit in memory (runtime/memory.py)."""
     d = spec.dense
     m = len(path)
-    if m == 0:
+    if m == 0 or 8.0 * (6 * m * m + 2 * d.n * m) > memory.budget():
         return 0.0
     P = np.asarray(path)
     C = len(d.class_names)

@@ -1,0 +1,49 @@
+"""Issue 29: a table that grows faster than the graph is refused with its size before it
+is allocated (exit 2), and a MemoryError is a plain message (exit 4), never "internal
+error ... a bug". Subprocesses: one with a memory budget, one under an address-space cap."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+CHAIN = """graph g {{
+  node n[1..{n}] {{ work 1 ms on gpu; out 1 MB }}
+  n[1] -> ... -> n[{n}]
+}}
+platform {{ device gpu[4] {{ link 10 GB/s }} }}
+minimize bottleneck
+subject to {{ memory ignore }}
+"""
+
+
+def _part(args: list[str], env: dict[str, str], cap: int | None = None) -> subprocess.CompletedProcess:
+    pre = ""
+    if cap:  # an address-space cap on the child only
+        pre = f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))\n"
+    code = pre + f"import sys; from partdsl.cli.main import main; sys.exit(main({args!r}))"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **env})
+
+
+def test_a_segment_table_too_large_is_refused_with_its_size(tmp_path: Path) -> None:
+    f = tmp_path / "chain.part"
+    f.write_text(CHAIN.format(n=3000))
+    p = _part(["solve", str(f), "--method", "dp"], {"PARTDSL_MEMORY_BYTES": str(50 * 2**20)})
+    assert p.returncode == 2, p.stderr
+    assert "segment table of 3,000 positions x 1 device class" in p.stderr and "more than the 50 MiB free" in p.stderr
+    assert "methods that scale to this size: metis" in p.stderr and "internal error" not in p.stderr
+    p = _part(["solve", str(f), "--method", "metis"], {"PARTDSL_MEMORY_BYTES": str(50 * 2**20)})
+    assert p.returncode == 0, p.stderr  # the peer the hint names runs within it
+
+
+def test_a_memory_error_is_a_plain_message_not_a_bug(tmp_path: Path) -> None:
+    """The budget check switched off (a huge budget), the process capped at 1.5 GiB: the
+    30,000-position segment table (7 GiB) fails to allocate."""
+    f = tmp_path / "chain.part"
+    f.write_text(CHAIN.format(n=30000))
+    p = _part(["solve", str(f), "--method", "dp", "--json"], {"PARTDSL_MEMORY_BYTES": "1e15"}, cap=3 * 2**29)
+    assert p.returncode == 4, p.stderr
+    assert "error: out of memory" in p.stderr and "internal error" not in p.stderr
+    assert '"kind": "out_of_memory"' in p.stdout
