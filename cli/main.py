@@ -38,6 +38,7 @@ from partdsl.cli.common import (
     EXIT_UNAVAILABLE,
     EXIT_USER,
 )
+from partdsl.dsl.import_options import UncostedOperators
 from partdsl.runtime.memory import SCALABLE
 
 COMMANDS = (check, evaluate, solve, export, bound, sweep, plot, convert, generate)  # in --help's order
@@ -62,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.emitted = None
     try:
         with warnings.catch_warnings():
+            warnings.simplefilter("always", UncostedOperators)  # every run says it, also in one process
             warnings.showwarning = _plain_warning
             code = _guarded(args)
         if args.emitted is not None:

@@ -89,13 +89,16 @@ def test_pipedream_keeps_parameters_within_memory() -> None:
 
 
 @pytest.mark.parametrize("feature", WITH)
-def test_the_refusal_points_at_the_feature(feature: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_refusal_points_at_the_feature(feature: str, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     """file:line:column and a caret under the feature in the spec (the peers refuse all)."""
+    from partdsl.cli.main import main
+
     f = tmp_path / "s.part"
     f.write_text(spec_with(feature))
-    p = run_part("solve", str(f), "--method", "metis", "-O", "repair=1")
+    code = main(["solve", str(f), "--method", "metis", "-O", "repair=1"])
+    err = capsys.readouterr().err
     if feature in ("memory limits", "colocation"):  # the repair models them
-        assert p.returncode == 0, p.stderr
+        assert code == 0, err
         return
-    assert p.returncode == 2, p.stderr
-    assert f"{f}:" in p.stderr and "^" in p.stderr, p.stderr
+    assert code == 2, err
+    assert f"{f}:" in err and "^" in err, err

@@ -127,31 +127,41 @@ def test_unknown_operators_warn_zero_or_error(tmp_path: Path) -> None:
     assert e.value.span is not None and e.value.span.line == 1
 
 
-def test_the_command_line_reports_unknown_operators(tmp_path: Path) -> None:
+def _main(capsys, *argv: str) -> tuple[int, str]:  # type: ignore[no-untyped-def]
+    from partdsl.cli.main import main
+
+    code = main(list(argv))
+    return code, capsys.readouterr().err
+
+
+def test_the_command_line_reports_unknown_operators(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     spec_file = _unknown(tmp_path)
-    p = run_part("check", str(spec_file))
-    assert p.returncode == 0, p.stderr
-    assert "warning: 2 operators of 'u.onnx' the cost model cannot cost: com.example:Frob x2" in p.stderr
-    assert "Traceback" not in p.stderr and "UserWarning" not in p.stderr
-    p = run_part("check", str(spec_file), "--unknown-ops", "error")
-    assert p.returncode == 2 and "^" in p.stderr and "com.example:Frob x2" in p.stderr
-    p = run_part("check", str(spec_file), "--unknown-ops", "zero")
-    assert p.returncode == 0 and "warning" not in p.stderr
-    p = run_part("convert", str(tmp_path / "u.onnx"), "-o", str(tmp_path / "out.part"), "--unknown-ops", "error")
-    assert p.returncode == 2 and "com.example:Frob" in p.stderr
+    code, err = _main(capsys, "check", str(spec_file))
+    assert code == 0, err
+    assert "warning: 2 operators of 'u.onnx' the cost model cannot cost: com.example:Frob x2" in err
+    assert "Traceback" not in err and "UserWarning" not in err
+    code, err = _main(capsys, "check", str(spec_file), "--unknown-ops", "error")
+    assert code == 2 and "^" in err and "com.example:Frob x2" in err
+    code, err = _main(capsys, "check", str(spec_file), "--unknown-ops", "zero")
+    assert code == 0 and "warning" not in err
+    code, err = _main(capsys, "convert", str(tmp_path / "u.onnx"), "-o", str(tmp_path / "out.part"),
+                      "--unknown-ops", "error")
+    assert code == 2 and "com.example:Frob" in err
+    p = run_part("check", str(spec_file))  # the installed command too: one plain line on stderr
+    assert p.returncode == 0 and "warning: 2 operators of 'u.onnx'" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_input_shape_on_the_command_line(tmp_path: Path) -> None:
+def test_input_shape_on_the_command_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
     _save(tmp_path / "s.onnx", nodes, [helper.make_tensor_value_info("x", F, ["N", "T", 8])],
           [helper.make_tensor_value_info("y", F, None)], [_weights("w", 8, 4)])
     (tmp_path / "s.part").write_text(UNKNOWN.replace("u.onnx", "s.onnx"))
-    p = run_part("check", str(tmp_path / "s.part"))
-    assert p.returncode == 2 and "symbolic dimension 'T'" in p.stderr and "--input-shape x=1xNx8" in p.stderr
-    p = run_part("check", str(tmp_path / "s.part"), "--input-shape", "x=1x16x8", "--json")
-    assert p.returncode == 0, p.stderr
-    p = run_part("check", str(tmp_path / "s.part"), "--input-shape", "x=1 by 16")
-    assert p.returncode == 2 and "is not NAME=DIMS" in p.stderr
+    code, err = _main(capsys, "check", str(tmp_path / "s.part"))
+    assert code == 2 and "symbolic dimension 'T'" in err and "--input-shape x=1xNx8" in err
+    code, err = _main(capsys, "check", str(tmp_path / "s.part"), "--input-shape", "x=1x16x8", "--json")
+    assert code == 0, err
+    code, err = _main(capsys, "check", str(tmp_path / "s.part"), "--input-shape", "x=1 by 16")
+    assert code == 2 and "is not NAME=DIMS" in err
 
 
 LIGHT = Path(__file__).resolve().parents[1] / "data" / "onnx-light"
