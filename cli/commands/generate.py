@@ -1,4 +1,5 @@
-"""`part generate randwire`: a RandWire network (DiviML's RWNNs, dsl/randwire.py) as a .part spec."""
+"""`part generate randwire|transformer`: a RandWire network (DiviML's RWNNs, dsl/randwire.py)
+or an LLM-like decoder's operator graph (dsl/decoder_graph.py) as a .part spec."""
 from __future__ import annotations
 
 import argparse
@@ -9,8 +10,9 @@ from partdsl.cli.common import EXIT_OK
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
-    p = sub.add_parser("generate", help="write a generated workload as a .part spec (randwire: DiviML's RWNNs)")
-    p.add_argument("kind", choices=["randwire"])
+    p = sub.add_parser("generate", help="write a generated workload as a .part spec (randwire: DiviML's RWNNs; "
+                       "transformer: a GPT-style decoder, operator by operator)")
+    p.add_argument("kind", choices=["randwire", "transformer"])
     p.add_argument("--model", default="er", choices=["er", "ws", "ba"], help="random graph of each module (default er)")
     p.add_argument("--size", type=int, default=10, metavar="N", help="nodes per module (default 10)")
     p.add_argument("--modules", type=int, default=1, metavar="Q", help="modules in a chain (default 1)")
@@ -19,7 +21,18 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("-p", type=float, default=0.2, help="ER and WS probability (default 0.2)")
     p.add_argument("-k", type=int, default=4, help="WS neighbours (default 4)")
     p.add_argument("-m", type=int, default=5, help="BA edges per new node (default 5)")
-    p.add_argument("--objective", default="latency", choices=["latency", "throughput"])
+    t = p.add_argument_group("transformer (GPT-2 small's shape by default)")
+    t.add_argument("--layers", type=int, default=12)
+    t.add_argument("--hidden", type=int, default=768)
+    t.add_argument("--heads", type=int, default=12)
+    t.add_argument("--seq", type=int, default=1024, help="tokens per sample")
+    t.add_argument("--ffn", type=int, help="MLP width (default 4 x hidden)")
+    t.add_argument("--vocab", type=int, default=50257)
+    t.add_argument("--dtype", default="fp16", choices=["fp16", "bf16", "fp32"])
+    t.add_argument("--gpus", type=int, default=8, help="GPUs of --profile, beside one host CPU (default 8)")
+    t.add_argument("--profile", default="a100", help="the GPUs' device profile (default a100)")
+    p.add_argument("--objective", choices=["latency", "throughput", "bottleneck"],
+                   help="randwire: latency (default) or throughput; transformer: bottleneck (default) or latency")
     p.add_argument("--batch", type=int, default=1, metavar="B", help="throughput batch (default 1)")
     p.add_argument("--split", type=int, default=1, metavar="K", help="chunks of the batch (default 1)")
     p.add_argument("--seed", type=int, default=0)
@@ -30,20 +43,47 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
 def run(args: argparse.Namespace) -> int:
     from partdsl.core.validate import validate
     from partdsl.dsl.printer import to_part
+
+    if args.kind == "transformer":
+        spec, what = _transformer(args)
+    else:
+        spec, what = _randwire(args)
+    validate(spec)
+    text = to_part(spec, header=what)
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}: {spec.dense.n:,} nodes, {len(spec.graph.edges):,} edges", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _transformer(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from partdsl.dsl.decoder_graph import Decoder, decoder_spec
+
+    m = Decoder(args.layers, args.hidden, args.heads, args.seq, args.ffn, args.vocab, args.dtype)
+    spec = decoder_spec(m, args.gpus, args.profile, args.objective or "bottleneck")
+    what = (f"A GPT-style decoder, {m.layers} layers of 14 operators, hidden {m.hidden}, {m.heads} heads, "
+            f"{m.seq} tokens, made by\n#   part generate transformer --layers {m.layers} --hidden {m.hidden} "
+            f"--heads {m.heads} --seq {m.seq} --ffn {m.f} --vocab {m.vocab} --dtype {m.dtype} --gpus {args.gpus} "
+            f"--profile {args.profile} --objective {spec.objective.kind}")
+    return spec, what
+
+
+def _randwire(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from partdsl.dsl.randwire import RandWire, randwire_spec
 
+    args.objective = args.objective or "latency"
+    if args.objective == "bottleneck":
+        from partdsl.core.errors import PartError
+
+        raise PartError("randwire specs are DiviML's: --objective latency or throughput", None)
     rw = RandWire(model=args.model, size=args.size, modules=args.modules, channels=args.channels,
                   variant=args.variant, p=args.p, k=args.k, m=args.m, seed=args.seed)
     spec = randwire_spec(rw, args.objective, args.batch, args.split)
-    validate(spec)
     what = (f"RandWire {args.model.upper()} {args.variant}, {args.modules} module(s) of {args.size} nodes, "
             f"{args.channels} channel(s), made by\n#   part generate randwire --model {args.model} --size {args.size} "
             f"--modules {args.modules} --channels {args.channels} --variant {args.variant} -p {args.p:g} "
             f"-k {args.k} -m {args.m} --objective {args.objective} --batch {args.batch} --split {args.split} "
             f"--seed {args.seed}")
-    text = to_part(spec, header=what)
-    if args.output:
-        Path(args.output).write_text(text)
-    else:
-        sys.stdout.write(text)
-    return EXIT_OK
+    return spec, what
