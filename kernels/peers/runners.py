@@ -143,7 +143,9 @@ def partition(spec: Spec, name: str, seed: int = 0, repair: bool = False, imbala
     eps = PEERS[name][2] if imbalance is None else float(imbalance)
     k = min(d.D, pg.count)
     keep = np.argsort(-pg.share, kind="stable")[:k]  # with fewer vertices than devices: the fastest devices
-    share = pg.share[keep]
+    # a device thousands of times slower than the fastest gets a token share: METIS reads
+    # target weights as float32, where 1e-299 is 0 and its C code fails ("unknown exception")
+    share = np.maximum(pg.share[keep] / pg.share[keep].max(), 1e-6)
     for what, w in (("vertex", pg.vwgt), ("edge", pg.adjwgt), ("hyperedge", pg.hwgt), ("share", share)):
         if len(w) and not (np.isfinite(w).all() and (w > 0).all() and (w < 2**31).all()):
             # the peers' C code does not check its input: a bad weight would crash the process
