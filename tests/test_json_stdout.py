@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from partdsl.cli.main import main
-from partdsl.kernels.peers.runners import PEERS
+from partdsl import parse_file
+from partdsl.methods.capabilities import unmodelled
 from partdsl.methods.registry import METHODS
 from partdsl.solvers.registry import DISPLAY_NAMES as SOLVERS
 from partdsl.solvers.registry import is_installed
@@ -20,6 +21,21 @@ SPEC = str(EXAMPLES / "mtpp_overflow.part")  # every method for the bottleneck a
 LATENCY_SPEC = str(EXAMPLES / "latency.part")  # for the latency-only methods
 DIVIML_SPEC = str(EXAMPLES / "diviml_batched.part")  # for the schedule-only methods (DiviML)
 INSTALLED = [s for s in SOLVERS if is_installed(s)]
+PLAIN = "graph g { node a { work 1 ms } node b { work 2 ms } a -> b }\nplatform { device gpu[2] { link 1 GB/s } }\n"
+
+
+def spec_for(method: str, tmp_path: Path) -> str:
+    """The first spec the method takes: its objective, no feature it refuses (the peers
+    refuse contiguity, overflow, ...: a plain two-node spec)."""
+    m = METHODS[method]
+    plain = tmp_path / "plain.part"
+    plain.write_text(PLAIN)
+    # a method that refuses some features: the plain spec right after the first
+    for path in (SPEC, *([str(plain)] if m.ignores else []), LATENCY_SPEC, DIVIML_SPEC, str(plain)):
+        spec = parse_file(path)
+        if spec.objective.kind in m.objectives and not unmodelled(spec, m.ignores, {}):
+            return path
+    raise AssertionError(f"no spec here for {method}")
 
 
 def one_document(capfd: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict]:
@@ -39,10 +55,7 @@ def test_the_usual_solvers_are_installed() -> None:
 def test_solve_json_is_one_document_for_every_method(method: str, capfd: pytest.CaptureFixture[str],
                                                      tmp_path: Path) -> None:
     log = tmp_path / "solver.log"
-    takes = METHODS[method].objectives
-    spec = SPEC if "bottleneck" in takes else LATENCY_SPEC if "latency" in takes else DIVIML_SPEC
-    if method in PEERS:  # a peer partitioner ignores acyclic stages (MTPP): its split is scored under latency
-        spec = LATENCY_SPEC
+    spec = spec_for(method, tmp_path)
     code, doc = one_document(capfd, ["solve", spec, "--method", method, "--json", "--progress", "--time-limit",
                                      "20", "--solver-log", str(log)])
     assert code == 0 and doc["method"] == method and doc["status"] in ("optimal", "feasible")
