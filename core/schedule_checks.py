@@ -97,16 +97,24 @@ def _unsupported_size(spec: Spec, device: int, size: int) -> bool:
     return bool(sizes) and size not in sizes
 
 
+def sample_bytes(spec: Spec) -> np.ndarray:
+    """[n]: bytes a device holds per sample of a node it runs (DiviML eq. 6): the node's
+    input tensors plus its output."""
+    dense = spec.dense
+    held = dense.out_bytes.astype(float).copy()
+    np.add.at(held, dense.dst, dense.out_bytes[dense.src])
+    return held
+
+
 def memory(spec: Spec, s: Schedule) -> np.ndarray:
     """Bytes per device (DiviML eq. 6): (input + output tensors) per sample held, plus the
     parameters of each node with a piece there."""
     dense = spec.dense
-    im = np.zeros(dense.n)
-    np.add.at(im, dense.dst, dense.out_bytes[dense.src])
+    per_sample = sample_bytes(spec)
     used = np.zeros(dense.D)
     seen: set[tuple[int, int]] = set()
     for p in s.pieces:
-        used[p.device] += (im[p.node] + dense.out_bytes[p.node]) * p.size
+        used[p.device] += per_sample[p.node] * p.size
         if (p.node, p.device) not in seen:
             seen.add((p.node, p.device))
             used[p.device] += dense.params[p.node]

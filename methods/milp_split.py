@@ -27,6 +27,7 @@ from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Progress, Proven
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule
+from partdsl.core.schedule_checks import sample_bytes
 from partdsl.core.schedule_eval import as_objective, list_schedule, transfer_time
 from partdsl.kernels.graph.modules import restrict
 from partdsl.kernels.schedule import list_schedulers
@@ -93,9 +94,7 @@ def _across_modules(spec: Spec, plan: ModulePlan) -> None:
                         f"fall in different modules of the {len(plan.modules)}", None,
                         f"methods that model it: {MODELLED_BY}")
     if spec.constraints.memory == "hard":
-        per_sample = np.zeros(d.n)
-        np.add.at(per_sample, d.dst, d.out_bytes[d.src])
-        whole = d.params + (per_sample + d.out_bytes) * spec.objective.batch  # every sample of a node on d
+        whole = d.params + sample_bytes(spec) * spec.objective.batch  # every sample of a node on d
         held = (d.allowed * whole[:, None]).sum(axis=0)
         tight = np.flatnonzero(held > d.memory[d.dev_class])
         if len(plan.modules) > 1 and len(tight):

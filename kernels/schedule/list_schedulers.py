@@ -29,6 +29,7 @@ from partdsl.core.events import Candidate, Progress
 from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split
+from partdsl.core.schedule_checks import sample_bytes
 from partdsl.core.schedule_eval import transfer_time
 from partdsl.runtime.deadline import NEVER, Deadline
 
@@ -102,9 +103,7 @@ class _Memory:
 
     def __init__(self, spec: Spec) -> None:
         d = spec.dense
-        self.per_sample = np.zeros(d.n)
-        np.add.at(self.per_sample, d.dst, d.out_bytes[d.src])
-        self.per_sample += d.out_bytes
+        self.per_sample = sample_bytes(spec)
         self.params = d.params
         hard = spec.constraints.memory == "hard"
         self.cap = d.memory[d.dev_class] * (1 + 1e-12) if hard else np.full(d.D, np.inf)
