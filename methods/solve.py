@@ -31,6 +31,7 @@ from partdsl.runtime.deadline import Deadline
 from partdsl.solvers import registry as solver_registry
 
 ABS_TOL = 1e-5  # ms: 10 ns, above HiGHS's default feasibility tolerances
+BOUND_SHARE = 0.25  # of a time limit, at most, for the latency path bound before the method starts
 
 
 def assignment_array(spec: Spec, assignment: Mapping[str, str]) -> np.ndarray:
@@ -150,7 +151,8 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     if spec.objective.kind == "latency":  # every latency answer gets the path segmentation bound (kept per spec)
         from partdsl.kernels.latency.path_bound import path_bound
 
-        run.bound = max(run.bound, path_bound(spec, seed=opts.seed or 0, deadline=deadline)[0])
+        share = deadline.share(BOUND_SHARE) if deadline.limited else deadline  # the method keeps the rest
+        run.bound = max(run.bound, path_bound(spec, seed=opts.seed or 0, deadline=share)[0])
     start = assignment_array(spec, warm_start) if warm_start else None
 
     def events() -> Iterator[Event]:

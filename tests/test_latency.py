@@ -412,7 +412,7 @@ def test_maxload_dp_reproduces_the_published_values(data_dir: Path, tmp_path: Pa
 
 
 def test_maxload_dp_reports_progress_and_keeps_the_time_limit(data_dir: Path, tmp_path: Path) -> None:
-    """InceptionV3's reference DP takes about 30 s; with 10 s it says how far it got and
+    """InceptionV3's reference DP takes 30 s to 2 minutes; with 10 s it says how far it got and
     returns a feasible split marked as stopped by the time limit, never the DP's."""
     said: list[str] = []
     r = solve(_spec(data_dir, tmp_path, "inceptionv3_inference"), method="maxload_dp", time_limit=10,

@@ -214,10 +214,10 @@ def split(spec: Spec, bound: float, limit_ideals: int = IDEAL_LIMIT, deadline: D
     buf = _buffers(NI)
     chunk = max(256, NI // 50)
     for r0 in range(0, NI, chunk):  # chunks keep the wall-clock budget and report progress
+        if progress:  # also before the first chunk: a slow machine may stop before a second
+            progress(f"max-load DP in the paper's code's order: {r0:,} of {NI:,} ideals")
         if deadline.passed():
             raise NotApplicable("the time limit passed")
-        if progress and r0:
-            progress(f"max-load DP in the paper's code's order: {r0:,} of {NI:,} ideals")
         _fill(graph, by_size, dp, r0, min(r0 + chunk, NI), *buf)
     full = int(np.flatnonzero(member.all(axis=1))[0]) if NI else 0
     if NI and dp[full, C, F] >= INF_I:  # no chain of contiguous sets, one per device, fits
