@@ -222,6 +222,7 @@ def run_points(args: argparse.Namespace, fn, header: list[str], after=None) -> i
             return res[2]
         keys = [k for k, v in values.items() if "," in v]
         points = [{k: p[k] for k in keys} for p in grid(values)]
+        check_points(args.spec, [{**values, **p} for p in points], import_options(args))
         labels = [", ".join(f"{k}={v}" for k, v in p.items()) for p in points]
         todo = [(fn, _picklable(args), {**values, **p}) for p in points]
         got: dict[int, tuple] = {}
@@ -239,6 +240,24 @@ def run_points(args: argparse.Namespace, fn, header: list[str], after=None) -> i
     objs = [{"params": points[i], **got[i][0]} for i in order]
     emit(args, {"sweep": objs}, table(rows, keys + header))
     return max((got[i][2] for i in order), default=EXIT_OK)
+
+
+def check_points(spec: str, points: list[dict[str, str]], imports: ImportOptions = ImportOptions()) -> None:
+    """Every point's -D values, checked before any solve starts: each value parses as a
+    number or quantity, names a param of the spec, has its dimension and gives a valid
+    spec (each point is parsed here once; a bad one raises PartError naming it)."""
+    from partdsl.core.errors import PartError
+    from partdsl.dsl.parser import parse_file, parse_override
+
+    for p in points:  # the values alone first: no parse for a typo
+        for k, v in p.items():
+            parse_override(k, v)
+    for p in points:
+        try:
+            parse_file(spec, p, imports)
+        except PartError as e:
+            point = ", ".join(f"{k}={v}" for k, v in p.items())
+            raise PartError(f"{spec}, sweep point {point}: {e.message}", e.span, e.hint, e.source, e.kind) from None
 
 
 def _picklable(args: argparse.Namespace) -> argparse.Namespace:

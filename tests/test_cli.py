@@ -176,3 +176,46 @@ def test_solver_log_file_keeps_each_mip_solvers_own_log(tmp_path: Path) -> None:
     log = tmp_path / "dp.log"
     assert run_part("solve", TINY, "--solver-log", str(log)).returncode == 0
     assert log.read_text() == "(method dp ran no MIP solver)\n"  # tiny.part says `solve dp`
+
+
+def test_check_table_costs_nodes_and_layers(tmp_path: Path) -> None:
+    """Issue 32, item 6: `part check --table` shows where the FLOPs, bytes and work are,
+    node by node (sorted, the first N) and summed per layer."""
+    spec = tmp_path / "dec.part"
+    assert run_part("generate", "transformer", "--layers", "2", "-o", str(spec)).returncode == 0
+    s = parse_file(spec)
+    out = json.loads(run_part("check", str(spec), "--table", "--sort", "flops", "--top", "3", "--json").stdout)
+    flops = sorted((nd.flops or 0.0 for nd in s.graph.nodes), reverse=True)
+    assert [n["flops"] for n in out["nodes"]] == pytest.approx(flops[:3])
+    layers = {x["name"]: x for x in out["layers"]}
+    assert len(layers) == 3 and {"l1", "l2"} <= set(layers)  # the first 3 of lm_head, l1, l2, ln_f, embed
+    for name in ("l1", "l2"):
+        mine = [nd for nd in s.graph.nodes if nd.name.startswith(name + "_")]
+        assert layers[name]["nodes"] == len(mine) == 14
+        assert layers[name]["flops"] == pytest.approx(sum(nd.flops for nd in mine))
+        assert layers[name]["params"] == pytest.approx(sum(nd.params for nd in mine))
+    text = run_part("check", str(spec), "--table", "--top", "2").stdout
+    assert "(29 more nodes: --top 0 shows all)" in text and "5 layers" in text
+    bad = run_part("check", str(spec), "--table", "--layers", "(")
+    assert bad.returncode == 2 and "not a regular expression" in bad.stderr and "Traceback" not in bad.stderr
+    grouped = json.loads(run_part("check", TINY, "--table", "--layers", r"^(\w+)", "--top", "0", "--json").stdout)
+    assert [(x["name"], x["nodes"]) for x in grouped["layers"]] == [("embed", 1), ("block", 12), ("head", 1)]
+
+
+def test_convert_says_what_it_wrote(data_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "g.part"
+    r = run_part("convert", str(data_dir / "latency" / "gnmt_inference.json"), "--objective", "latency", "-o", str(out))
+    s = parse_file(out)
+    assert r.returncode == 0 and f"wrote {out}: {s.dense.n:,} nodes, {s.dense.m:,} edges" in r.stderr
+    assert "latency" in r.stderr and "contiguous" in r.stderr
+
+
+@pytest.mark.parametrize("values, said", [("k=2,abc", "-D k=abc: not a number"),
+                                          ("k=2,0", "sweep point k=0: pin names device class 'gpu'"),
+                                          ("q=1,2", "no param named 'q'")])
+def test_sweep_values_are_checked_before_any_point_runs(values: str, said: str, tmp_path: Path) -> None:
+    """Issue 32, item 6: a bad -D value anywhere in a sweep stops it before the first solve."""
+    r = run_part("solve", TINY, "-D", values, "--method", "topo")
+    assert r.returncode == 2 and said in r.stderr and "done" not in r.stderr
+    r = run_part("sweep", TINY, "-D", values, "--method", "topo", "-o", str(tmp_path / "runs.csv"))
+    assert r.returncode == 2 and said in r.stderr and not (tmp_path / "runs.csv").exists()

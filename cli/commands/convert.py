@@ -61,4 +61,21 @@ def run(args: argparse.Namespace) -> int:
         Path(args.output).write_text(text)
     else:
         sys.stdout.write(text)
+    if args.to != "json":
+        print(summary(text, args.output, import_options(args)), file=sys.stderr)
     return EXIT_OK
+
+
+def summary(text: str, output: str | None, options) -> str:  # type: ignore[no-untyped-def]
+    """What was written, from the written spec parsed back (so it is also checked): nodes,
+    edges, devices, objective and constraints."""
+    from partdsl.cli.report import objective_name
+    from partdsl.dsl.parser import parse
+
+    where = output or "<stdout>"
+    spec = parse(text, str(Path(output) if output else Path.cwd() / "<stdout>"), None, options)
+    d, c = spec.dense, spec.constraints
+    kinds = ", ".join(f"{k.count} x {k.name}" for k in spec.platform.classes)
+    rules = [r for r, on in (("contiguous", c.contiguous), (f"memory {c.memory}", c.memory != "ignore")) if on]
+    return (f"wrote {where}: {d.n:,} nodes, {d.m:,} edges; devices {kinds}; {objective_name(spec)}"
+            + (f"; {', '.join(rules)}" if rules else ""))

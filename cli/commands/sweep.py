@@ -52,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     methods = [m for m in args.method.split(",") if m]
     solvers = [x for x in args.solver.split(",") if x] if args.solver else [None]
     options = numbers(defines(args.option)) if args.option else None
+    for spec in args.specs if args.define else []:  # every point's -D values, before any run starts
+        sweep.check_points(spec, sweep.grid(defines(args.define)), import_options(args))
     jobs = sweep.jobs(args.specs, defines(args.define), methods, solvers, args.seed, args.time_limit, args.gap,
                       options, import_options(args))
     out = Path(args.output) if args.output else None
