@@ -30,7 +30,7 @@ from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split
 from partdsl.core.schedule_eval import list_schedule, transfer_time
-from partdsl.models.matrix import MatrixMIP, Rows
+from partdsl.models.matrix import MatrixMIP, Rows, keyed
 
 
 @dataclass(frozen=True)
@@ -188,20 +188,21 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
                 tr[v, a, c2] = transfer_time(spec, links, v, a, c2)
     M = H + float(tr.max(initial=0.0)) + 1.0
     rows = Rows()
+    N, Dn = d.names, d.devices
     # (1, 4) every chunk somewhere
     for v in range(d.n):
         for c in range(K):
             cols = x[v, :, c][x[v, :, c] >= 0]
             if not len(cols):
                 raise PartError(f"node {d.names[v]} can run on no device", None)
-            rows.add_one(cols, np.ones(len(cols)), 1.0, 1.0)
+            rows.add_one(cols, np.ones(len(cols)), 1.0, 1.0, ("assign", (N[v], c)))
     for v, u in zip(*np.nonzero(ok)):
         bs = b[v, u][b[v, u] >= 0]
         ms = np.flatnonzero(b[v, u] >= 0)
-        rows.add_one(bs, np.ones(len(bs)), 1.0, 1.0)  # (5) one share size
-        rows.add_one(np.r_[bs, x[v, u]], np.r_[ms.astype(float), -np.ones(K)], 0.0, 0.0)
+        rows.add_one(bs, np.ones(len(bs)), 1.0, 1.0, ("one_size", (N[v], Dn[u])))  # (5) one share size
+        rows.add_one(np.r_[bs, x[v, u]], np.r_[ms.astype(float), -np.ones(K)], 0.0, 0.0, ("size", (N[v], Dn[u])))
         # (2) the share ends by C
-        rows.add_one(np.r_[s[v, u], bs, C], np.r_[1.0, t[v, u, ms], -1.0], -np.inf, 0.0)
+        rows.add_one(np.r_[s[v, u], bs, C], np.r_[1.0, t[v, u, ms], -1.0], -np.inf, 0.0, ("makespan", (N[v], Dn[u])))
     # (3) precedence, per chunk where a transfer may apply
     for j, i in zip(d.src.tolist(), d.dst.tolist()):
         for u in np.flatnonzero(ok[j]):
@@ -210,11 +211,11 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
             for v in np.flatnonzero(ok[i]):
                 base_c, base_v = np.r_[s[j, u], bj, s[i, v], b[j, u, 0], b[i, v, 0]], np.r_[1.0, tj, -1.0, -M, -M]
                 if tr[j, u, v] == 0:
-                    rows.add_one(base_c, base_v, -np.inf, 0.0)
+                    rows.add_one(base_c, base_v, -np.inf, 0.0, ("precede", (N[j], Dn[u], N[i], Dn[v])))
                     continue
                 for c in range(K):
                     rows.add_one(np.r_[base_c, x[j, u, c], x[i, v, c]], np.r_[base_v, tr[j, u, v], tr[j, u, v]],
-                                 -np.inf, tr[j, u, v])
+                                 -np.inf, tr[j, u, v], ("precede", (N[j], Dn[u], N[i], Dn[v], c)))
     # (7) no overlap for pairs on no common path
     R = reachable(spec)
     ys: dict[tuple[int, int, int], int] = {}
@@ -228,13 +229,15 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
                 bi, bj = b[i, u][b[i, u] >= 0], b[j, u][b[j, u] >= 0]
                 ti, tj = t[i, u, np.flatnonzero(b[i, u] >= 0)], t[j, u, np.flatnonzero(b[j, u] >= 0)]
                 rows.add_one(np.r_[s[i, u], bi, s[j, u], y, b[i, u, 0], b[j, u, 0]],
-                             np.r_[1.0, ti, -1.0, -M, -M, -M], -np.inf, 0.0)  # i before j when y = 0
+                             np.r_[1.0, ti, -1.0, -M, -M, -M], -np.inf, 0.0,
+                             ("no_overlap", (N[i], N[j], Dn[u])))  # i before j when y = 0
                 rows.add_one(np.r_[s[j, u], bj, s[i, u], y, b[i, u, 0], b[j, u, 0]],
-                             np.r_[1.0, tj, -1.0, M, -M, -M], -np.inf, M)  # j before i when y = 1
+                             np.r_[1.0, tj, -1.0, M, -M, -M], -np.inf, M,
+                             ("no_overlap", (N[j], N[i], Dn[u])))  # j before i when y = 1
     if release is not None:  # s >= r (1 - b0): only a share that runs waits
         for v, u in zip(*np.nonzero(ok & (np.asarray(release) > 0))):
             r = float(release[v, u])
-            rows.add_one([s[v, u], b[v, u, 0]], [1.0, r], r, np.inf)
+            rows.add_one([s[v, u], b[v, u, 0]], [1.0, r], r, np.inf, ("release", (N[v], Dn[u])))
     if symmetry:
         if symmetry not in SYMMETRY:
             raise PartError(f"symmetry must be one of {', '.join(f'{k} ({v})' for k, v in SYMMETRY.items())}", None)
@@ -242,7 +245,7 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
             for u, w in zip(grp, grp[1:]):
                 cols_u, vals_u = _symmetry_terms(x, b, t, u, symmetry)
                 cols_w, vals_w = _symmetry_terms(x, b, t, w, symmetry)
-                rows.add_one(np.r_[cols_u, cols_w], np.r_[vals_u, -vals_w], 0.0, np.inf)
+                rows.add_one(np.r_[cols_u, cols_w], np.r_[vals_u, -vals_w], 0.0, np.inf, ("symmetry", (Dn[u], Dn[w])))
     # (6) memory
     if spec.constraints.memory != "ignore":
         held = np.zeros(d.n)
@@ -255,16 +258,17 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
                 continue
             cols = np.r_[x[vs, u].ravel(), b[vs, u, 0]]
             vals = np.r_[np.repeat(held[vs] * g, K), -d.params[vs]]
-            rows.add_one(cols, vals, -np.inf, cap[u] * (1 + 1e-12) - d.params[vs].sum())
+            rows.add_one(cols, vals, -np.inf, cap[u] * (1 + 1e-12) - d.params[vs].sum(), ("memory", (Dn[u],)))
     # colocation: each chunk of colocated nodes on one device
     for r, v in d.colocated_pairs:
         for u in range(d.D):
             for c in range(K):
                 a, z = x[r, u, c], x[v, u, c]
+                key = ("colocate", (N[r], N[v], Dn[u], c))
                 if a >= 0 and z >= 0:
-                    rows.add_one([a, z], [1.0, -1.0], 0.0, 0.0)
+                    rows.add_one([a, z], [1.0, -1.0], 0.0, 0.0, key)
                 elif a >= 0 or z >= 0:
-                    rows.add_one([max(a, z)], [1.0], 0.0, 0.0)
+                    rows.add_one([max(a, z)], [1.0], 0.0, 0.0, key)
     A, lo, hi = rows.matrix(col)
     cvec = np.zeros(col)
     cvec[C] = 1.0
@@ -275,7 +279,22 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
     integer = np.ones(col, dtype=bool)
     integer[s[s >= 0]] = False
     integer[C] = False
-    return MatrixMIP(cvec, A, lo, hi, col_lo, col_hi, integer), VarMap(x, b, s, t, ys, C, col, H)
+    vm = VarMap(x, b, s, t, ys, C, col, H)
+    return MatrixMIP(cvec, A, lo, hi, col_lo, col_hi, integer, rows.names, lambda: column_names(spec, vm)), vm
+
+
+def column_names(spec: Spec, vm: VarMap) -> list[str]:
+    """x(node,device,chunk), b(node,device,m) (the share is m chunks run in one go),
+    start(node,device), order(node,node,device) (1: the second's share runs first), makespan."""
+    N, Dn = spec.dense.names, spec.dense.devices
+    out = [f"c{j}" for j in range(vm.ncols)]
+    for family, table in (("x", vm.x), ("b", vm.b), ("start", vm.s)):
+        for idx in zip(*np.nonzero(table >= 0)):
+            out[int(table[idx])] = keyed(family, (N[idx[0]], Dn[idx[1]]) + tuple(int(k) for k in idx[2:]))
+    for (i, j, u), col in vm.y.items():
+        out[col] = keyed("order", (N[i], N[j], Dn[u]))
+    out[vm.C] = "makespan"
+    return out
 
 
 def _symmetry_terms(x: np.ndarray, b: np.ndarray, t: np.ndarray, u: int,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
-from partdsl.models.matrix import MatrixMIP, Rows
+from partdsl.models.matrix import ColumnNames, MatrixMIP, Rows
 
 
 @dataclass(frozen=True)
@@ -119,21 +119,34 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
     T = nc
     nc += 1
     rows = Rows()
+    N = d.names
+
+    def slot(j: int) -> str:  # a subgraph slot: device and invocation
+        return f"{d.devices[slot_dev[j]]}.s{slot_rank[j]}"
+
+    def edge_key(mask: np.ndarray, j: int):  # type: ignore[no-untyped-def]
+        e = np.flatnonzero(mask)
+        return lambda k: (N[d.src[e[k]]], N[d.dst[e[k]]], slot(j))
+
     # (1) each node once
+    rows.family("assign", lambda v: N[v])
     for v in range(n):
         cols = np.r_[xacc[v][xacc[v] >= 0], xhost[v][xhost[v] >= 0]]
         rows.add_one(cols, np.ones(len(cols)), 1.0, 1.0)
     # (4, 5) transfers: CommIn[u,j] - x[v,j] + x[u,j] >= 0; CommOut[u,j] - x[u,j] + x[v,j] >= 0
     for j in range(S):
         xu, xv = xacc[d.src, j], xacc[d.dst, j]
-        for col, a, b in ((cin[:, j], xv, xu), (cout[:, j], xu, xv)):
+        for side, col, a, b in (("in", cin[:, j], xv, xu), ("out", cout[:, j], xu, xv)):
             has_a, has_b = a >= 0, b >= 0
             both = has_a & has_b
+            rows.family(f"cross_{side}", edge_key(both, j))
             rows.add([col[both], a[both], b[both]], [1.0, -1.0, 1.0], 0.0, np.inf)
             only_a = has_a & ~has_b
+            rows.family(f"cross_{side}", edge_key(only_a, j))
             rows.add([col[only_a], a[only_a]], [1.0, -1.0], 0.0, np.inf)
     cls = d.dev_class
     # (7) Finish_j - Start_j - sum c CommIn - sum p x - sum c CommOut = 0
+    rows.family("duration", slot)
     for j in range(S):
         c = cls[slot_dev[j]]
         nodes = np.flatnonzero(xacc[:, j] >= 0)
@@ -141,24 +154,32 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
                      np.r_[1.0, -1.0, -d.work[nodes, c], -d.comm[prods, c], -d.comm[prods, c]], 0.0, 0.0)
     # (6) Start_j - Lat_u - H CommIn[u,j] >= -H, per producer
     for j in range(S):
+        rows.family("start_after_input", lambda k, j=j: (N[prods[k]], slot(j)))
         rows.add([np.full(len(prods), start + j), lat + prods, cin_p[:, j]], [1.0, -1.0, -H], -H, np.inf)
     # (14) Start_(i,s) >= Finish_(i,s-1)
     later = np.flatnonzero(slot_rank > 0)
+    rows.family("slot_order", lambda k: slot(later[k]))
     rows.add([start + later, finish + later - 1], [1.0, -1.0], 0.0, np.inf)
     # (8) Lat_v - sum_h p x[v,h] >= 0; (9) Lat_v - Lat_u - sum_h p_v x[v,h] >= 0
+    rows.family("lat_host", lambda v: N[v])
     for v in range(n):
         hc = np.flatnonzero(xhost[v] >= 0)
         cols, vals = xhost[v, hc], -d.work[v, host_cls[hc]]
         rows.add_one(np.r_[lat + v, cols], np.r_[1.0, vals], 0.0, np.inf)
+    rows.family("lat_edge", lambda k: (N[d.src[k]], N[d.dst[k]]))
     for u, v in zip(d.src.tolist(), d.dst.tolist()):
         hc = np.flatnonzero(xhost[v] >= 0)
         rows.add_one(np.r_[lat + v, lat + u, xhost[v, hc]], np.r_[1.0, -1.0, -d.work[v, host_cls[hc]]], 0.0, np.inf)
     # (10) Lat_v - Finish_j - H x[v,j] >= -H
     vv, jj = np.nonzero(xacc >= 0)
+    rows.family("lat_after_slot", lambda k, vv=vv, jj=jj: (N[vv[k]], slot(jj[k])))
     rows.add([lat + vv, finish + jj, xacc[vv, jj]], [1.0, -1.0, -H], -H, np.inf)
     # T >= Lat_v
+    rows.family("latency", lambda v: N[v])
     rows.add([np.full(n, T), lat + np.arange(n)], [1.0, -1.0], 0.0, np.inf)
     # (3*) memory per accelerator, over its slots
+    mem: list[str] = []
+    rows.family("memory", mem.__getitem__)
     if spec.constraints.memory == "hard":
         for i in accs:
             cap = d.memory[cls[i]]
@@ -166,21 +187,27 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
                 continue
             js = np.flatnonzero(slot_dev == i)
             vv, jj = np.nonzero(xacc[:, js] >= 0)
+            mem.append(d.devices[i])
             rows.add_one(xacc[vv, js[jj]], d.params[vv] / cap, -np.inf, 1.0)  # in capacities: bytes are ~1e9
     # (2) contiguity per slot, Lemma 4.1: z >= x; z_v <= z_u; z_v - x_v + x_u <= 1
     zc = z + np.arange(n * S).reshape(n, S)
     vv, jj = np.nonzero(xacc >= 0)
+    rows.family("z_ge_x", lambda k, vv=vv, jj=jj: (N[vv[k]], slot(jj[k])))
     rows.add([zc[vv, jj], xacc[vv, jj]], [1.0, -1.0], 0.0, np.inf)
     for j in range(S):
+        rows.family("z_order", edge_key(np.ones(len(d.src), bool), j))
         rows.add([zc[d.dst, j], zc[d.src, j]], [1.0, -1.0], -np.inf, 0.0)
         xu, xv = xacc[d.src, j], xacc[d.dst, j]
         # z_v - x_v + x_u <= 1 (a missing x is 0)
         for mask, cols, vals in (((xu >= 0) & (xv >= 0), lambda k: [zc[d.dst[k], j], xv[k], xu[k]], [1.0, -1.0, 1.0]),
                                  ((xu >= 0) & (xv < 0), lambda k: [zc[d.dst[k], j], xu[k]], [1.0, 1.0])):
             k = np.flatnonzero(mask)
+            rows.family("z_gap", edge_key(mask, j))
             rows.add(cols(k), vals, -np.inf, 1.0)
         # where x_v is missing and x_u too: z_v <= 1, nothing to add
     # colocation: per device (its slots summed) and per host class
+    colo: list[tuple[str, str, str]] = []
+    rows.family("colocate", colo.__getitem__)
     for rep, a in d.colocated_pairs:
         for i in accs:
             js = np.flatnonzero(slot_dev == i)
@@ -188,11 +215,13 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
             cols = np.r_[ca[ca >= 0], cb[cb >= 0]]
             vals = np.r_[np.ones(int((ca >= 0).sum())), -np.ones(int((cb >= 0).sum()))]
             if len(cols):
+                colo.append((N[rep], N[a], d.devices[i]))
                 rows.add_one(cols, vals, 0.0, 0.0)
         for h in range(len(host_cls)):
             cols = [c for c in (xhost[rep, h], xhost[a, h]) if c >= 0]
             vals = [1.0 if c == xhost[rep, h] else -1.0 for c in cols]
             if cols:
+                colo.append((N[rep], N[a], d.class_names[host_cls[h]]))
                 rows.add_one(np.array(cols), np.array(vals), 0.0, 0.0)
     A, lo, hi = rows.matrix(nc)
     col_lo = np.zeros(nc)
@@ -205,7 +234,35 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
     integer = np.zeros(nc, dtype=bool)
     integer[:n_int] = True
     vm = VarMap(xacc, xhost, slot_dev, slot_rank, host_cls, cin, cout, lat, start, finish, z, T, nc, H, n, S)
-    return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer), vm
+    names = (prods, cin_p, cout_p)
+    return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer, rows.names,
+                     lambda: column_names(spec, vm, *names)), vm
+
+
+def column_names(spec: Spec, vm: VarMap, prods: np.ndarray, cin_p: np.ndarray, cout_p: np.ndarray) -> list[str]:
+    """x(node,device.sK) (K: the device's subgraph slot), x(node,host class),
+    comm_in/comm_out(producer,slot), lat(node), start/finish(slot), z(node,slot), latency."""
+    d = spec.dense
+    N = d.names
+
+    def slot(j: int) -> str:
+        return f"{d.devices[vm.slot_dev[j]]}.s{vm.slot_rank[j]}"
+
+    cols = ColumnNames()
+    for family, table, label in (("x", vm.xacc, slot), ("x", vm.xhost, lambda h: d.class_names[vm.host_cls[h]])):
+        vv, jj = np.nonzero(table >= 0)
+        for v, j in zip(vv.tolist(), jj.tolist()):
+            cols.add(int(table[v, j]), 1, family, lambda _, v=v, j=j, label=label: (N[v], label(j)))
+    S = len(vm.slot_dev)
+    for family, block in (("comm_in", cin_p), ("comm_out", cout_p)):
+        if block.size:
+            cols.add(int(block[0, 0]), block.size, family, lambda k: (N[prods[k // S]], slot(k % S)))
+    cols.add(vm.lat, vm.n, "lat", lambda v: N[v])
+    cols.add(vm.start, S, "start", slot)
+    cols.add(vm.finish, S, "finish", slot)
+    cols.add(vm.z, vm.n * S, "z", lambda k: (N[k // S], slot(k % S)))
+    cols.add(vm.T, 1, "latency", lambda _: ())
+    return cols.names(vm.ncols)
 
 
 def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

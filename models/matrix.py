@@ -2,15 +2,20 @@
 faster to build than a Pyomo model for large formulations (see the exact-MIP issue)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy.sparse import csr_matrix
 
+Names = Callable[[], list[str]]  # made only when asked for (part export): solving never pays for them
+
 
 @dataclass(frozen=True)
 class MatrixMIP:
-    """min c.x  s.t.  row_lo <= A x <= row_hi,  col_lo <= x <= col_hi,  x[integer] integral."""
+    """min c.x  s.t.  row_lo <= A x <= row_hi,  col_lo <= x <= col_hi,  x[integer] integral.
+    `row_names` / `col_names`: readable names after the model's entities (`x(v,i)`,
+    `load(i)`), made on demand; None: `r0`, `c0`, ..."""
 
     c: np.ndarray
     A: csr_matrix
@@ -19,6 +24,33 @@ class MatrixMIP:
     col_lo: np.ndarray
     col_hi: np.ndarray
     integer: np.ndarray  # bool per column
+    row_names: Names | None = field(default=None, compare=False)
+    col_names: Names | None = field(default=None, compare=False)
+
+
+def keyed(family: str, keys: Sequence[object]) -> str:
+    """`family(k1,k2)`: a row's or column's name from its entities (`family` without any)."""
+    return f"{family}({','.join(str(k) for k in keys)})" if keys else family
+
+
+class ColumnNames:
+    """Column names by range, filled as a builder allocates its columns: a family over
+    [start, start + count) names column start + j by `key(j)` (default: j)."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[int, int, str, Callable[[int], object] | None]] = []
+
+    def add(self, start: int, count: int, family: str, key: Callable[[int], object] | None = None) -> None:
+        if count > 0:
+            self.parts.append((int(start), int(count), family, key))
+
+    def names(self, ncols: int) -> list[str]:
+        out = [f"c{j}" for j in range(ncols)]
+        for start, count, family, key in self.parts:
+            for j in range(count):
+                k = key(j) if key else j
+                out[start + j] = keyed(family, k if isinstance(k, tuple) else (k,))
+        return out
 
 
 class Rows:
@@ -31,6 +63,25 @@ class Rows:
         self.lo: list[np.ndarray] = []
         self.hi: list[np.ndarray] = []
         self.n = 0
+        self.families: list[tuple[int, str, Callable[[int], object] | None]] = []  # (first row, name, key)
+        self.named: dict[int, tuple[str, tuple]] = {}  # row -> (family, keys) given to add_one
+
+    def family(self, name: str, key: Callable[[int], object] | None = None) -> None:
+        """The rows added from here on are `name(key(j))` for the family's j-th row
+        (`name(j)` without a key), until the next family."""
+        self.families.append((self.n, name, key))
+
+    def names(self) -> list[str]:
+        """Every row's name: its family's, `r<row>` before the first family."""
+        out = [f"r{r}" for r in range(self.n)]
+        bounds = [f[0] for f in self.families] + [self.n]
+        for (first, name, key), end in zip(self.families, bounds[1:]):
+            for j in range(end - first):
+                k = key(j) if key else j
+                out[first + j] = keyed(name, k if isinstance(k, tuple) else (k,))
+        for r, (name, keys) in self.named.items():
+            out[r] = keyed(name, keys)
+        return out
 
     def add(self, cols: list[np.ndarray], vals: list[float | np.ndarray], lo: float | np.ndarray,
             hi: float | np.ndarray) -> None:
@@ -47,9 +98,13 @@ class Rows:
         self.hi.append(np.broadcast_to(np.asarray(hi, dtype=float), (k,)).copy())
         self.n += k
 
-    def add_one(self, cols: np.ndarray | list, vals: np.ndarray | list, lo: float, hi: float) -> None:
+    def add_one(self, cols: np.ndarray | list, vals: np.ndarray | list, lo: float, hi: float,
+                name: tuple[str, tuple] | None = None) -> None:
         """Add one row: sum_j vals[j] * x[cols[j]] in [lo, hi]. (Called once per row by
-        the max-load builder, so it stays cheap: the bounds are kept as plain floats.)"""
+        the max-load builder, so it stays cheap: the bounds are kept as plain floats.)
+        `name`: (family, keys), over the current family's."""
+        if name is not None:
+            self.named[self.n] = name
         cols = np.asarray(cols, dtype=np.int64)
         self.r.append(np.full(len(cols), self.n))
         self.c.append(cols)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
-from partdsl.models.matrix import MatrixMIP, Rows
+from partdsl.models.matrix import ColumnNames, MatrixMIP, Rows
 from partdsl.models.memory import treatment
 
 
@@ -93,7 +93,9 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
     z: dict = {}
     ov: dict = {}
     rows = Rows()
+    N, Dn = d.names, d.devices
     # each node on exactly one device
+    rows.family("assign", lambda j: N[j])
     for v in range(n):
         cols = xcol[v][xcol[v] >= 0]
         rows.add_one(cols, np.ones(len(cols)), 1.0, 1.0)
@@ -101,6 +103,8 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
     # CommOut >= x[u,i] - x[v,i] over every edge (an x that does not exist is 0)
     edges = list(zip(d.src.tolist(), d.dst.tolist()))
     nonhost = np.flatnonzero(~host)
+    cross: list[tuple[str, int, int, int]] = []
+    rows.family("cross", lambda j: (cross[j][0], N[cross[j][1]], N[cross[j][2]], Dn[cross[j][3]]))
     for u, v in edges:
         for i in nonhost:
             if xcol[v, i] >= 0:
@@ -116,9 +120,12 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
             xu, xv = xcol[u, i], xcol[v, i]
             for col, a, b in ((cin.get((u, i, int(phase[v]))), xv, xu), (cout.get((u, i)), xu, xv)):
                 if a >= 0:  # the tensor crosses when a's node is on i and b's is not
+                    cross.append(("in" if a == xv else "out", u, v, int(i)))
                     rows.add_one([a, col] + ([b] if b >= 0 else []),
                                  [1.0, -1.0] + ([-1.0] if b >= 0 else []), -np.inf, 0.0)
     # memory: hard knapsacks, or the overflow term (eq. 2) as a column
+    mem: list[int] = []
+    rows.family("memory", lambda j: Dn[mem[j]])
     for i in range(D):
         c = cls[i]
         nodes = np.flatnonzero(xcol[:, i] >= 0)
@@ -128,10 +135,15 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
             ov[i] = nc
             nc += 1
             scale = 1e3 / bw
+            mem.append(i)
             rows.add_one(np.r_[xcol[nodes, i], ov[i]], np.r_[d.params[nodes] * scale, -1.0], -np.inf, cap * scale)
         elif rule == "hard":
+            mem.append(i)
             rows.add_one(xcol[nodes, i], d.params[nodes], -np.inf, cap)
     # loads, per phase (one phase unless GPipe)
+    load: list[tuple] = []
+    rows.family("load", lambda j: load[j])
+    phases = ("fw", "bw") if gpipe else ("",)
     for i in range(D):
         c = cls[i]
         ovc = [ov[i]] if i in ov else []
@@ -143,25 +155,34 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
             outc = np.array([col for (u, j), col in cout.items() if j == i and phase[u] == p], np.int64)
             outv = np.array([d.comm[u, c] for (u, j) in cout if j == i and phase[u] == p])
             one = np.ones(len(ovc))
+            tag = (Dn[i],) + ((phases[p],) if gpipe else ())
             if o.overlap is None:
+                load.append(tag)
                 rows.add_one(np.r_[comp_cols, inc, outc, ovc, Lp], np.r_[comp_vals, inv, outv, one, -1.0],
                              -np.inf, 0.0)
             elif o.overlap == "simplex":
+                load += [tag + ("compute",), tag + ("transfers",)]
                 rows.add_one(np.r_[comp_cols, Lp], np.r_[comp_vals, -1.0], -np.inf, 0.0)
                 rows.add_one(np.r_[inc, outc, ovc, Lp], np.r_[inv, outv, one, -1.0], -np.inf, 0.0)
             else:
+                load += [tag + ("compute",), tag + ("in",), tag + ("out",)]
                 rows.add_one(np.r_[comp_cols, Lp], np.r_[comp_vals, -1.0], -np.inf, 0.0)
                 rows.add_one(np.r_[inc, ovc, Lp], np.r_[inv, one, -1.0], -np.inf, 0.0)
                 rows.add_one(np.r_[outc, Lp], np.r_[outv, -1.0], -np.inf, 0.0)
     # colocation
+    colo: list[tuple[int, int, int]] = []
+    rows.family("colocate", lambda j: (N[colo[j][0]], N[colo[j][1]], Dn[colo[j][2]]))
     for rep, a in d.colocated_pairs:
         for i in range(D):
             ca, cb = xcol[rep, i], xcol[a, i]
             cols = [x for x in (ca, cb) if x >= 0]
             vals = [1.0 if x == ca else -1.0 for x in cols]
             if cols:
+                colo.append((rep, a, i))
                 rows.add_one(np.array(cols), np.array(vals), 0.0, 0.0)
     # contiguity (Lemma 4.1), per device and per forward/backward part
+    contig: list[tuple] = []
+    rows.family("contiguous", lambda j: contig[j])
     if spec.constraints.contiguous:
         parts = [0, 1] if spec.graph.is_training else [None]
         for i in range(D):
@@ -177,10 +198,13 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
                 for v in range(n):
                     z[(v, i, part)] = base + v
                 nc += n
+                side = () if part is None else (("fw", "bw")[part],)
                 for v in range(n):
                     if xp(v) >= 0:
+                        contig.append(("z_ge_x", N[v], Dn[i]) + side)
                         rows.add_one(np.array([z[(v, i, part)], xp(v)]), np.array([1.0, -1.0]), 0.0, np.inf)
                 for u, v in edges:
+                    contig += [("z_order", N[u], N[v], Dn[i]) + side, ("z_gap", N[u], N[v], Dn[i]) + side]
                     rows.add_one(np.array([z[(v, i, part)], z[(u, i, part)]]), np.array([1.0, -1.0]), -np.inf, 0.0)
                     cols = [z[(v, i, part)]] + [c for c in (xp(v), xp(u)) if c >= 0]
                     vals = [1.0] + ([-1.0] if xp(v) >= 0 else []) + ([1.0] if xp(u) >= 0 else [])
@@ -188,6 +212,7 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
     col_hi_zero: list[int] = []
     groups = interchangeable(spec) if symmetry else ()
     if groups:
+        rows.family("symmetry")
         nc = _break_symmetry(spec, xcol, groups, rows, col_hi_zero, nc)
     A, lo, hi = rows.matrix(nc)
     col_lo, col_hi = np.zeros(nc), np.ones(nc)
@@ -199,7 +224,30 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
     cost[list(L)] = 1.0
     integer = np.zeros(nc, dtype=bool)
     integer[:L[0]] = True
-    return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer), VarMap(xcol, nc, L, cin, cout, z, ov, groups)
+    vm = VarMap(xcol, nc, L, cin, cout, z, ov, groups)
+    return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer, rows.names,
+                     lambda: column_names(spec, vm)), vm
+
+
+def column_names(spec: Spec, vm: VarMap) -> list[str]:
+    """x(node,device), maxload (fw/bw under GPipe), comm_in(node,device[,phase]),
+    comm_out(node,device), overflow(device), z(node,device[,fw|bw]); symmetry counts c<j>."""
+    d = spec.dense
+    N, Dn = d.names, d.devices
+    cols = ColumnNames()
+    vv, ii = np.nonzero(vm.xcol >= 0)
+    cols.add(0, len(vv), "x", lambda j: (N[vv[j]], Dn[ii[j]]))
+    for k, col in enumerate(vm.L):
+        cols.add(col, 1, "maxload", lambda j, k=k: ("fw", "bw")[k] if len(vm.L) == 2 else ())
+    for family, table in (("comm_in", vm.cin), ("comm_out", vm.cout)):
+        for key, col in table.items():
+            cols.add(col, 1, family, lambda j, key=key: (N[key[0]], Dn[key[1]]) + (
+                (("fw", "bw")[key[2]],) if len(key) == 3 and len(vm.L) == 2 else ()))
+    for i, col in vm.ov.items():
+        cols.add(col, 1, "overflow", lambda j, i=i: Dn[i])
+    for (v, i, part), col in vm.z.items():
+        cols.add(col, 1, "z", lambda j, v=v, i=i, part=part: (N[v], Dn[i]) + (() if part is None else (("fw", "bw")[part],)))
+    return cols.names(vm.ncols)
 
 
 def _prefix_cols(groups: tuple[tuple[int, ...], ...], n: int) -> int:

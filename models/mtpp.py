@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
-from partdsl.models.matrix import MatrixMIP, Rows
+from partdsl.models.matrix import ColumnNames, MatrixMIP, Rows
 from partdsl.models.memory import treatment
 
 
@@ -122,27 +122,35 @@ def build(spec: Spec, variant: Variant = EXACT) -> tuple[MatrixMIP, VarMap]:
     rows = Rows()
     B = np.arange(1, K + 1)
     V = np.arange(n)
+    N = d.names
     # (11) monotone y and the boundary y[v,K] = 1 (as a column bound)
     if K > 1:
         vv, bb = np.meshgrid(V, B[1:], indexing="ij")
+        rows.family("monotone", lambda j, v=vv.ravel(), b=bb.ravel(): (N[v[j]], int(b[j])))
         rows.add([vm.y(vv, bb - 1).ravel(), vm.y(vv, bb).ravel()], [1.0, -1.0], -np.inf, 0.0)
     # (8) DAG: y[v,b] - y[u,b] <= 0
     ee, bb = np.meshgrid(np.arange(len(src)), B, indexing="ij")
     ee, bb = ee.ravel(), bb.ravel()
     u, v, pu = src[ee], dst[ee], ppos[ee]
+    rows.family("dag", lambda j, u=u, v=v, b=bb: (N[u[j]], N[v[j]], int(b[j])))
     rows.add([vm.y(v, bb), vm.y(u, bb)], [1.0, -1.0], -np.inf, 0.0)
     # (9) cut in, b >= 2: y[u,b-1] + y[v,b] - y[v,b-1] - c[u,b] <= 1
     m2 = bb >= 2
+    rows.family("cut_in", lambda j, u=u[m2], v=v[m2], b=bb[m2]: (N[u[j]], N[v[j]], int(b[j])))
     rows.add([vm.y(u[m2], bb[m2] - 1), vm.y(v[m2], bb[m2]), vm.y(v[m2], bb[m2] - 1), vm.c(pu[m2], bb[m2])],
              [1.0, 1.0, -1.0, -1.0], -np.inf, 1.0)
     # (10) cut out: y[u,b] - y[u,b-1] - y[v,b] - c[u,b] <= 0   (y[u,0] = 0)
+    rows.family("cut_out", lambda j, u=u[m2], v=v[m2], b=bb[m2]: (N[u[j]], N[v[j]], int(b[j])))
     rows.add([vm.y(u[m2], bb[m2]), vm.y(u[m2], bb[m2] - 1), vm.y(v[m2], bb[m2]), vm.c(pu[m2], bb[m2])],
              [1.0, -1.0, -1.0, -1.0], -np.inf, 0.0)
     m1 = bb == 1
+    rows.family("cut_out", lambda j, u=u[m1], v=v[m1]: (N[u[j]], N[v[j]], 1))
     rows.add([vm.y(u[m1], 1), vm.y(v[m1], 1), vm.c(pu[m1], 1)], [1.0, -1.0, -1.0], -np.inf, 0.0)
     # (6, 7) block b: work + io (+ ov) - weight * t <= 0; memory (or overflow) alike
     w, io, prm = d.work[:, 0], d.comm[producers, 0], d.params
     P = np.arange(len(producers))
+    block: list[tuple[str, int]] = []
+    rows.family("block", lambda j: block[j])
     for b, weight in zip(B, variant.weights(k)):
         xcols, xw = [vm.y(V, b)], [1.0]
         if b > 1:
@@ -152,6 +160,7 @@ def build(spec: Spec, variant: Variant = EXACT) -> tuple[MatrixMIP, VarMap]:
         sign = np.concatenate([np.full(n, s) for s in xw])
         work_vals, mem_vals = sign * np.tile(w, len(xcols)), sign * np.tile(prm, len(xcols))
         if variant.kind != "exact" and b == 2:  # (14) the bottleneck block holds >= L work
+            block.append(("at_least_L", int(b)))
             rows.add_one(xc, work_vals, simple_bound(spec), np.inf)
         if weight is None:
             continue
@@ -159,15 +168,19 @@ def build(spec: Spec, variant: Variant = EXACT) -> tuple[MatrixMIP, VarMap]:
             continue
         mem = weight * cap
         ov_col = [vm.ov(b)] if over else []
+        block.append(("load", int(b)))
         rows.add_one(np.r_[xc, vm.c(P, b), ov_col, vm.t], np.r_[work_vals, io, [1.0] * len(ov_col), -weight],
                      -np.inf, 0.0)
         if over:  # ov[b] >= (params(b) - M_b) * 1e3 / B   (eq. 2 in ms)
             scale = 1e3 / bw
+            block.append(("overflow", int(b)))
             rows.add_one(np.r_[xc, vm.ov(b)], np.r_[mem_vals * scale, -1.0], -np.inf, mem * scale)
         elif hard:
+            block.append(("memory", int(b)))
             rows.add_one(xc, mem_vals, -np.inf, mem)
     # colocation: y[u,.] = y[v,.]
     for rep, a in d.colocated_pairs:
+        rows.family("colocate", lambda j, r=rep, a=a: (N[r], N[a], j + 1))
         rows.add([vm.y(np.full(K, rep), B), vm.y(np.full(K, a), B)], [1.0, -1.0], 0.0, 0.0)
     A, lo, hi = rows.matrix(vm.ncols)
     col_lo = np.zeros(vm.ncols)
@@ -184,7 +197,20 @@ def build(spec: Spec, variant: Variant = EXACT) -> tuple[MatrixMIP, VarMap]:
     c[vm.t] = 1.0
     integer = np.zeros(vm.ncols, dtype=bool)
     integer[: n * K] = True
-    return MatrixMIP(c, A, lo, hi, col_lo, col_hi, integer), vm
+    return MatrixMIP(c, A, lo, hi, col_lo, col_hi, integer, rows.names, lambda: column_names(spec, vm)), vm
+
+
+def column_names(spec: Spec, vm: VarMap) -> list[str]:
+    """y(node,block) (1: the node is in this block or an earlier one), cut(producer,block),
+    overflow(block), bottleneck (t)."""
+    N = spec.dense.names
+    cols = ColumnNames()
+    cols.add(0, vm.n * vm.k, "y", lambda j: (N[j // vm.k], j % vm.k + 1))
+    cols.add(int(vm.c(0, 1)), len(vm.producers) * vm.k, "cut", lambda j: (N[vm.producers[j // vm.k]], j % vm.k + 1))
+    if vm.overflow:
+        cols.add(vm.ov(1), vm.k, "overflow", lambda j: j + 1)
+    cols.add(vm.t, 1, "bottleneck", lambda j: ())
+    return cols.names(vm.ncols)
 
 
 def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> np.ndarray:

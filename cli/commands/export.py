@@ -12,6 +12,9 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     spec_arguments(p)
     p.add_argument("--mps", metavar="FILE", help="write it as MPS (free format)")
     p.add_argument("--lp", metavar="FILE", help="write it in CPLEX LP format")
+    p.add_argument("--names", metavar="FILE.json", help="write the map from each written row and column name to "
+                   "the model's (they differ where a name had characters the formats do not take, was over 255 "
+                   "characters or clashed)")
     p.add_argument("--relaxation", action="store_true", help="the LP relaxation (integrality dropped)")
     p.add_argument("--horizon", type=float, metavar="H", help="latency IP / DiviML MILP: the horizon (big-M), "
                    "an upper bound on the optimum (default: a proven safe one)")
@@ -19,7 +22,10 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
 
 
 def run(args: argparse.Namespace) -> int:
-    from partdsl.cli.export_mip import exact_mip, relaxed, write
+    import json
+    from pathlib import Path
+
+    from partdsl.cli.export_mip import exact_mip, mip_names, relaxed, write
     from partdsl.core.errors import PartError
 
     targets = [(f, x) for f, x in ((args.mps, ".mps"), (args.lp, ".lp")) if f]
@@ -32,11 +38,16 @@ def run(args: argparse.Namespace) -> int:
     mip, name = exact_mip(spec, args.horizon)
     if args.relaxation:
         mip, name = relaxed(mip), f"the LP relaxation of {name}"
+    names = mip_names(mip)
     for f, _ in targets:
-        write(mip, f)
+        write(mip, f, names)
+    if args.names:
+        Path(args.names).write_text(json.dumps({"rows": names.rows, "columns": names.cols,
+                                                "model_names": names.changed}, indent=1) + "\n")
     rows, cols = mip.A.shape
     ints = int(mip.integer.sum())
     emit(args, {"ok": True, "model": name, "rows": rows, "columns": cols, "integer_columns": ints,
-                 "files": [f for f, _ in targets]},
+                 "files": [f for f, _ in targets] + ([args.names] if args.names else []),
+                 "renamed": len(names.changed)},
           f"wrote {name}: {rows:,} rows x {cols:,} columns ({ints:,} integer) to " + ", ".join(f for f, _ in targets))
     return EXIT_OK
