@@ -79,7 +79,8 @@ def main() -> int:
             seconds[kind] += secs
             for f in found:
                 out.write(json.dumps(f) + "\n")
-            print(f"  {kind}: {counts.get('cases', 0)} cases in {secs:.0f} s", file=sys.stderr, flush=True)
+            print(f"  {kind}: {counts.get('cases', 0)} cases in {secs:.0f} s; "  # each shard's counts as it ends
+                  + ", ".join(f"{c} {counts.get(c, 0):,}" for c in COLUMNS[1:]), file=sys.stderr, flush=True)
     print(f"{'objective':<14}" + "".join(f"{c:>15}" for c in COLUMNS) + f"{'s/case':>9}")
     for kind in kinds:
         c = totals[kind]
