@@ -3,6 +3,7 @@
 #   make test         install partdsl + test and solver extras, run the test suite
 # Both install the tested versions pinned in constraints.txt. Also:
 #   make test-latest  the suite on the newest releases pyproject.toml allows (own venv)
+#   make test-large   the tests of large instances (marker `large`, minutes each)
 #   make lock         rewrite constraints.txt from the newest releases (after test-latest passes)
 PYTHON ?= python3.11
 VENV   ?= .venv
@@ -11,7 +12,7 @@ LOCK   := constraints.txt
 BIN    := $(VENV)/bin
 PIP    := python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test test-latest lock bench clean
+.PHONY: demo test test-large test-latest lock bench clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=python3 to use another)"; exit 2; }
@@ -31,7 +32,10 @@ demo: $(VENV)/.demo
 	$(BIN)/part solve examples/tiny.part
 
 test: $(VENV)/.test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist worksteal
+
+test-large: $(VENV)/.test
+	$(BIN)/python -m pytest -q -m large
 
 test-latest:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=python3 to use another)"; exit 2; }
@@ -41,7 +45,7 @@ test-latest:
 	$(LATEST)/bin/$(PIP) --upgrade --upgrade-strategy eager -e '.[test]'
 	@$(LATEST)/bin/python -m pip freeze --exclude-editable --disable-pip-version-check \
 	  | grep -iE '^(highspy|pyscipopt|pyomo|numpy|scipy|numba|lark|hypothesis|pytest|networkx|pymetis|pyscotch|mtkahypar|distributed|matplotlib|onnx|import-linter|grimp)==' | tr '\n' ' '; echo
-	$(LATEST)/bin/python -m pytest -q -p no:cacheprovider
+	$(LATEST)/bin/python -m pytest -q -p no:cacheprovider -n auto --dist worksteal
 
 lock:
 	test -x $(LATEST)/bin/python || { echo "run make test-latest first"; exit 2; }

@@ -14,6 +14,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from effort import examples
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, Spec, Work
 from partdsl.core.schedule_eval import evaluate_schedule
 from partdsl.kernels.schedule import brute
@@ -74,7 +75,7 @@ ANY_SIZE = Spec(Graph("g", (Node("a", (Work(0.5, "gpu"), Work(2.0, "cpu"))),
                 Objective("throughput", batch=4), Constraints(memory="hard"))
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=list(HealthCheck))
 @given(tiny(), st.sampled_from([1, 2, 3]))
 @example(SAMPLE, 1)
 @example(ANY_SIZE, 1)
@@ -121,7 +122,7 @@ def test_the_milp_splits_the_batch_where_it_pays() -> None:
     assert r.assignment is None  # some node's samples run on both GPUs
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
 @given(tiny())
 @example(SAMPLE)
 def test_the_cheap_bounds_hold_against_brute_force_over_schedules(spec: Spec) -> None:

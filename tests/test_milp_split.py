@@ -12,6 +12,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from effort import examples
 from partdsl.core.errors import PartError
 from partdsl.core.result import Status
 from partdsl.core.schedule import from_json
@@ -41,7 +42,7 @@ def test_single_channel_split_equals_the_full_milp(model: str, seed: int) -> Non
     assert ev.feasible and ev.objective == pytest.approx(r.objective)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(4), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from(("sdep", "wdep")), st.integers(1, 2), st.sampled_from(((1, 1), (4, 2), (2, 1))),
        st.integers(0, 10_000))
 def test_the_lower_bound_never_exceeds_the_optimum(variant: str, channels: int, batch: tuple[int, int],
