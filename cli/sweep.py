@@ -19,7 +19,7 @@ import itertools
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -43,6 +43,7 @@ class Job:
     gap: float | None
     options: tuple[tuple[str, float], ...] = ()
     imports: ImportOptions = ImportOptions()
+    parsed: object = field(default=None, compare=False, repr=False)  # the Spec, parsed here: content travels
 
     def key(self, solver_label: str) -> tuple[str, ...]:
         return (self.spec, params_text(self.params), self.method, solver_label, str(self.seed))
@@ -97,7 +98,7 @@ def run_job(job: Job) -> dict:
     row["seed"] = job.seed
     t0 = time.monotonic()
     try:
-        spec = parse_file(job.spec, dict(job.params), job.imports)
+        spec = job.parsed if job.parsed is not None else parse_file(job.spec, dict(job.params), job.imports)
         r = solve(spec, method=job.method, solver=job.solver, time_limit=job.time_limit, gap=job.gap,
                   seed=job.seed, options=dict(job.options) or None)
         row.update(status=r.status.value, objective=r.objective, bound=r.bound, gap=r.gap,
@@ -173,7 +174,8 @@ def _json_value(x: object) -> object:
 def sweep(all_jobs: list[Job], out: Path | None, workers: int | None = None,
           executor=None) -> Iterator[tuple[int, dict, bool]]:  # type: ignore[no-untyped-def]
     """Run the jobs not already in `out`; (job index, row, was_run) for every job, rows of
-    an earlier run first, then new rows as they complete."""
+    an earlier run first, then new rows as they complete. The runs get their specs parsed
+    (with_parsed): a Dask worker elsewhere needs no access to the files."""
     from partdsl.runtime.executor import run_all
 
     done = previous_rows(out) if out is not None else {}
@@ -185,7 +187,7 @@ def sweep(all_jobs: list[Job], out: Path | None, workers: int | None = None,
             key = j.key(solver_label(j))
             if key in done:
                 yield i, done[key], False
-        for t, row in run_all(run_job, [(j,) for j in todo], workers or 1, executor):
+        for t, row in run_all(run_job, [(j,) for j in with_parsed(todo)], workers or 1, executor):
             if writer is not None:
                 writer.write(row)
             yield index[id(todo[t])], row, True
@@ -194,11 +196,10 @@ def sweep(all_jobs: list[Job], out: Path | None, workers: int | None = None,
             writer.close()
 
 
-def _point(fn, args: argparse.Namespace, values: dict[str, str]):  # type: ignore[no-untyped-def]
-    """One point of a sweep, wherever the executor runs it."""
-    from partdsl.dsl.parser import parse_file
-
-    return fn(parse_file(args.spec, values, import_options(args)), args)
+def _point(fn, args: argparse.Namespace, spec):  # type: ignore[no-untyped-def]
+    """One point of a sweep, wherever the executor runs it: the spec travels parsed (its
+    imported files' content with it), so a remote worker needs none of the paths."""
+    return fn(spec, args)
 
 
 def run_points(args: argparse.Namespace, fn, header: list[str], after=None) -> int:  # type: ignore[no-untyped-def]
@@ -222,9 +223,9 @@ def run_points(args: argparse.Namespace, fn, header: list[str], after=None) -> i
             return res[2]
         keys = [k for k, v in values.items() if "," in v]
         points = [{k: p[k] for k in keys} for p in grid(values)]
-        check_points(args.spec, [{**values, **p} for p in points], import_options(args))
+        specs = check_points(args.spec, [{**values, **p} for p in points], import_options(args))
         labels = [", ".join(f"{k}={v}" for k, v in p.items()) for p in points]
-        todo = [(fn, _picklable(args), {**values, **p}) for p in points]
+        todo = [(fn, _picklable(args), spec) for spec in specs]
         got: dict[int, tuple] = {}
         workers = getattr(args, "sweep_workers", None) or 1
         for i, res in run_all(_point, todo, workers, executor):
@@ -242,22 +243,45 @@ def run_points(args: argparse.Namespace, fn, header: list[str], after=None) -> i
     return max((got[i][2] for i in order), default=EXIT_OK)
 
 
-def check_points(spec: str, points: list[dict[str, str]], imports: ImportOptions = ImportOptions()) -> None:
+def check_points(spec: str, points: list[dict[str, str]], imports: ImportOptions = ImportOptions()) -> list:
     """Every point's -D values, checked before any solve starts: each value parses as a
     number or quantity, names a param of the spec, has its dimension and gives a valid
-    spec (each point is parsed here once; a bad one raises PartError naming it)."""
+    spec (each point is parsed here once; a bad one raises PartError naming it). The
+    parsed specs, one per point: what the sweep's workers get."""
     from partdsl.core.errors import PartError
     from partdsl.dsl.parser import parse_file, parse_override
 
     for p in points:  # the values alone first: no parse for a typo
         for k, v in p.items():
             parse_override(k, v)
+    out = []
     for p in points:
         try:
-            parse_file(spec, p, imports)
+            out.append(parse_file(spec, p, imports))
         except PartError as e:
             point = ", ".join(f"{k}={v}" for k, v in p.items())
             raise PartError(f"{spec}, sweep point {point}: {e.message}", e.span, e.hint, e.source, e.kind) from None
+    return out
+
+
+def with_parsed(jobs: list[Job]) -> list[Job]:
+    """The jobs, each with its spec parsed here once per (file, point), so that the runs
+    take the content, not the path, wherever they run. A spec that does not parse stays
+    unparsed: its runs say why in their rows."""
+    from partdsl.core.errors import PartError
+    from partdsl.dsl.parser import parse_file
+
+    parsed: dict[tuple, object] = {}
+    out = []
+    for j in jobs:
+        key = (j.spec, j.params, j.imports)
+        if key not in parsed:
+            try:
+                parsed[key] = parse_file(j.spec, dict(j.params), j.imports)
+            except PartError:
+                parsed[key] = None
+        out.append(replace(j, parsed=parsed[key]))
+    return out
 
 
 def _picklable(args: argparse.Namespace) -> argparse.Namespace:
