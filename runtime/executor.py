@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 CONNECT_TIMEOUT = "5s"
+RETRIES = 2  # a job whose run failed for a reason outside it (a worker lost, a connection dropped) runs again
 
 
 @contextmanager
@@ -54,7 +56,9 @@ def run_all(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | None =
     """(index, fn(*job)) for every job, in order of completion. Ctrl-C cancels the jobs
     not started and is re-raised. If local worker processes cannot start (a script run
     without an `if __name__ == "__main__":` guard re-runs itself in spawned children),
-    the jobs left run in this process."""
+    the jobs left run in this process. On a given executor, a job that fails for a reason
+    other than our own errors (a Dask worker killed or lost, a dropped connection) is
+    submitted again, up to RETRIES times, with a line on stderr; then its error is raised."""
     workers = min(workers or os.cpu_count() or 1, max(len(jobs), 1))
     if executor is None and workers <= 1:
         for i, job in enumerate(jobs):
@@ -64,10 +68,25 @@ def run_all(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | None =
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) if own else executor
     futures = {pool.submit(fn, *job): i for i, job in enumerate(jobs)}
     done: set[int] = set()
+    tries = [0] * len(jobs)
     try:
-        for f in as_completed(futures):
-            yield futures[f], f.result()
-            done.add(futures[f])
+        while futures:
+            f = next(as_completed(futures))
+            i = futures.pop(f)
+            try:
+                out = f.result()
+            except BrokenProcessPool:
+                raise
+            except Exception as e:  # noqa: BLE001 - sorted out below: ours are raised at once
+                if own or _ours(e) or tries[i] >= RETRIES:
+                    raise
+                tries[i] += 1
+                print(f"  ... job {i + 1} failed ({type(e).__name__}: {e}); running it again "
+                      f"({tries[i]} of {RETRIES})", file=sys.stderr, flush=True)
+                futures[pool.submit(fn, *jobs[i])] = i
+                continue
+            done.add(i)
+            yield i, out
     except BrokenProcessPool:
         if not own:
             raise
@@ -75,9 +94,18 @@ def run_all(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | None =
             if i not in done:
                 yield i, fn(*job)
     except KeyboardInterrupt:
-        for f in futures:
+        for f in list(futures):
             f.cancel()
         raise
     finally:
         if own:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ours(e: BaseException) -> bool:
+    """An error of partdsl's own (a user's mistake, a solver missing or failing): the same
+    on any worker, so not worth a second run."""
+    from partdsl.core.errors import PartError
+    from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
+
+    return isinstance(e, (PartError, SolverFailed, SolverUnavailable))
