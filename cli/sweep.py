@@ -172,10 +172,11 @@ def _json_value(x: object) -> object:
 
 
 def sweep(all_jobs: list[Job], out: Path | None, workers: int | None = None,
-          executor=None) -> Iterator[tuple[int, dict, bool]]:  # type: ignore[no-untyped-def]
+          executor=None, parsed: dict | None = None) -> Iterator[tuple[int, dict, bool]]:  # type: ignore[no-untyped-def]
     """Run the jobs not already in `out`; (job index, row, was_run) for every job, rows of
     an earlier run first, then new rows as they complete. The runs get their specs parsed
-    (with_parsed): a Dask worker elsewhere needs no access to the files."""
+    (with_parsed; `parsed`: specs already parsed, by spec_key): a Dask worker elsewhere
+    needs no access to the files."""
     from partdsl.runtime.executor import run_all
 
     done = previous_rows(out) if out is not None else {}
@@ -187,7 +188,7 @@ def sweep(all_jobs: list[Job], out: Path | None, workers: int | None = None,
             key = j.key(solver_label(j))
             if key in done:
                 yield i, done[key], False
-        for t, row in run_all(run_job, [(j,) for j in with_parsed(todo)], workers or 1, executor):
+        for t, row in run_all(run_job, [(j,) for j in with_parsed(todo, parsed)], workers or 1, executor):
             if writer is not None:
                 writer.write(row)
             yield index[id(todo[t])], row, True
@@ -264,17 +265,23 @@ def check_points(spec: str, points: list[dict[str, str]], imports: ImportOptions
     return out
 
 
-def with_parsed(jobs: list[Job]) -> list[Job]:
+def spec_key(spec: str, params: Mapping[str, str] | tuple, imports: ImportOptions) -> tuple:
+    """What a parsed spec is kept under: its file, -D values and import options."""
+    return (spec, tuple(params.items()) if isinstance(params, Mapping) else params, imports)
+
+
+def with_parsed(jobs: list[Job], parsed: dict | None = None) -> list[Job]:
     """The jobs, each with its spec parsed here once per (file, point), so that the runs
-    take the content, not the path, wherever they run. A spec that does not parse stays
-    unparsed: its runs say why in their rows."""
+    take the content, not the path, wherever they run; `parsed` (by spec_key) holds specs
+    parsed already (check_points'). A spec that does not parse stays unparsed: its runs
+    say why in their rows."""
     from partdsl.core.errors import PartError
     from partdsl.dsl.parser import parse_file
 
-    parsed: dict[tuple, object] = {}
+    parsed = dict(parsed or {})
     out = []
     for j in jobs:
-        key = (j.spec, j.params, j.imports)
+        key = spec_key(j.spec, j.params, j.imports)
         if key not in parsed:
             try:
                 parsed[key] = parse_file(j.spec, dict(j.params), j.imports)

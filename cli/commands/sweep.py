@@ -52,15 +52,18 @@ def run(args: argparse.Namespace) -> int:
     methods = [m for m in args.method.split(",") if m]
     solvers = [x for x in args.solver.split(",") if x] if args.solver else [None]
     options = numbers(defines(args.option)) if args.option else None
-    for spec in args.specs if args.define else []:  # every point's -D values, before any run starts
-        sweep.check_points(spec, sweep.grid(defines(args.define)), import_options(args))
+    parsed = {}  # every point's -D values checked before any run starts; the runs take these specs
+    points = sweep.grid(defines(args.define))
+    for spec in args.specs if args.define else []:
+        specs = sweep.check_points(spec, points, import_options(args))
+        parsed.update({sweep.spec_key(spec, p, import_options(args)): s for p, s in zip(points, specs)})
     jobs = sweep.jobs(args.specs, defines(args.define), methods, solvers, args.seed, args.time_limit, args.gap,
                       options, import_options(args))
     out = Path(args.output) if args.output else None
     got: dict[int, dict] = {}
     ran = 0
     with open_executor(args.executor) as executor:
-        for i, row, was_run in sweep.sweep(jobs, out, args.workers, executor):
+        for i, row, was_run in sweep.sweep(jobs, out, args.workers, executor, parsed):
             got[i] = row
             ran += was_run
             if was_run and not args.json:
