@@ -98,9 +98,9 @@ def _proof(spec: Spec, f: Formulation, out: MipOutcome, found: Candidate | None,
     C = min(float(out.bound), value)
     if f.name == "latency":
         return Proven(C, f"{name} dual bound ({out.why})")
-    if out.status == Status.OPTIMAL and found is not None:  # optimal within the solver's tolerance (1e-6 ms)
-        from partdsl.core.schedule_eval import as_makespan, as_objective, evaluate_schedule
+    from partdsl.core.schedule_eval import as_makespan, as_objective, evaluate_schedule
 
+    if out.status == Status.OPTIMAL and found is not None:  # optimal within the solver's tolerance (1e-6 ms)
         ev = evaluate_schedule(spec, found.schedule)
         mine = as_makespan(spec, ev.objective) if ev.feasible else math.inf
         if abs(mine - C) <= 1e-6 * max(1.0, C):

@@ -198,3 +198,22 @@ def test_issue_28_defect_1_the_hand_schedule_waits_for_its_share_and_the_certifi
         r = solve(spec, method=method, time_limit=60, gap=0.0)
         assert r.status.value == "optimal" and r.objective == pytest.approx(opt), method
         assert r.bound >= opt * (1 - 1e-9), method
+
+
+def test_a_schedule_mip_stopped_with_a_dual_bound_proves_that_bound_as_throughput() -> None:
+    """A DiviML MIP stopped short of optimal (a time limit) with a finite dual bound: the
+    bound on the makespan becomes a bound on the throughput (it crashed with an
+    UnboundLocalError, found by method auto's 30 s exact member on examples/rwnn_throughput)."""
+    from partdsl import parse_file
+    from partdsl.methods.exact import _proof
+    from partdsl.models.formulations import formulation_for
+    from partdsl.core.result import Status
+    from partdsl.core.schedule_eval import as_objective
+    from partdsl.solvers.outcome import MipOutcome
+    from conftest import EXAMPLES
+
+    spec = parse_file(EXAMPLES / "rwnn_throughput.part")
+    out = MipOutcome(Status.FEASIBLE, "time limit", None, 50.0, 40.0)
+    proof = _proof(spec, formulation_for(spec), out, None, 50.0, True, True, "HiGHS")
+    assert proof is not None and proof.bound == pytest.approx(as_objective(spec, 40.0))
+    assert proof.bound > as_objective(spec, 50.0)  # throughput: a shorter makespan bound is a higher rate bound
