@@ -110,10 +110,11 @@ def units(spec: Spec, acc: int, cpu: int) -> tuple[np.ndarray, int]:
         lab = [pos[seq[x]] for x in lab]
 
 
-def grow_ideals(n: int, preds: list[int], limit_ideals: int = math.inf) -> tuple[list[int], list[list[int]]]:  # type: ignore[assignment]
+def grow_ideals(n: int, preds: list[int], limit_ideals: int = math.inf,  # type: ignore[assignment]
+                deadline: Deadline = NEVER) -> tuple[list[int], list[list[int]]]:
     """Ideals (bitsets) in the order a depth-first growth from the empty set finds them,
     and for each the ideals it was grown from, in the order they reached it. More than
-    `limit_ideals`: NotApplicable."""
+    `limit_ideals`, or past `deadline`: NotApplicable."""
     ideals = [0]
     index = {0: 0}
     parents: list[list[int]] = [[]]
@@ -128,6 +129,8 @@ def grow_ideals(n: int, preds: list[int], limit_ideals: int = math.inf) -> tuple
                 if j is None:
                     if len(ideals) >= limit_ideals:
                         raise NotApplicable(f"more than {limit_ideals:,} ideals")
+                    if len(ideals) % 1024 == 0 and deadline.passed():
+                        raise NotApplicable("the time limit passed while listing the ideals")
                     j = index[new] = len(ideals)
                     ideals.append(new)
                     parents.append([])
@@ -185,7 +188,7 @@ def split(spec: Spec, bound: float, limit_ideals: int = IDEAL_LIMIT, deadline: D
     for a, b in zip(unit[d.src].tolist(), unit[d.dst].tolist()):
         if a != b:
             preds[b] |= 1 << a
-    ideals, parents = grow_ideals(n, preds, limit_ideals)
+    ideals, parents = grow_ideals(n, preds, limit_ideals, deadline)
     NI = len(ideals)
     bits = _words(ideals, n)
     member = np.unpackbits(bits.astype("<u8").view(np.uint8), axis=1, bitorder="little")[:, :n].astype(np.int64)

@@ -76,9 +76,10 @@ def reach_masks(spec: Spec, path: list[int]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray] | None = None,
-                 cuts: bool = True) -> float:
+                 cuts: bool = True, deadline: Deadline = NEVER) -> float:
     """The path segmentation bound for one path (see the module docstring); 0 (a valid,
-    empty bound) where its m x m tables would not fit in memory (runtime/memory.py)."""
+    empty bound) where its m x m tables would not fit in memory (runtime/memory.py), or
+    when `deadline` passes during the run min-cuts."""
     d = spec.dense
     m = len(path)
     if m == 0 or 8.0 * (6 * m * m + 2 * d.n * m) > memory.budget():
@@ -119,7 +120,10 @@ def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarra
         cost[bad] = INF
         cost[np.tril_indices(m, -1)] = INF  # j <= i only
         if masks is not None and cuts:
-            cost = np.maximum(cost, cut_costs(spec, masks, c, mem, np.isfinite(cost)))
+            cut = cut_costs(spec, masks, c, mem, np.isfinite(cost), deadline)
+            if cut is None:
+                return 0.0
+            cost = np.maximum(cost, cut)
         run_cost = np.minimum(run_cost, cost)
     f = np.full(m + 1, INF)  # f[i]: p_0 .. p_i-1 processed
     f[0] = 0.0
@@ -215,10 +219,11 @@ def side_costs(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int, mem: np
 
 
 def cut_costs(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int, mem: np.ndarray,
-              runs: np.ndarray) -> np.ndarray:
+              runs: np.ndarray, deadline: Deadline = NEVER) -> np.ndarray | None:
     """[m, m] the min-cut bound of kernels/latency/run_cut.py for each run (j, i) in `runs`
     (0 elsewhere): the subgraph holds the interval and excludes ancestors of p_j-1,
-    descendants of p_i+1 and nodes too large to fit beside the interval."""
+    descendants of p_i+1 and nodes too large to fit beside the interval. None once
+    `deadline` passes (a max flow per run: thousands on a long path)."""
     from partdsl.kernels.latency.run_cut import RunCut
 
     d = spec.dense
@@ -227,7 +232,9 @@ def cut_costs(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int, mem: np.
     net = RunCut(spec, c)
     cap = d.memory[c] if spec.constraints.memory == "hard" else math.inf
     out = np.zeros((m, m))
-    for j, i in zip(*np.nonzero(runs)):
+    for k, (j, i) in enumerate(zip(*np.nonzero(runs))):
+        if k % 64 == 0 and deadline.passed():
+            return None
         inside = desc[j] & anc[i]
         excluded = (d.params > (cap - mem[j, i]) * (1 + 1e-12)) & ~inside
         if j:
@@ -273,7 +280,7 @@ def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: Deadline = 
     scored: dict[tuple[int, ...], float] = {}
     complete = True
     for t in range(tries):
-        if deadline.passed():
+        if t and deadline.passed():  # one path at least, however short the time: a bound to return
             complete = False
             break
         if t < len(base):
@@ -291,7 +298,9 @@ def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: Deadline = 
         if deadline.passed():
             complete = False
             break
-        v = segmentation(spec, list(path))
+        v = segmentation(spec, list(path), deadline=deadline)
+        if deadline.passed():
+            complete = False
         if v > best:
             best, best_path = v, path
     if complete:
