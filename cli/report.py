@@ -124,12 +124,12 @@ def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str
 def result_report(spec: Spec, r: Result) -> str:
     which = "upper" if r.sense == "max" else "lower"
     lines = [f"status     {r.status.value} ({r.stopped})",
-             f"method     {r.method} (solver: {r.solver})",
+             f"method     {r.method}{f' (answer from {r.chosen})' if r.chosen else ''} (solver: {r.solver})",
              f"objective  {fmt(r.objective)} {r.unit}",
              f"bound      {fmt(r.bound)} {r.unit} ({which} bound on the optimum)",
              f"gap        {fmt(100 * r.gap, 4) if math.isfinite(r.gap) else 'inf'}%",
              f"time       {r.wall_time_s:.3f} s"]
-    notes = [ln.strip() for ln in r.log if any(w in ln for w in ("proven bound", "not a proof", "not used by"))]
+    notes = [ln.strip() for ln in r.log if any(w in ln for w in ("proven bound", "not a proof", "not used by", "skipped"))]
     lines += [f"note       {n.split('  ', 1)[-1].strip()}" for n in notes]
     if r.evaluation is not None and (r.assignment is not None or r.evaluation.schedule is not None):
         arr = (np.array([spec.platform.devices.index(r.assignment[nm]) for nm in spec.dense.names])

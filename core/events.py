@@ -42,6 +42,7 @@ class Candidate:
     devices: np.ndarray | None = None
     subgraphs: np.ndarray | None = None
     schedule: Schedule | None = None
+    method: str = ""  # the portfolio member that found it (method `auto`)
 
     def __post_init__(self) -> None:
         if (self.devices is None) == (self.schedule is None):

@@ -59,6 +59,7 @@ class Result:
     solver_log: str = field(default="", repr=False)  # the MIP solvers' own logs, one section per run
     subgraphs: dict[str, int] | None = None  # latency with `subgraphs <= q`: each accelerator node's subgraph
     schedule: list[dict] | None = None  # scheduled objectives (DiviML): the pieces with their starts, JSON form
+    chosen: str | None = None  # method `auto`: the portfolio member whose answer this is
 
     @property
     def lower_bound(self) -> float:
@@ -73,7 +74,8 @@ class Result:
         return {"status": self.status.value, "objective": json_number(self.objective), "sense": self.sense,
                 "unit": self.unit, "lower_bound": json_number(self.lower_bound),
                 "upper_bound": json_number(self.upper_bound), "bound": json_number(self.bound),
-                "gap": json_number(self.gap), "method": self.method, "solver": self.solver,
+                "gap": json_number(self.gap), "method": self.method,
+                **({"chosen": self.chosen} if self.chosen is not None else {}), "solver": self.solver,
                 "wall_time_s": round(self.wall_time_s, 6), "stopped": self.stopped.value,
                 "assignment": self.assignment,
                 **({"subgraphs": self.subgraphs} if self.subgraphs is not None else {}),

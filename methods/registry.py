@@ -15,7 +15,7 @@ from partdsl.kernels.latency import search as latency_search
 from partdsl.kernels.peers import runners as peers
 from partdsl.kernels.schedule import list_schedulers
 from partdsl.kernels.schedule import search as schedule_search
-from partdsl.methods import exact, milp_split
+from partdsl.methods import auto, exact, milp_split
 
 MAX_LOAD = ("bottleneck", "latency")  # methods that optimize the max load (scored under latency); schedule
 # objectives (DiviML) refuse them: an assignment cannot express a batch split, and max load is not makespan
@@ -29,6 +29,7 @@ class Method:
     about: str
     options: tuple[str, ...] = ()  # the method's own options (`population 100` in a solve block)
     mip: bool = False  # runs a MIP solver
+    portfolio: bool = False  # runs other methods (auto): given the incumbent, reports which member won
     objectives: tuple[str, ...] = OBJECTIVES  # the objectives it optimizes (others are refused up front)
     # spec features it does not model (methods/capabilities.py), each with the option that makes it model it
     ignores: tuple[tuple[str, str | None], ...] = ()
@@ -42,8 +43,11 @@ PEER_IGNORES = (("contiguous", None), ("acyclic", None), ("stage limits", None),
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("auto", auto.run, False, "a portfolio chosen by objective, features and size: fast heuristics, then "
+           "improvement, then an exact method where the size allows, within the time limit (default)",
+           portfolio=True),
     Method("topo", topo_split.run, False,
-           "best of several topological-order splits, each split optimally by a DP (default)", objectives=MAX_LOAD),
+           "best of several topological-order splits, each split optimally by a DP", objectives=MAX_LOAD),
     Method("slicegraph", order_search.slicegraph, False, "SliceGraph on Kahn's order (Archer sec. 4)",
            objectives=MAX_LOAD),
     Method("random", order_search.random_orders, False, "random-T: best SliceGraph of T random orders",
@@ -99,18 +103,17 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "it runs fastest (baseline)", ("iterations",), objectives=SCHEDULED),
 )}
 ALIASES = {"mla-weighted": "mla_weighted"}
-DEFAULT_METHOD = "topo"
-DEFAULT_SCHEDULE_METHOD = "heft"  # the default under a schedule objective (DiviML)
+DEFAULT_METHOD = "auto"
 KERNEL_SOLVER = "numpy"  # the solver reported by methods that run no MIP (NumPy kernels)
 
 
 
 
-def lookup(name: str | None, scheduled: bool) -> Method:
+def lookup(name: str | None) -> Method:
     """The method called `name` (an alias, or None for the default), or a PartError listing them."""
     from partdsl.core.errors import PartError
 
-    name = name or (DEFAULT_SCHEDULE_METHOD if scheduled else DEFAULT_METHOD)
+    name = name or DEFAULT_METHOD
     name = ALIASES.get(name, name)
     if name not in METHODS:
         raise PartError(f"unknown method '{name}'", None,

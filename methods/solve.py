@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Mapping
 
 import numpy as np
 from partdsl.core.assignment import subgraph_map, to_array
@@ -93,6 +93,7 @@ class _Run:
     best: Evaluation | None = None
     best_dev: np.ndarray | None = None
     best_label: str = ""
+    best_method: str = ""  # the portfolio member whose candidate is the incumbent
     count: int = 0
     stopped: Termination = Termination.ALL_TRIED
     log: list[str] = field(default_factory=list)
@@ -118,9 +119,10 @@ class _Run:
             self.count += 1  # scored even past the deadline: a MIP's last incumbent arrives just after it
             ev, dev = score(self.spec, event)
             if _better(self.spec, ev, self.best):
-                self.best, self.best_dev, self.best_label = ev, dev, event.label
+                self.best, self.best_dev, self.best_label, self.best_method = ev, dev, event.label, event.method
                 if ev.feasible:
-                    self.note(f"incumbent {ev.objective:.6g} ({event.label})")
+                    by = f"{event.method}: " if event.method else ""
+                    self.note(f"incumbent {ev.objective:.6g} ({by}{event.label})")
 
     def has_feasible(self) -> bool:
         return self.best is not None and self.best.feasible
@@ -137,7 +139,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     subproblems (MILP-SPLIT's modules)."""
     opts = spec.solve.merged(method=method, solver=solver, time_limit=time_limit, gap=gap,
                              seed=seed, threads=threads)
-    m = lookup(opts.method, spec.objective.scheduled)
+    m = lookup(opts.method)
     links_modelled(spec)  # a spec built in Python skips validate(): the one feature no method models
     log: list[str] = []
     method_opts = _checked_options(spec, m, method, options, opts, log)
@@ -161,13 +163,16 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
         extra = {"start": start} if m.mip else {}  # a MIP method may use it as its MIP start
         if executor is not None:
             extra["executor"] = executor
+        if m.portfolio:  # the members' MIP start
+            extra["incumbent"] = lambda: (run.best.objective, run.best_dev) if run.has_feasible() else None
         yield from m.run(spec, seed=opts.seed or 0, deadline=deadline,  # a kernel's progress, live and logged
                          progress=lambda message: run.note(message, progress), solver=opts.solver,
                          gap=opts.gap, threads=opts.threads, **extra, **method_opts)
 
     rel = max(opts.gap if opts.gap is not None else 0.0, 1e-9)  # 1e-9: float summation order
     _consume(run, events(), m, deadline, rel, progress)
-    solver_name = (opts.solver or solver_registry.DEFAULT_SOLVER) if m.mip else KERNEL_SOLVER
+    ran = METHODS[run.best_method] if run.best_method else m  # a portfolio's: the member that won
+    solver_name = (opts.solver or solver_registry.DEFAULT_SOLVER) if ran.mip else KERNEL_SOLVER
     return _result(run, m.name, solver_name, rel)
 
 
@@ -180,7 +185,7 @@ def _consume(run: _Run, events: Iterator[Event], m: Method, deadline: Deadline, 
     try:
         for event in events:
             run.take(event, progress)
-            if not isinstance(event, Candidate):
+            if not isinstance(event, (Candidate, Proven)):  # a proof may close the gap too
                 continue
             if deadline.passed():
                 run.stopped = Termination.TIME_LIMIT
@@ -232,8 +237,8 @@ def _result(run: _Run, method: str, solver: str, rel: float) -> Result:
     # a node whose samples run on several devices has no one device: the schedule says where
     assignment = None if (dev < 0).any() else {
         spec.dense.names[i]: spec.dense.devices[j] for i, j in enumerate(dev.tolist())}
-    run.log.append(f"best: {run.best_label}")
+    run.log.append(f"best: {run.best_method + ': ' if run.best_method else ''}{run.best_label}")
     subgraphs = subgraph_map(spec, dev, best.subgraph) if spec.constraints.subgraphs > 1 else None
     schedule = best.schedule.to_json(spec) if best.schedule is not None else None
     return Result(status, method, solver, value, lb, g, sense, unit, wall,
-                  assignment, best, tuple(run.log), run.stopped, logs, subgraphs, schedule)
+                  assignment, best, tuple(run.log), run.stopped, logs, subgraphs, schedule, run.best_method or None)

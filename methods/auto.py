@@ -1,0 +1,122 @@
+"""Method `auto` (the default): a small portfolio run within one time limit (issue 32).
+
+It chooses by objective, the spec's features and its size: the brute force on specs
+small enough to enumerate, fast heuristics, then improvement, then an exact method where
+the size allows, each member on a share of the
+time left (the last on all of it). Every member's candidates and proofs go to `solve`
+as they come, so the answer kept is the best the evaluator scored, certified by the best
+bound any member proved; `solve` stops the portfolio as soon as the gap asked for is met.
+A member that does not model one of the spec's features is left out (methods/capabilities.py);
+one that refuses the spec as it runs (a memory guard, a formulation's check) is skipped
+with its reason in the log, so `auto` answers whenever one of its members does.
+
+Without a time limit the heuristics run to their end and the searches that could run
+for long (the DP over ideals, the MIPs) get UNTIMED_SECONDS each.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from partdsl.core.errors import PartError
+from partdsl.core.events import Candidate, Event, Progress, Proven
+from partdsl.core.ir import Spec
+from partdsl.runtime.deadline import NEVER, Deadline
+
+UNTIMED_SECONDS = 10.0  # each long search's budget when the run has no time limit
+EXACT_NODES = 400  # the MIPs join the portfolio up to this many nodes (MILP-SPLIT beyond, under DiviML)
+EXACT_DEVICES = 16  # ... and this many devices
+BRUTE_NODES, BRUTE_CANDIDATES = 10, 20_000  # the brute force goes first on specs this small: a proof in any case
+
+
+@dataclass(frozen=True)
+class Member:
+    """One portfolio step: a method, its share of the time left when it starts, its options."""
+
+    method: str
+    share: float
+    long: bool = False  # may run for long: bounded by UNTIMED_SECONDS when there is no limit
+    options: tuple[tuple[str, float], ...] = ()
+
+
+def small(spec: Spec) -> bool:
+    return spec.dense.n <= EXACT_NODES and len(spec.platform.devices) <= EXACT_DEVICES
+
+
+def enumerable(spec: Spec) -> bool:
+    if spec.dense.n > BRUTE_NODES:
+        return False
+    from partdsl.kernels import brute_force
+    from partdsl.kernels.schedule import brute
+
+    return (brute.count(spec) if spec.objective.scheduled else brute_force.count(spec)) <= BRUTE_CANDIDATES
+
+
+def portfolio(spec: Spec) -> list[Member]:
+    """The members for this spec, in order, before the capability filter."""
+    brute = [Member("brute", 0.5)] if enumerable(spec) else []
+    return brute + _searches(spec)
+
+
+def _searches(spec: Spec) -> list[Member]:
+    kind = spec.objective.kind
+    exact = [Member("exact", 1.0, True, (("heuristics", 0.05),))] if small(spec) else []
+    if spec.objective.scheduled:  # DiviML: list schedulers, MILP-SPLIT, then the whole MILP (or the EA)
+        return [Member("heft", 0.05), Member("eft", 0.05), Member("met", 0.05),
+                Member("milp_split", 0.8 if exact else 0.7, True), *(exact or [Member("ea", 1.0)])]
+    if kind == "latency":  # the greedy first (an answer at once), then the search that wins most
+        return [Member("fill", 0.05), Member("latency_search", 0.75), Member("maxload_dp", 0.5), *exact]
+    return [Member("load_search", 0.3), Member("dp", 0.5, True), *exact]
+
+
+def members(spec: Spec) -> list[Member]:
+    """The portfolio less the members that take another objective or ignore one of the spec's features."""
+    from partdsl.methods import capabilities
+    from partdsl.methods.registry import METHODS
+
+    kind = spec.objective.kind
+    return [p for p in portfolio(spec) if kind in METHODS[p.method].objectives
+            and not capabilities.unmodelled(spec, METHODS[p.method].ignores, dict(p.options))]
+
+
+def _budget(deadline: Deadline, p: Member, last: bool) -> Deadline:
+    if deadline.limited:
+        return deadline if last else deadline.share(p.share)
+    return deadline.share(1.0, UNTIMED_SECONDS) if p.long else NEVER
+
+
+def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
+        incumbent: Callable[[], tuple[float, np.ndarray] | None] = lambda: None, **common: object) -> Iterator[Event]:
+    """Run the members in turn; each candidate is tagged with the member that found it.
+    `incumbent()`: the value and assignment of the best feasible answer `solve` has scored
+    so far: a MIP member's start, and the optimum once an exhaustive member has ended."""
+    from partdsl.methods.registry import METHODS
+
+    chosen = members(spec)
+    yield Progress("auto: " + ", then ".join(p.method for p in chosen))
+    for i, p in enumerate(chosen):
+        if deadline.passed():
+            return
+        m = METHODS[p.method]
+        extra = dict(common)
+        if m.mip:
+            best = incumbent()
+            extra["start"] = best[1] if best is not None and (best[1] >= 0).all() else None
+        else:
+            extra.pop("start", None)
+            extra.pop("executor", None)
+        budget = _budget(deadline, p, i == len(chosen) - 1)
+        yield Progress(f"auto: {p.method}" + (f" for {budget.left():.3g} s" if budget.limited else ""))
+        try:
+            for ev in m.run(spec, seed=seed, deadline=budget, progress=progress, **extra, **dict(p.options)):
+                yield dataclasses.replace(ev, method=p.method) if isinstance(ev, Candidate) else ev
+        except PartError as e:  # the member refuses this spec (too big for memory, a feature): the next one runs
+            yield Progress(f"auto: {p.method} skipped: {e.message}")
+            continue
+        if m.exhaustive and not budget.passed():  # it scored the evaluator's whole space: the best is optimal
+            best = incumbent()
+            empty = math.inf if spec.objective.sense == "min" else 0.0
+            yield Proven(best[0] if best is not None else empty, f"{p.method} enumerated every candidate")

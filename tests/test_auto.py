@@ -1,0 +1,79 @@
+"""Method `auto`, the default (issue 32, item 1): a portfolio that answers whenever one of
+its members does, proves what its exact member proves, and says which member won.
+benchmarks/auto.py compares it with every single method on the bundled workloads."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from conftest import EXAMPLES, run_part
+from effort import examples
+from hypothesis import HealthCheck, given, settings
+from partdsl import parse_file
+from partdsl.core.ir import Spec
+from partdsl.methods import auto
+from partdsl.methods.registry import DEFAULT_METHOD, METHODS
+from partdsl.methods.solve import solve
+
+from tests.oracle import KINDS, TOL, oracle, tiny_specs
+
+
+def test_auto_is_the_default_and_names_the_member_it_kept() -> None:
+    assert DEFAULT_METHOD == "auto"
+    spec = parse_file(EXAMPLES / "mtpp_overflow.part")
+    r = solve(spec)
+    assert r.method == "auto" and r.chosen in {p.method for p in auto.members(spec)}
+    assert r.status.value == "optimal"
+    assert r.to_json()["chosen"] == r.chosen
+    assert any(line.split("  ", 1)[-1].startswith(f"best: {r.chosen}: ") for line in r.log), r.log[-3:]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_auto_is_optimal_on_tiny_specs(kind: str) -> None:
+    """On specs the brute force enumerates, auto's exact member closes the gap: auto says
+    optimal and its value is the optimum over the evaluator's whole space (or it proves
+    the spec infeasible when nothing is feasible)."""
+    @settings(max_examples=examples(15), deadline=None, suppress_health_check=list(HealthCheck))
+    @given(tiny_specs(kinds=(kind,)))
+    def case(spec: Spec) -> None:
+        opt, feasible = oracle(spec)
+        r = solve(spec, time_limit=60)
+        if not feasible:
+            assert not r.status.has_solution()
+            return
+        assert r.status.value == "optimal", (r.status, r.stopped, r.log[-6:], spec)
+        assert math.isclose(r.objective, opt, rel_tol=TOL, abs_tol=TOL), (r.objective, opt, r.chosen)
+
+    case()
+
+
+def test_members_follow_the_objective_the_features_and_the_size() -> None:
+    for path, expect in (("mtpp_overflow.part", ["load_search", "dp", "exact"]),
+                         ("latency.part", ["fill", "latency_search", "maxload_dp", "exact"]),
+                         ("diviml_batched.part", ["heft", "eft", "met", "milp_split", "exact"])):
+        spec = parse_file(EXAMPLES / path)
+        brute = ["brute"] if auto.enumerable(spec) else []
+        assert [p.method for p in auto.members(spec)] == brute + expect, path
+        kind = spec.objective.kind
+        assert all(kind in METHODS[p.method].objectives for p in auto.members(spec))
+    big = parse_file(EXAMPLES / "rwnn_throughput.part")
+    assert big.dense.n > auto.EXACT_NODES or "exact" in [p.method for p in auto.members(big)]
+
+
+def test_a_member_that_refuses_is_skipped_and_the_others_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A memory budget of 1 byte: the members built on segment tables (latency_search, and
+    exact through its MIP start) refuse them (a PartError with the sizes); auto logs the
+    refusals and answers from the greedy members."""
+    spec = parse_file(EXAMPLES / "latency.part")
+    monkeypatch.setenv("PARTDSL_MEMORY_BYTES", "1")
+    r = solve(spec, time_limit=30)
+    assert r.status.has_solution(), r.log
+    skipped = [ln for ln in r.log if "skipped" in ln]
+    assert skipped, r.log
+    assert r.chosen is not None and all(r.chosen not in ln for ln in skipped)
+
+
+def test_part_solve_says_which_member_won() -> None:
+    p = run_part("solve", str(EXAMPLES / "mtpp_overflow.part"))
+    assert p.returncode == 0, p.stderr
+    assert "method     auto (answer from " in p.stdout
