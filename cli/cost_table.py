@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
+from partdsl.core.layers import layer_of, layer_pattern
 from partdsl.core.quantities import human_size
 
 SORT_KEYS = ("order", "flops", "params", "out", "work")
-_NUMBERED = re.compile(r"^([A-Za-z]*\d+)_")
 
 
 @dataclass(frozen=True)
@@ -38,30 +38,6 @@ class Costs:
             w = np.where(np.isnan(self.work), np.inf, self.work).min(axis=1, initial=np.inf)
             return np.where(np.isfinite(w), w, -1.0)
         return np.nan_to_num(getattr(self, by), nan=-1.0)
-
-
-def layer_pattern(regex: str | None) -> re.Pattern | None:
-    if regex is None:
-        return None
-    try:
-        return re.compile(regex)
-    except re.error as e:
-        raise PartError(f"--layers {regex}: not a regular expression ({e})", None,
-                        r"e.g. --layers 'layer\.\d+' or --layers '^(l\d+)_'") from None
-
-
-def layer_of(name: str, group: str | None, pattern: re.Pattern | None = None) -> str:
-    if group:
-        return group
-    if pattern is not None:
-        m = pattern.search(name)
-        if m:
-            return m.group(1) if m.groups() and m.group(1) is not None else m.group(0)
-    cut = max(name.rfind("/"), name.rfind("."))
-    if cut > 0:
-        return name[:cut]
-    m = _NUMBERED.match(name)
-    return m.group(1) if m else name
 
 
 def costs(spec: Spec, pattern: re.Pattern | None = None) -> Costs:

@@ -1,8 +1,8 @@
 """Method `auto` (the default): a small portfolio run within one time limit (issue 32).
 
-It chooses by objective, the spec's features and its size: the brute force on specs
-small enough to enumerate, fast heuristics, then improvement, then an exact method where
-the size allows, each member on a share of the
+It chooses by objective, the spec's features and its size: fast heuristics, then
+improvement, then an exact method where the size allows (and the brute force on specs
+small enough to enumerate, where the exact method could not prove the optimum), each member on a share of the
 time left (the last on all of it). Every member's candidates and proofs go to `solve`
 as they come, so the answer kept is the best the evaluator scored, certified by the best
 bound any member proved; `solve` stops the portfolio as soon as the gap asked for is met.
@@ -11,7 +11,7 @@ one that refuses the spec as it runs (a memory guard, a formulation's check) is 
 with its reason in the log, so `auto` answers whenever one of its members does.
 
 Without a time limit the heuristics run to their end and the searches that could run
-for long (the DP over ideals, the MIPs) get UNTIMED_SECONDS each.
+for long (the DP over ideals, the MIPs) share UNTIMED_SECONDS, as they would share a limit.
 """
 from __future__ import annotations
 
@@ -26,10 +26,10 @@ from partdsl.core.events import Candidate, Event, Progress, Proven
 from partdsl.core.ir import Spec
 from partdsl.runtime.deadline import NEVER, Deadline
 
-UNTIMED_SECONDS = 10.0  # each long search's budget when the run has no time limit
+UNTIMED_SECONDS = 10.0  # the long searches' budget, all together, when the run has no time limit
 EXACT_NODES = 400  # the MIPs join the portfolio up to this many nodes (MILP-SPLIT beyond, under DiviML)
 EXACT_DEVICES = 16  # ... and this many devices
-BRUTE_NODES, BRUTE_CANDIDATES = 10, 20_000  # the brute force goes first on specs this small: a proof in any case
+BRUTE_NODES, BRUTE_CANDIDATES = 10, 5_000  # the brute force ends the portfolio on specs this small: a proof
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,8 @@ def enumerable(spec: Spec) -> bool:
 
 def portfolio(spec: Spec) -> list[Member]:
     """The members for this spec, in order, before the capability filter."""
-    brute = [Member("brute", 0.5)] if enumerable(spec) else []
-    return brute + _searches(spec)
+    brute = [Member("brute", 1.0)] if enumerable(spec) else []
+    return _searches(spec) + brute
 
 
 def _searches(spec: Spec) -> list[Member]:
@@ -82,10 +82,14 @@ def members(spec: Spec) -> list[Member]:
             and not capabilities.unmodelled(spec, METHODS[p.method].ignores, dict(p.options))]
 
 
-def _budget(deadline: Deadline, p: Member, last: bool) -> Deadline:
+def _budget(deadline: Deadline, long: Deadline, p: Member, last: bool) -> Deadline:
+    """A member's deadline: its share of the time left; without a limit, none for a
+    heuristic, and its share of what is left of UNTIMED_SECONDS (`long`) for a long search."""
     if deadline.limited:
         return deadline if last else deadline.share(p.share)
-    return deadline.share(1.0, UNTIMED_SECONDS) if p.long else NEVER
+    if not p.long:
+        return NEVER
+    return long if last else long.share(p.share)
 
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
@@ -97,6 +101,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
 
     chosen = members(spec)
     yield Progress("auto: " + ", then ".join(p.method for p in chosen))
+    long: Deadline | None = None  # no limit: UNTIMED_SECONDS from the first long search on
     for i, p in enumerate(chosen):
         if deadline.passed():
             return
@@ -108,7 +113,9 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
         else:
             extra.pop("start", None)
             extra.pop("executor", None)
-        budget = _budget(deadline, p, i == len(chosen) - 1)
+        if p.long and long is None:
+            long = Deadline.after(UNTIMED_SECONDS)
+        budget = _budget(deadline, long or NEVER, p, i == len(chosen) - 1)
         yield Progress(f"auto: {p.method}" + (f" for {budget.left():.3g} s" if budget.limited else ""))
         try:
             for ev in m.run(spec, seed=seed, deadline=budget, progress=progress, **extra, **dict(p.options)):

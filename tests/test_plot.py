@@ -87,3 +87,49 @@ def test_plot_errors(tmp_path) -> None:  # type: ignore[no-untyped-def]
             f"sys.exit(main(['plot', {str(EXAMPLES / 'tiny.part')!r}, '-o', {str(tmp_path / 'x.png')!r}]))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 5 and "pip install 'partdsl[plot]'" in p.stderr
+
+
+def _overlaps(ax) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    renderer = ax.figure.canvas.get_renderer()
+    shown = [t for t in ax.texts if t.get_visible() and t.get_text()]
+    boxes = [t.get_window_extent(renderer) for t in shown]
+    return [(shown[i].get_text(), shown[j].get_text()) for i in range(len(shown)) for j in range(i)
+            if boxes[i].overlaps(boxes[j])]
+
+
+@pytest.mark.parametrize("objective", ["bottleneck", "latency"])
+def test_a_2000_node_graph_is_drawn_by_layer_with_labels_that_do_not_overlap(objective: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 32, item 2: a generated decoder of 2,103 operators is drawn as its ~150 layers
+    (`l17_q` ... `l17_add2` -> `l17`), colored by device, gray where a layer spans two;
+    no two labels overlap; the proven bound is drawn on the load bars / the Gantt chart."""
+    from partdsl.core.evaluate import evaluate
+    from partdsl.dsl.decoder_graph import Decoder, decoder_spec
+
+    spec = decoder_spec(Decoder(150), 8, "a100", objective)
+    d = spec.dense
+    assert d.n > 2000
+    order = np.argsort(np.argsort(d.topo))  # contiguous chunks of the topological order, one per GPU
+    gpus = [j for j, c in enumerate(d.dev_class) if not d.host[c]]
+    dev = np.array(gpus)[order * len(gpus) // d.n]
+    ev = evaluate(spec, dev)
+    fig = figures.answer_figure(spec, ev, dev, ev.subgraph, bound=0.5 * ev.objective)
+    top, bottom = fig.axes
+    from partdsl.core.layers import layer_of
+
+    groups = {layer_of(nd.name, nd.group) for nd in spec.graph.nodes}
+    assert {"embed", "l1", "l150"} <= groups and len(groups) < 160
+    assert f"drawn as {len(groups)} layers" in top.get_title()
+    drawn = sum(len(c.get_offsets()) for c in top.collections if hasattr(c, "get_sizes") and len(c.get_sizes()))
+    assert drawn == len(groups)
+    assert not _overlaps(top) and not _overlaps(bottom)
+    shown = {t.get_text() for t in top.texts if t.get_visible()}
+    assert "embed" in shown and len(shown) >= 10  # labels where they fit, not none
+    if objective == "bottleneck":
+        assert any("lower bound" in t.get_text() for t in bottom.get_legend().get_texts())
+    else:
+        assert any("lower bound" in t.get_text() for t in bottom.texts)
+    fig.savefig(tmp_path / "big.png")
+    figures.save(fig, tmp_path / "big.svg")
+    assert shown <= set(_texts(tmp_path / "big.svg"))
+    with Image.open(tmp_path / "big.png") as im:
+        assert im.format == "PNG"

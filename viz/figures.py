@@ -41,6 +41,10 @@ def device_colors(spec: Spec) -> list:  # type: ignore[type-arg]
     return [cmap(j % cmap.N) for j in range(spec.dense.D)]
 
 
+COLLAPSE_NODES = 300  # above this many nodes the graph is drawn by layer (core/layers.py)
+MANY_DEVICES = 40  # above this many devices, every k-th device name is shown
+
+
 def layers(spec: Spec) -> np.ndarray:
     """Each node's longest-path depth from a source (its layer)."""
     d = spec.dense
@@ -51,41 +55,114 @@ def layers(spec: Spec) -> np.ndarray:
     return depth
 
 
-def graph(ax, spec: Spec, dev: np.ndarray) -> None:  # type: ignore[no-untyped-def]
-    """Nodes in layers, colored by device (gray: no single device), cut edges dashed red."""
+def declutter(ax, texts: list) -> int:  # type: ignore[no-untyped-def,type-arg]
+    """Hide every text that overlaps one kept before it (in the order given): labels never
+    overlap. Returns how many were hidden."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    kept: list = []  # type: ignore[type-arg]
+    hidden = 0
+    for t in texts:
+        t.set_visible(True)
+        box = t.get_window_extent(renderer).expanded(1.05, 1.1)
+        if any(box.overlaps(k) for k in kept):
+            t.set_visible(False)
+            hidden += 1
+        else:
+            kept.append(box)
+    return hidden
+
+
+def _groups(spec: Spec, dev: np.ndarray) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """(group per node, group names, device per group: -1 where its nodes are on several)."""
+    from partdsl.core.layers import layer_of
+
+    names: dict[str, int] = {}
+    of = np.array([names.setdefault(layer_of(nd.name, nd.group), len(names)) for nd in spec.graph.nodes])
+    G = len(names)
+    lo = np.full(G, np.iinfo(np.int64).max)
+    hi = np.full(G, -1)
+    np.minimum.at(lo, of, dev)
+    np.maximum.at(hi, of, dev)
+    return of, list(names), np.where(lo == hi, hi, -1)
+
+
+def graph(ax, spec: Spec, dev: np.ndarray) -> list:  # type: ignore[no-untyped-def,type-arg]
+    """Nodes in layers, colored by device (gray: no single device), cut edges dashed red.
+    Above COLLAPSE_NODES nodes, each layer (core/layers.py: `l3_q` -> `l3`, ONNX and torch
+    name prefixes, `group`) is one marker sized by its node count, colored by its device,
+    gray where it spans several (a stage boundary inside the layer). Returns the labels
+    (declutter them again once the figure's layout is final)."""
+    from matplotlib.collections import LineCollection
+
     d = spec.dense
-    depth = layers(spec)
-    y = np.zeros(d.n)
-    for k in np.unique(depth):
-        members = np.flatnonzero(depth == k)
+    depth = layers(spec).astype(float)
+    collapsed = d.n > COLLAPSE_NODES
+    if collapsed:
+        of, labels, gdev = _groups(spec, dev)
+        G = len(labels)
+        count = np.bincount(of, minlength=G)
+        x = np.bincount(of, weights=depth, minlength=G) / np.maximum(count, 1)
+        src, dst = of[d.src], of[d.dst]
+        cut_pairs = {(a, b) for a, b, c in zip(src.tolist(), dst.tolist(), (dev[d.src] != dev[d.dst]).tolist()) if c}
+        pairs = {(a, b) for a, b in zip(src.tolist(), dst.tolist()) if a != b}
+        edges = sorted(pairs | cut_pairs)
+        cut = np.array([e in cut_pairs for e in edges], dtype=bool)
+        e_src = np.array([a for a, _ in edges], dtype=np.int64)
+        e_dst = np.array([b for _, b in edges], dtype=np.int64)
+        where, size = gdev, 20.0 + 180.0 * np.sqrt(count / max(count.max(), 1))
+    else:
+        G, labels, x = d.n, list(d.names), depth
+        e_src, e_dst, cut = d.src, d.dst, dev[d.src] != dev[d.dst]
+        where, size = dev, np.full(d.n, max(8.0, 300.0 / math.sqrt(max(d.n, 1))))
+    column = np.rint(x).astype(np.int64)
+    y = np.zeros(G)
+    for k in np.unique(column):
+        members = np.flatnonzero(column == k)
         y[members] = np.arange(len(members)) - (len(members) - 1) / 2
+    for is_cut, color, ls, lw in ((False, "#999999", "-", 0.6), (True, "#c44e52", "--", 1.2)):
+        sel = cut == is_cut
+        segs = np.stack([np.c_[x[e_src[sel]], y[e_src[sel]]], np.c_[x[e_dst[sel]], y[e_dst[sel]]]], axis=1)
+        ax.add_collection(LineCollection(segs, colors=color, linestyles=ls, linewidths=lw, zorder=1))
     colors = device_colors(spec)
-    for a, b in zip(d.src.tolist(), d.dst.tolist()):
-        cut = dev[a] != dev[b]
-        ax.plot([depth[a], depth[b]], [y[a], y[b]], color="#c44e52" if cut else "#999999",
-                ls="--" if cut else "-", lw=1.2 if cut else 0.6, zorder=1)
-    size = max(8.0, 300.0 / math.sqrt(max(d.n, 1)))
     for j, name in enumerate(d.devices):
-        on = np.flatnonzero(dev == j)
+        on = np.flatnonzero(where == j)
         if len(on):
-            ax.scatter(depth[on], y[on], s=size, color=colors[j], label=name, zorder=2, edgecolors="black",
+            ax.scatter(x[on], y[on], s=size[on], color=colors[j], label=name, zorder=2, edgecolors="black",
                        linewidths=0.3)
-    split = np.flatnonzero(dev < 0)
+    split = np.flatnonzero(where < 0)
     if len(split):
-        ax.scatter(depth[split], y[split], s=size, color="#bbbbbb", label="several devices", zorder=2)
-    if d.n <= 40:
-        for v in range(d.n):
-            ax.annotate(d.names[v], (depth[v], y[v]), fontsize=6, ha="center", va="bottom",
-                        xytext=(0, 4), textcoords="offset points")
+        ax.scatter(x[split], y[split], s=size[split], color="#bbbbbb", label="several devices", zorder=2,
+                   edgecolors="black", linewidths=0.3)
+    ax.autoscale_view()
+    texts = []
+    if G <= 400:  # labels where they fit, in the order of the graph
+        texts = [ax.annotate(labels[v], (x[v], y[v]), fontsize=6, ha="center", va="bottom", xytext=(0, 4),
+                             textcoords="offset points") for v in range(G)]
+        declutter(ax, texts)
     ax.plot([], [], color="#c44e52", ls="--", label="cut edge")
-    ax.set_title(f"{spec.graph.name}: {d.n} nodes, {int((dev[d.src] != dev[d.dst]).sum())} cut edges")
-    ax.set_xlabel("layer (longest path from a source)")
+    what = f", drawn as {G} layers" if collapsed else ""
+    ax.set_title(f"{spec.graph.name}: {d.n} nodes{what}, {int((dev[d.src] != dev[d.dst]).sum())} cut edges")
+    ax.set_xlabel("layer (longest path from a source)" if not collapsed else "mean depth of the layer's nodes")
     ax.set_yticks([])
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), ncol=2 if d.D > 20 else 1)
+    return texts
 
 
-def loads(ax, spec: Spec, ev: Evaluation) -> None:  # type: ignore[no-untyped-def]
-    """Stacked compute / in / out / overflow per device; the bottleneck outlined."""
+def _device_ticks(ax, axis: str, devices: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """Device names on an axis: every k-th one when there are more than MANY_DEVICES."""
+    step = max(1, math.ceil(len(devices) / MANY_DEVICES))
+    at = np.arange(0, len(devices), step)
+    if axis == "x":
+        ax.set_xticks(at, [devices[i] for i in at], rotation=45 if len(at) > 6 else 0,
+                      ha="right" if len(at) > 6 else "center")
+    else:
+        ax.set_yticks(at, [devices[i] for i in at])
+
+
+def loads(ax, spec: Spec, ev: Evaluation, bound: float | None = None) -> None:  # type: ignore[no-untyped-def]
+    """Stacked compute / in / out / overflow per device; the bottleneck outlined; the
+    proven lower bound on the optimum (`bound`) as a dashed line."""
     devices = list(spec.dense.devices)
     x = np.arange(len(devices))
     bottom = np.zeros(len(devices))
@@ -100,18 +177,23 @@ def loads(ax, spec: Spec, ev: Evaluation) -> None:  # type: ignore[no-untyped-de
     ax.bar(x[worst], total[worst], fill=False, edgecolor="black", linewidth=2, width=0.7)
     ax.annotate(f"bottleneck {total[worst]:.4g} {ev.unit}", (x[worst], total[worst]), ha="center",
                 va="bottom", fontsize=8, xytext=(0, 3), textcoords="offset points")
-    ax.set_xticks(x, devices, rotation=45 if len(devices) > 6 else 0, ha="right" if len(devices) > 6 else "center")
+    if bound is not None and math.isfinite(bound) and bound > 0:
+        ax.axhline(bound, color="black", ls="--", lw=1, label=f"lower bound {bound:.4g} {ev.unit}")
+    _device_ticks(ax, "x", devices)
     ax.set_ylim(0, float(np.nanmax(np.where(np.isfinite(total), total, 0))) * 1.15 or 1.0)
     ax.set_ylabel(f"load ({ev.unit})")
     ax.set_title(f"per-device load: {spec.objective.kind} {ev.objective:.6g} {ev.unit}")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
-def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | None = None) -> None:  # type: ignore[no-untyped-def]
+def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | None = None,  # type: ignore[no-untyped-def]
+          bound: float | None = None) -> list:  # type: ignore[type-arg]
     """Devices as rows: a DiviML schedule's pieces and transfers, or Tarnawski's latency
-    subgraphs (in / compute / out) and host nodes."""
+    subgraphs (in / compute / out) and host nodes. Under latency, `bound` (the proven
+    lower bound, ms) as a dashed line beside the makespan. Returns the piece labels."""
     d = spec.dense
     colors = device_colors(spec)
+    texts: list = []  # type: ignore[type-arg]
     if ev.schedule is not None:
         from partdsl.core.schedule_eval import timeline
 
@@ -119,8 +201,9 @@ def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | Non
         for k, p in enumerate(ev.schedule.pieces):
             ax.barh(p.device, finish[k] - start[k], left=start[k], color=colors[p.device], edgecolor="black",
                     linewidth=0.3, height=0.6)
-            if len(ev.schedule.pieces) <= 60:
-                ax.text((start[k] + finish[k]) / 2, p.device, d.names[p.node], ha="center", va="center", fontsize=5)
+            if len(ev.schedule.pieces) <= 400:
+                texts.append(ax.text((start[k] + finish[k]) / 2, p.device, d.names[p.node], ha="center",
+                                     va="center", fontsize=5))
         for a, b, t0, t1 in moves:
             ax.annotate("", xy=(t1, b), xytext=(t0, a), arrowprops={"arrowstyle": "->", "color": "#c44e52", "lw": 0.8})
         ax.plot([], [], color="#c44e52", label="transfer")
@@ -149,12 +232,18 @@ def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | Non
                   fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         end = float(s.value)
     ax.axvline(end, color="black", ls=":", lw=1)
-    ax.set_yticks(np.arange(d.D), d.devices)
-    ax.invert_yaxis()
+    if bound is not None and ev.schedule is None and math.isfinite(bound) and bound > 0:
+        ax.axvline(bound, color="black", ls="--", lw=1)
+        ax.annotate(f"lower bound {bound:.4g} ms", (bound, 0), xycoords=("data", "axes fraction"), fontsize=7,
+                    ha="right", va="bottom", xytext=(-3, 3), textcoords="offset points")
+    _device_ticks(ax, "y", list(d.devices))
+    ax.set_ylim(d.D - 0.5, -0.5)
     ax.set_xlabel("time (ms)")
     ax.set_title(f"{spec.objective.kind}: {ev.objective:.6g} {ev.unit} (makespan {end:.4g} ms)")
     if ev.schedule is not None:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        declutter(ax, texts)
+    return texts
 
 
 def bounds(ax, h) -> None:  # type: ignore[no-untyped-def]  # h: solvers.hierarchy.Hierarchy
@@ -184,19 +273,23 @@ def save(fig, path: str | Path) -> None:  # type: ignore[no-untyped-def]
     _pyplot().close(fig)
 
 
-def answer_figure(spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | None = None):  # type: ignore[no-untyped-def]
+def answer_figure(spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | None = None,  # type: ignore[no-untyped-def]
+                  bound: float | None = None):
     """The graph on top; below it the load bars (max load) or the Gantt chart (latency,
-    schedules)."""
+    schedules), with the proven bound when one is given."""
     plt = _pyplot()
     d = spec.dense
-    height = 3.2 + min(6.0, 0.25 * d.D)
+    height = 3.2 + min(6.0, 0.25 * min(d.D, MANY_DEVICES))
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 4 + height))
-    graph(top, spec, dev)
+    labels = graph(top, spec, dev)
     if spec.objective.kind == "bottleneck":
-        loads(bottom, spec, ev)
+        loads(bottom, spec, ev, bound)
+        pieces: list = []  # type: ignore[type-arg]
     else:
-        gantt(bottom, spec, ev, dev, sub)
+        pieces = gantt(bottom, spec, ev, dev, sub, bound)
     fig.tight_layout()
+    declutter(top, labels)  # again, at the final layout
+    declutter(bottom, pieces)
     return fig
 
 

@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
 
     figures = load_figures()
     spec = load_spec(args)
+    bound = None
     if args.partition:
         ev, dev, sub = evaluate_file(spec, args.partition, read_json(args.partition))
         how = f"scored {args.partition}"
@@ -40,8 +41,9 @@ def run(args: argparse.Namespace) -> int:
         dev = (np.array([spec.dense.devices.index(r.assignment[v]) for v in spec.dense.names])
                if r.assignment is not None else ev.schedule.node_devices(spec.dense.n))
         sub = ev.subgraph
-        how = f"solved by {r.method}: {r.status.value}"
-    fig = figures.answer_figure(spec, ev, dev, sub)
+        bound = r.bound if r.sense == "min" else None  # drawn on the load bars or the Gantt's time axis
+        how = f"solved by {r.method}{f' ({r.chosen})' if r.chosen else ''}: {r.status.value}"
+    fig = figures.answer_figure(spec, ev, dev, sub, bound)
     figures.save(fig, args.output)
     emit(args, {"ok": True, "file": args.output, "objective": ev.objective, "feasible": ev.feasible},
           f"wrote {args.output} ({how}; {spec.objective.kind} {ev.objective:.6g} {ev.unit})")
