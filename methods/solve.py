@@ -139,7 +139,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     subproblems (MILP-SPLIT's modules)."""
     opts = spec.solve.merged(method=method, solver=solver, time_limit=time_limit, gap=gap,
                              seed=seed, threads=threads)
-    m = lookup(opts.method)
+    m = lookup(opts.method, spec.objective.scheduled)
     links_modelled(spec)  # a spec built in Python skips validate(): the one feature no method models
     log: list[str] = []
     method_opts = _checked_options(spec, m, method, options, opts, log)
