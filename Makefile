@@ -5,6 +5,7 @@
 #   make test-latest  the suite on the newest releases pyproject.toml allows (own venv)
 #   make test-large   the tests of large instances (marker `large`, minutes each)
 #   make lock         rewrite constraints.txt from the newest releases (after test-latest passes)
+#   make browser      Debian's chromium and chromedriver, for the HTML report's browser test (root)
 PYTHON ?= python3.11
 VENV   ?= .venv
 LATEST ?= .venv-latest
@@ -12,7 +13,7 @@ LOCK   := constraints.txt
 BIN    := $(VENV)/bin
 PIP    := python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test test-large test-latest lock bench clean
+.PHONY: demo test test-large test-latest lock bench clean browser
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=python3 to use another)"; exit 2; }
@@ -34,6 +35,11 @@ demo: $(VENV)/.demo
 test: $(VENV)/.test
 	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
+browser:
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || \
+	  apt-get install -y -q chromium chromium-driver || \
+	  { apt-get update -q && apt-get install -y -q chromium chromium-driver; }
+
 test-large: $(VENV)/.test
 	$(BIN)/python -m pytest -q -m large
 
@@ -44,7 +50,7 @@ test-latest:
 	$(LATEST)/bin/$(PIP) --upgrade pip
 	$(LATEST)/bin/$(PIP) --upgrade --upgrade-strategy eager -e '.[test]'
 	@$(LATEST)/bin/python -m pip freeze --exclude-editable --disable-pip-version-check \
-	  | grep -iE '^(highspy|pyscipopt|pyomo|numpy|scipy|numba|lark|hypothesis|pytest|networkx|pymetis|pyscotch|mtkahypar|distributed|matplotlib|onnx|import-linter|grimp)==' | tr '\n' ' '; echo
+	  | grep -iE '^(highspy|pyscipopt|pyomo|numpy|scipy|numba|lark|hypothesis|pytest|networkx|pymetis|pyscotch|mtkahypar|distributed|matplotlib|onnx|import-linter|grimp|selenium)==' | tr '\n' ' '; echo
 	$(LATEST)/bin/python -m pytest -q -p no:cacheprovider -n auto --dist worksteal
 
 lock:

@@ -8,6 +8,7 @@
     export    write the MIP that method exact solves as MPS or LP
     sweep     cross specs, methods, solvers and -D values into tidy CSV / JSON-lines rows
     plot      draw an answer: the graph by device, load bars or a Gantt chart
+    report    one self-contained HTML page: spec, answer, bound and gap, picture, plan
     convert   dnn-partitioning JSON or ONNX -> .part; .part -> normalized .part or graph JSON
     generate  write a generated workload (RandWire, DiviML's RWNNs) as a .part spec
 
@@ -27,7 +28,7 @@ import traceback
 import warnings
 from typing import Sequence
 
-from partdsl.cli.commands import bound, check, convert, evaluate, export, generate, plot, solve, sweep
+from partdsl.cli.commands import bound, check, convert, evaluate, export, generate, plot, report, solve, sweep
 from partdsl.cli.common import (
     EXIT_CODES,
     EXIT_INTERNAL,
@@ -41,7 +42,7 @@ from partdsl.cli.common import (
 from partdsl.dsl.import_options import UncostedOperators
 from partdsl.runtime.memory import SCALABLE
 
-COMMANDS = (check, evaluate, solve, export, bound, sweep, plot, convert, generate)  # in --help's order
+COMMANDS = (check, evaluate, solve, export, bound, sweep, plot, report, convert, generate)  # in --help's order
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,125 @@
+"""`part report SPEC --html OUT.html`: one self-contained HTML page (issue 32, item 3): the
+spec in brief, the answer (status, method, objective, proven bound, gap, why it stopped),
+the picture of `part plot` inline as SVG, the plan device by device, and the command that
+reproduces it. No script, no stylesheet or font from elsewhere: it opens offline."""
+from __future__ import annotations
+
+import html
+import io
+import math
+import re
+from datetime import UTC, datetime
+
+import numpy as np
+from partdsl.core.ir import Spec
+from partdsl.core.result import Result
+
+SHOWN_NODES = 30  # node names listed per device; the rest are counted
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; padding: 0 1em; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; } td, th { padding: .2em .8em; text-align: left; vertical-align: top; }
+tr:nth-child(even) { background: #f6f6f6; } th { border-bottom: 1px solid #bbb; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+pre { background: #f4f4f4; padding: .8em; overflow-x: auto; }
+.optimal { color: #1a7f37; } .feasible { color: #9a6700; } .infeasible, .no_solution { color: #cf222e; }
+figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
+"""
+
+
+def _e(x: object) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _num(x: float, digits: int = 6) -> str:
+    return "-" if not math.isfinite(x) else f"{x:.{digits}g}"
+
+
+def _rows(rows: list[tuple[str, str]]) -> str:
+    return "<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
+
+
+def inline_svg(fig) -> str:  # type: ignore[no-untyped-def]
+    """A matplotlib figure as an <svg> element to paste into HTML (no XML prolog, no DOCTYPE)."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def spec_summary(spec: Spec, source: str) -> str:
+    from partdsl.methods.capabilities import FEATURES, features
+
+    d = spec.dense
+    classes = ", ".join(f"{k.name} x {k.count}" + (" (host)" if k.host else "") for k in spec.platform.classes)
+    used = [FEATURES[f][0] for f in features(spec)]
+    return _rows([
+        ("spec", _e(source)),
+        ("graph", f"{_e(spec.graph.name)}: {d.n:,} nodes, {len(spec.graph.edges):,} edges"),
+        ("platform", _e(classes)),
+        ("objective", _e(spec.objective.kind)),
+        ("constraints", "<br>".join(_e(u) for u in used) or "none"),
+    ])
+
+
+def answer_summary(r: Result) -> str:
+    which = "upper" if r.sense == "max" else "lower"
+    method = _e(r.method) + (f" (answer from {_e(r.chosen)})" if r.chosen else "")
+    return _rows([
+        ("status", f'<span class="{_e(r.status.value)}">{_e(r.status.value)}</span> ({_e(r.stopped)})'),
+        ("method", f"{method}, solver {_e(r.solver)}"),
+        ("objective", f"{_num(r.objective)} {_e(r.unit)}"),
+        ("bound", f"{_num(r.bound)} {_e(r.unit)} ({which} bound on the optimum, proven)"),
+        ("gap", f"{100 * r.gap:.4g}%" if math.isfinite(r.gap) else "inf"),
+        ("time", f"{r.wall_time_s:.3f} s"),
+    ])
+
+
+def plan_table(spec: Spec, r: Result, dev: np.ndarray) -> str:
+    """Per device: its load (or finish) from the evaluator, its node count, and its nodes."""
+    d = spec.dense
+    ev = r.evaluation
+    head = "<tr><th>device</th><th>nodes</th><th>load</th><th>memory</th><th>which</th></tr>"
+    body = []
+    for j, name in enumerate(d.devices):
+        on = np.flatnonzero(dev == j)
+        names = ", ".join(d.names[i] for i in on[:SHOWN_NODES])
+        if len(on) > SHOWN_NODES:
+            names += f", ... ({len(on) - SHOWN_NODES:,} more)"
+        load = ev.loads.get(name, 0.0) if ev is not None else math.nan
+        mem = ev.parts.get(name, {}).get("memory", math.nan) if ev is not None else math.nan
+        body.append(f"<tr><td>{_e(name)}</td><td class=num>{len(on):,}</td><td class=num>{_num(load)}</td>"
+                    f"<td class=num>{_num(mem / 2**20, 4)} MiB</td><td>{_e(names)}</td></tr>")
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+def page(spec: Spec, source: str, r: Result, dev: np.ndarray | None, svg: str | None, command: str) -> str:
+    """The whole report as one HTML document."""
+    from partdsl import __version__
+
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [f"<h1>partdsl report: {_e(spec.graph.name)}</h1>",
+             "<h2>Spec</h2>", spec_summary(spec, source),
+             "<h2>Answer</h2>", answer_summary(r)]
+    if svg is not None:
+        parts += ["<h2>Picture</h2>", f"<figure>{svg}</figure>"]
+    if dev is not None and r.evaluation is not None:
+        parts += ["<h2>Plan</h2>", plan_table(spec, r, dev)]
+        if r.evaluation.violations:
+            parts += ["<p>violations:</p><ul>"
+                      + "".join(f"<li>{_e(v.message)}</li>" for v in r.evaluation.violations) + "</ul>"]
+    parts += ["<h2>Reproduce</h2>", f"<pre><code>{_e(command)}</code></pre>",
+              f"<p><small>partdsl {_e(__version__)}, {now}</small></p>"]
+    title = f"partdsl report: {spec.graph.name}"
+    doc = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+           f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
+    return doc
+
+
+EXTERNAL = re.compile(r"""<(?:script|link|img|iframe|object|embed)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?//""",
+                      re.IGNORECASE)
+
+
+def external_references(doc: str) -> list[str]:
+    """Anything the page would fetch from elsewhere (none: the report is self-contained)."""
+    return EXTERNAL.findall(doc) + re.findall(r"url\(\s*['\"]?(?:https?:)?//", doc, re.IGNORECASE)
