@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Event, Progress, Proven
 from partdsl.core.ir import Spec
+from partdsl.methods import capabilities
 from partdsl.runtime.deadline import NEVER, Deadline
+
+Methods = Mapping[str, Any]  # the method table, name -> registry.Method (not imported: registry lists auto)
 
 UNTIMED_SECONDS = 10.0  # the long searches' budget, all together, when the run has no time limit
 EXACT_NODES = 400  # the MIPs join the portfolio up to this many nodes (MILP-SPLIT beyond, under DiviML)
@@ -72,14 +76,12 @@ def _searches(spec: Spec) -> list[Member]:
     return [Member("load_search", 0.3), Member("dp", 0.5, True), *exact]
 
 
-def members(spec: Spec) -> list[Member]:
-    """The portfolio less the members that take another objective or ignore one of the spec's features."""
-    from partdsl.methods import capabilities
-    from partdsl.methods.registry import METHODS
-
+def members(spec: Spec, methods: Methods) -> list[Member]:
+    """The portfolio less the members that take another objective or ignore one of the
+    spec's features. `methods`: the method table (methods/registry.py, which lists auto)."""
     kind = spec.objective.kind
-    return [p for p in portfolio(spec) if kind in METHODS[p.method].objectives
-            and not capabilities.unmodelled(spec, METHODS[p.method].ignores, dict(p.options))]
+    return [p for p in portfolio(spec) if kind in methods[p.method].objectives
+            and not capabilities.unmodelled(spec, methods[p.method].ignores, dict(p.options))]
 
 
 def _budget(deadline: Deadline, long: Deadline, p: Member, last: bool) -> Deadline:
@@ -93,19 +95,21 @@ def _budget(deadline: Deadline, long: Deadline, p: Member, last: bool) -> Deadli
 
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
-        incumbent: Callable[[], tuple[float, np.ndarray] | None] = lambda: None, **common: object) -> Iterator[Event]:
+        incumbent: Callable[[], tuple[float, np.ndarray] | None] = lambda: None,
+        methods: Methods | None = None, **common: object) -> Iterator[Event]:
     """Run the members in turn; each candidate is tagged with the member that found it.
     `incumbent()`: the value and assignment of the best feasible answer `solve` has scored
-    so far: a MIP member's start, and the optimum once an exhaustive member has ended."""
-    from partdsl.methods.registry import METHODS
-
-    chosen = members(spec)
+    so far: a MIP member's start, and the optimum once an exhaustive member has ended.
+    `methods`: the method table (`solve` passes it)."""
+    if methods is None:
+        raise PartError("method auto runs through solve(), which passes it the method table", None)
+    chosen = members(spec, methods)
     yield Progress("auto: " + ", then ".join(p.method for p in chosen))
     long: Deadline | None = None  # no limit: UNTIMED_SECONDS from the first long search on
     for i, p in enumerate(chosen):
         if deadline.passed():
             return
-        m = METHODS[p.method]
+        m = methods[p.method]
         extra = dict(common)
         if m.mip:
             best = incumbent()

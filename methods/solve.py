@@ -47,9 +47,9 @@ def score(spec: Spec, cand: Candidate) -> tuple[Evaluation, np.ndarray]:
 
 
 def modelled_by(spec: Spec, feature: str) -> list[str]:
-    """The methods for the spec's objective that model `feature` (brute aside)."""
+    """The methods for the spec's objective that model `feature` (brute and portfolios aside)."""
     kind = spec.objective.kind
-    return [m.name for m in METHODS.values() if kind in m.objectives and m.name != "brute"
+    return [m.name for m in METHODS.values() if kind in m.objectives and m.name != "brute" and not m.portfolio
             and all(f != feature for f, _ in m.ignores)]
 
 
@@ -163,7 +163,8 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
         extra = {"start": start} if m.mip else {}  # a MIP method may use it as its MIP start
         if executor is not None:
             extra["executor"] = executor
-        if m.portfolio:  # the members' MIP start
+        if m.portfolio:  # the method table, and the best answer so far (the members' MIP start)
+            extra["methods"] = METHODS
             extra["incumbent"] = lambda: (run.best.objective, run.best_dev) if run.has_feasible() else None
         yield from m.run(spec, seed=opts.seed or 0, deadline=deadline,  # a kernel's progress, live and logged
                          progress=lambda message: run.note(message, progress), solver=opts.solver,
@@ -185,7 +186,12 @@ def _consume(run: _Run, events: Iterator[Event], m: Method, deadline: Deadline, 
     try:
         for event in events:
             run.take(event, progress)
-            if not isinstance(event, (Candidate, Proven)):  # a proof may close the gap too
+            if isinstance(event, Proven):  # a proof may close the gap; the deadline is checked at candidates
+                if run.has_feasible() and relative_gap(run.best.objective, run.bound) <= rel:  # (a MIP yields its
+                    run.stopped = Termination.BOUND_REACHED  # bound, then its incumbent, past the deadline)
+                    return
+                continue
+            if not isinstance(event, Candidate):
                 continue
             if deadline.passed():
                 run.stopped = Termination.TIME_LIMIT

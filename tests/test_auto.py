@@ -21,7 +21,7 @@ from tests.oracle import KINDS, TOL, oracle, tiny_specs
 def test_auto_names_the_member_it_kept() -> None:
     spec = parse_file(EXAMPLES / "mtpp_overflow.part")
     r = solve(spec, method="auto")
-    assert r.method == "auto" and r.chosen in {p.method for p in auto.members(spec)}
+    assert r.method == "auto" and r.chosen in {p.method for p in auto.members(spec, METHODS)}
     assert r.status.value == "optimal"
     assert r.to_json()["chosen"] == r.chosen
     assert any(line.split("  ", 1)[-1].startswith(f"best: {r.chosen}: ") for line in r.log), r.log[-3:]
@@ -53,11 +53,11 @@ def test_members_follow_the_objective_the_features_and_the_size() -> None:
                          ("diviml_batched.part", ["heft", "eft", "met", "milp_split", "exact"])):
         spec = parse_file(EXAMPLES / path)
         brute = ["brute"] if auto.enumerable(spec) else []
-        assert [p.method for p in auto.members(spec)] == expect + brute, path
+        assert [p.method for p in auto.members(spec, METHODS)] == expect + brute, path
         kind = spec.objective.kind
-        assert all(kind in METHODS[p.method].objectives for p in auto.members(spec))
+        assert all(kind in METHODS[p.method].objectives for p in auto.members(spec, METHODS))
     big = parse_file(EXAMPLES / "rwnn_throughput.part")
-    assert big.dense.n > auto.EXACT_NODES or "exact" in [p.method for p in auto.members(big)]
+    assert big.dense.n > auto.EXACT_NODES or "exact" in [p.method for p in auto.members(big, METHODS)]
 
 
 def test_a_member_that_refuses_is_skipped_and_the_others_answer(monkeypatch: pytest.MonkeyPatch) -> None:
