@@ -133,3 +133,27 @@ def test_a_2000_node_graph_is_drawn_by_layer_with_labels_that_do_not_overlap(obj
     assert shown <= set(_texts(tmp_path / "big.svg"))
     with Image.open(tmp_path / "big.png") as im:
         assert im.format == "PNG"
+
+
+@pytest.mark.parametrize("objective", ["bottleneck", "latency"])
+def test_device_names_do_not_overlap_on_a_64_gpu_platform(objective: str) -> None:
+    """Past 40 devices every k-th device name is shown: the load bars' and the Gantt
+    chart's device labels stay apart."""
+    from partdsl.core.evaluate import evaluate
+    from partdsl.dsl.decoder_graph import Decoder, decoder_spec
+
+    spec = decoder_spec(Decoder(12), 64, "a100", objective)
+    d = spec.dense
+    gpus = [j for j, c in enumerate(d.dev_class) if not d.host[c]]
+    dev = np.array(gpus)[np.argsort(np.argsort(d.topo)) * len(gpus) // d.n]
+    ev = evaluate(spec, dev)
+    fig = figures.answer_figure(spec, ev, dev, ev.subgraph)
+    _, bottom = fig.axes
+    renderer = fig.canvas.get_renderer()
+    ticks = [t for t in (bottom.get_xticklabels() if objective == "bottleneck" else bottom.get_yticklabels())
+             if t.get_visible() and t.get_text()]
+    assert 10 <= len(ticks) <= figures.MANY_DEVICES
+    boxes = [t.get_window_extent(renderer) for t in ticks]
+    assert not [(i, j) for i in range(len(boxes)) for j in range(i) if boxes[i].overlaps(boxes[j])]
+    assert not _overlaps(fig.axes[0])
+    figures._pyplot().close(fig)

@@ -154,8 +154,8 @@ def _device_ticks(ax, axis: str, devices: list[str]) -> None:  # type: ignore[no
     step = max(1, math.ceil(len(devices) / MANY_DEVICES))
     at = np.arange(0, len(devices), step)
     if axis == "x":
-        ax.set_xticks(at, [devices[i] for i in at], rotation=45 if len(at) > 6 else 0,
-                      ha="right" if len(at) > 6 else "center")
+        turn = 90 if len(at) > 16 else 45 if len(at) > 6 else 0  # upright names need the least room
+        ax.set_xticks(at, [devices[i] for i in at], rotation=turn, ha="right" if turn == 45 else "center")
     else:
         ax.set_yticks(at, [devices[i] for i in at])
 
