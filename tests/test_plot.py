@@ -157,3 +157,28 @@ def test_device_names_do_not_overlap_on_a_64_gpu_platform(objective: str) -> Non
     assert not [(i, j) for i in range(len(boxes)) for j in range(i) if boxes[i].overlaps(boxes[j])]
     assert not _overlaps(fig.axes[0])
     figures._pyplot().close(fig)
+
+
+def test_names_without_layers_are_drawn_in_bands_of_depth_per_device() -> None:
+    """Found on the ONNX-light DenseNet-121 (1,746 nodes named `n17`, `ConstantOfShape_90`):
+    every node was its own 'layer' and the picture was a smear. Nodes whose names carry no
+    layers are grouped by depth band and device, at most MAX_GROUPS markers."""
+    from dataclasses import replace
+
+    from partdsl.core.evaluate import evaluate
+    from partdsl.dsl.decoder_graph import Decoder, decoder_spec
+
+    spec = decoder_spec(Decoder(40), 4, "a100", "bottleneck")
+    nodes = tuple(replace(nd, name=f"n{i}") for i, nd in enumerate(spec.graph.nodes))
+    spec = replace(spec, graph=replace(spec.graph, nodes=nodes))
+    d = spec.dense
+    assert d.n > figures.COLLAPSE_NODES and d.names[5] == "n5"
+    gpus = [j for j, c in enumerate(d.dev_class) if not d.host[c]]
+    dev = np.array(gpus)[np.argsort(np.argsort(d.topo)) * len(gpus) // d.n]
+    fig = figures.answer_figure(spec, evaluate(spec, dev), dev)
+    top = fig.axes[0]
+    assert "depth levels per device" in top.get_title()
+    drawn = sum(len(c.get_offsets()) for c in top.collections if hasattr(c, "get_sizes") and len(c.get_sizes()))
+    assert 10 <= drawn <= figures.MAX_GROUPS
+    assert not _overlaps(top)
+    figures._pyplot().close(fig)

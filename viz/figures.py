@@ -42,6 +42,7 @@ def device_colors(spec: Spec) -> list:  # type: ignore[type-arg]
 
 
 COLLAPSE_NODES = 300  # above this many nodes the graph is drawn by layer (core/layers.py)
+MAX_GROUPS = 200  # ... unless that gives more groups than this: then by depth band and device
 MANY_DEVICES = 40  # above this many devices, every k-th device name is shown
 
 
@@ -73,25 +74,37 @@ def declutter(ax, texts: list) -> int:  # type: ignore[no-untyped-def,type-arg]
     return hidden
 
 
-def _groups(spec: Spec, dev: np.ndarray) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """(group per node, group names, device per group: -1 where its nodes are on several)."""
+def _groups(spec: Spec, dev: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, list[str], np.ndarray, str]:
+    """(group per node, group names, device per group: -1 where its nodes are on several,
+    what a group is). Layers by name (core/layers.py); where names carry no layers (more
+    than MAX_GROUPS of them: `n17`, `Conv_212`), bands of depth per device instead."""
     from partdsl.core.layers import layer_of
 
     names: dict[str, int] = {}
     of = np.array([names.setdefault(layer_of(nd.name, nd.group), len(names)) for nd in spec.graph.nodes])
-    G = len(names)
+    labels, what = list(names), "layers"
+    if len(labels) > MAX_GROUPS:
+        D = spec.dense.D
+        width = max(1, math.ceil((int(depth.max(initial=0)) + 1) * (D + 1) / MAX_GROUPS))
+        band = depth.astype(np.int64) // width
+        key = band * (D + 1) + np.where(dev < 0, D, dev)
+        uniq, of = np.unique(key, return_inverse=True)
+        labels = [f"{int(k // (D + 1)) * width}-{int(k // (D + 1)) * width + width - 1}" for k in uniq]
+        what = f"bands of {width} depth levels per device"
+    G = len(labels)
     lo = np.full(G, np.iinfo(np.int64).max)
     hi = np.full(G, -1)
     np.minimum.at(lo, of, dev)
     np.maximum.at(hi, of, dev)
-    return of, list(names), np.where(lo == hi, hi, -1)
+    return of, labels, np.where(lo == hi, hi, -1), what
 
 
 def graph(ax, spec: Spec, dev: np.ndarray) -> list:  # type: ignore[no-untyped-def,type-arg]
     """Nodes in layers, colored by device (gray: no single device), cut edges dashed red.
     Above COLLAPSE_NODES nodes, each layer (core/layers.py: `l3_q` -> `l3`, ONNX and torch
     name prefixes, `group`) is one marker sized by its node count, colored by its device,
-    gray where it spans several (a stage boundary inside the layer). Returns the labels
+    gray where it spans several (a stage boundary inside the layer); names without layers
+    give bands of depth per device (_groups). Returns the labels
     (declutter them again once the figure's layout is final)."""
     from matplotlib.collections import LineCollection
 
@@ -99,7 +112,7 @@ def graph(ax, spec: Spec, dev: np.ndarray) -> list:  # type: ignore[no-untyped-d
     depth = layers(spec).astype(float)
     collapsed = d.n > COLLAPSE_NODES
     if collapsed:
-        of, labels, gdev = _groups(spec, dev)
+        of, labels, gdev, what = _groups(spec, dev, depth)
         G = len(labels)
         count = np.bincount(of, minlength=G)
         x = np.bincount(of, weights=depth, minlength=G) / np.maximum(count, 1)
@@ -141,9 +154,9 @@ def graph(ax, spec: Spec, dev: np.ndarray) -> list:  # type: ignore[no-untyped-d
                              textcoords="offset points") for v in range(G)]
         declutter(ax, texts)
     ax.plot([], [], color="#c44e52", ls="--", label="cut edge")
-    what = f", drawn as {G} layers" if collapsed else ""
-    ax.set_title(f"{spec.graph.name}: {d.n} nodes{what}, {int((dev[d.src] != dev[d.dst]).sum())} cut edges")
-    ax.set_xlabel("layer (longest path from a source)" if not collapsed else "mean depth of the layer's nodes")
+    drawn = f", drawn as {G} {what}" if collapsed else ""
+    ax.set_title(f"{spec.graph.name}: {d.n} nodes{drawn}, {int((dev[d.src] != dev[d.dst]).sum())} cut edges")
+    ax.set_xlabel("layer (longest path from a source)" if not collapsed else "mean depth of the group's nodes")
     ax.set_yticks([])
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), ncol=2 if d.D > 20 else 1)
     return texts
