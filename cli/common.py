@@ -117,6 +117,16 @@ def evaluate_file(spec, path: str, data):  # type: ignore[no-untyped-def]
     return ev, arr, ev.subgraph
 
 
+def answer_of(spec, r):  # type: ignore[no-untyped-def]
+    """What `part plot` and `part report` draw of a Result: the device per node (a
+    schedule's, -1 for a node it spreads over several devices) and the proven bound where
+    it is a time (minimized objectives; None for throughput)."""
+    from partdsl.core.assignment import to_array
+
+    dev = to_array(spec, r.assignment) if r.assignment is not None else r.evaluation.schedule.node_devices(spec.dense.n)
+    return dev, (r.bound if r.sense == "min" else None)
+
+
 def load_figures():  # type: ignore[no-untyped-def]
     from partdsl.core.solver_errors import optional
 

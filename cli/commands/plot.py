@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from partdsl.cli.common import EXIT_OK, emit, evaluate_file, load_figures, load_spec, spec_arguments
+from partdsl.cli.common import EXIT_OK, answer_of, emit, evaluate_file, load_figures, load_spec, spec_arguments
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
@@ -20,7 +20,6 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
 
 def run(args: argparse.Namespace) -> int:
     """The graph colored by device, with the load bars or the Gantt chart below it."""
-    import numpy as np
     from partdsl.core.assignment import read_json
     from partdsl.core.errors import PartError
 
@@ -38,10 +37,8 @@ def run(args: argparse.Namespace) -> int:
             raise PartError(f"method {r.method} found nothing to draw ({r.stopped})", None,
                             "give a partition file, or try another --method or a longer --time-limit")
         ev = r.evaluation
-        dev = (np.array([spec.dense.devices.index(r.assignment[v]) for v in spec.dense.names])
-               if r.assignment is not None else ev.schedule.node_devices(spec.dense.n))
+        dev, bound = answer_of(spec, r)  # the bound is drawn on the load bars or the Gantt's time axis
         sub = ev.subgraph
-        bound = r.bound if r.sense == "min" else None  # drawn on the load bars or the Gantt's time axis
         how = f"solved by {r.method}{f' ({r.chosen})' if r.chosen else ''}: {r.status.value}"
     fig = figures.answer_figure(spec, ev, dev, sub, bound)
     figures.save(fig, args.output)

@@ -7,7 +7,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from partdsl.cli.common import EXIT_OK, emit, load_figures, load_spec, spec_arguments
+from partdsl.cli.common import EXIT_OK, answer_of, emit, load_figures, load_spec, spec_arguments
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
@@ -35,7 +35,6 @@ def command(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import numpy as np
     from partdsl.cli import html_report
     from partdsl.core.errors import PartError
     from partdsl.methods.solve import solve
@@ -47,11 +46,8 @@ def run(args: argparse.Namespace) -> int:
     r = solve(spec, method=args.method, time_limit=args.time_limit, gap=args.gap, seed=args.seed)
     dev = svg = None
     if r.evaluation is not None and (r.assignment is not None or r.evaluation.schedule is not None):
-        d = spec.dense
-        dev = (np.array([d.devices.index(r.assignment[v]) for v in d.names]) if r.assignment is not None
-               else r.evaluation.schedule.node_devices(d.n))
-        fig = figures.answer_figure(spec, r.evaluation, dev, r.evaluation.subgraph,
-                                    r.bound if r.sense == "min" else None)
+        dev, bound = answer_of(spec, r)
+        fig = figures.answer_figure(spec, r.evaluation, dev, r.evaluation.subgraph, bound)
         svg = html_report.inline_svg(fig)
         figures._pyplot().close(fig)
     doc = html_report.page(spec, args.spec, r, dev, svg, command(args))
