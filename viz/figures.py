@@ -104,8 +104,8 @@ def graph(ax, spec: Spec, dev: np.ndarray) -> list:  # type: ignore[no-untyped-d
     Above COLLAPSE_NODES nodes, each layer (core/layers.py: `l3_q` -> `l3`, ONNX and torch
     name prefixes, `group`) is one marker sized by its node count, colored by its device,
     gray where it spans several (a stage boundary inside the layer); names without layers
-    give bands of depth per device (_groups). Returns the labels
-    (declutter them again once the figure's layout is final)."""
+    give bands of depth per device (_groups). Returns the labels, for `declutter` once the
+    figure's layout is final."""
     from matplotlib.collections import LineCollection
 
     d = spec.dense
@@ -152,7 +152,6 @@ def graph(ax, spec: Spec, dev: np.ndarray) -> list:  # type: ignore[no-untyped-d
     if G <= 400:  # labels where they fit, in the order of the graph
         texts = [ax.annotate(labels[v], (x[v], y[v]), fontsize=6, ha="center", va="bottom", xytext=(0, 4),
                              textcoords="offset points") for v in range(G)]
-        declutter(ax, texts)
     ax.plot([], [], color="#c44e52", ls="--", label="cut edge")
     drawn = f", drawn as {G} {what}" if collapsed else ""
     ax.set_title(f"{spec.graph.name}: {d.n} nodes{drawn}, {int((dev[d.src] != dev[d.dst]).sum())} cut edges")
@@ -203,7 +202,8 @@ def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | Non
           bound: float | None = None) -> list:  # type: ignore[type-arg]
     """Devices as rows: a DiviML schedule's pieces and transfers, or Tarnawski's latency
     subgraphs (in / compute / out) and host nodes. Under latency, `bound` (the proven
-    lower bound, ms) as a dashed line beside the makespan. Returns the piece labels."""
+    lower bound, ms) as a dashed line beside the makespan. Returns the piece labels, for
+    `declutter` once the figure's layout is final."""
     d = spec.dense
     colors = device_colors(spec)
     texts: list = []  # type: ignore[type-arg]
@@ -255,7 +255,6 @@ def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | Non
     ax.set_title(f"{spec.objective.kind}: {ev.objective:.6g} {ev.unit} (makespan {end:.4g} ms)")
     if ev.schedule is not None:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        declutter(ax, texts)
     return texts
 
 
@@ -301,7 +300,7 @@ def answer_figure(spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray |
     else:
         pieces = gantt(bottom, spec, ev, dev, sub, bound)
     fig.tight_layout()
-    declutter(top, labels)  # again, at the final layout
+    declutter(top, labels)  # at the final layout: offsets are in points, positions in data
     declutter(bottom, pieces)
     return fig
 
