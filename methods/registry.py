@@ -110,7 +110,7 @@ KERNEL_SOLVER = "numpy"  # the solver reported by methods that run no MIP (NumPy
 
 
 
-def lookup(name: str | None, scheduled: bool = False) -> Method:
+def lookup(name: str | None, scheduled: bool) -> Method:
     """The method called `name` (an alias, or None for the default), or a PartError listing them."""
     from partdsl.core.errors import PartError
 

@@ -127,6 +127,10 @@ class _Run:
     def has_feasible(self) -> bool:
         return self.best is not None and self.best.feasible
 
+    def closed(self, rel: float) -> bool:
+        """The incumbent meets the proven bound within the relative gap `rel`."""
+        return self.has_feasible() and relative_gap(self.best.objective, self.bound) <= rel
+
 
 def solve(spec: Spec, method: str | None = None, solver: str | None = None,
           time_limit: float | None = None, gap: float | None = None, seed: int | None = None,
@@ -187,8 +191,8 @@ def _consume(run: _Run, events: Iterator[Event], m: Method, deadline: Deadline, 
         for event in events:
             run.take(event, progress)
             if isinstance(event, Proven):  # a proof may close the gap; the deadline is checked at candidates
-                if run.has_feasible() and relative_gap(run.best.objective, run.bound) <= rel:  # (a MIP yields its
-                    run.stopped = Termination.BOUND_REACHED  # bound, then its incumbent, past the deadline)
+                if run.closed(rel):  # (a MIP yields its bound, then its incumbent, past the deadline)
+                    run.stopped = Termination.BOUND_REACHED
                     return
                 continue
             if not isinstance(event, Candidate):
@@ -203,7 +207,7 @@ def _consume(run: _Run, events: Iterator[Event], m: Method, deadline: Deadline, 
                 last_report = time.monotonic()
                 inc = f"{run.best.objective:.6g}" if run.has_feasible() else "none"
                 progress(f"{run.count} candidates, incumbent {inc}, bound {run.bound:.6g}")
-            if run.has_feasible() and relative_gap(run.best.objective, run.bound) <= rel:
+            if run.closed(rel):
                 run.stopped = Termination.BOUND_REACHED
                 return
         if interrupt.requested():
