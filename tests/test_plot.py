@@ -89,6 +89,18 @@ def test_plot_errors(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert p.returncode == 5 and "pip install 'partdsl[plot]'" in p.stderr
 
 
+def _gpu_chunks(spec) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Contiguous chunks of the topological order, one per GPU (the host gets nothing)."""
+    d = spec.dense
+    gpus = [j for j, c in enumerate(d.dev_class) if not d.host[c]]
+    return np.array(gpus)[np.argsort(np.argsort(d.topo)) * len(gpus) // d.n]
+
+
+def _markers(ax) -> int:  # type: ignore[no-untyped-def]
+    """Node (or group) markers drawn on the graph panel."""
+    return sum(len(c.get_offsets()) for c in ax.collections if hasattr(c, "get_sizes") and len(c.get_sizes()))
+
+
 def _overlaps(ax) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
     renderer = ax.figure.canvas.get_renderer()
     shown = [t for t in ax.texts if t.get_visible() and t.get_text()]
@@ -108,9 +120,7 @@ def test_a_2000_node_graph_is_drawn_by_layer_with_labels_that_do_not_overlap(obj
     spec = decoder_spec(Decoder(150), 8, "a100", objective)
     d = spec.dense
     assert d.n > 2000
-    order = np.argsort(np.argsort(d.topo))  # contiguous chunks of the topological order, one per GPU
-    gpus = [j for j, c in enumerate(d.dev_class) if not d.host[c]]
-    dev = np.array(gpus)[order * len(gpus) // d.n]
+    dev = _gpu_chunks(spec)
     ev = evaluate(spec, dev)
     fig = figures.answer_figure(spec, ev, dev, ev.subgraph, bound=0.5 * ev.objective)
     top, bottom = fig.axes
@@ -119,7 +129,7 @@ def test_a_2000_node_graph_is_drawn_by_layer_with_labels_that_do_not_overlap(obj
     groups = {layer_of(nd.name, nd.group) for nd in spec.graph.nodes}
     assert {"embed", "l1", "l150"} <= groups and len(groups) < 160
     assert f"drawn as {len(groups)} layers" in top.get_title()
-    drawn = sum(len(c.get_offsets()) for c in top.collections if hasattr(c, "get_sizes") and len(c.get_sizes()))
+    drawn = _markers(top)
     assert drawn == len(groups)
     assert not _overlaps(top) and not _overlaps(bottom)
     shown = {t.get_text() for t in top.texts if t.get_visible()}
@@ -143,9 +153,7 @@ def test_device_names_do_not_overlap_on_a_64_gpu_platform(objective: str) -> Non
     from partdsl.dsl.decoder_graph import Decoder, decoder_spec
 
     spec = decoder_spec(Decoder(12), 64, "a100", objective)
-    d = spec.dense
-    gpus = [j for j, c in enumerate(d.dev_class) if not d.host[c]]
-    dev = np.array(gpus)[np.argsort(np.argsort(d.topo)) * len(gpus) // d.n]
+    dev = _gpu_chunks(spec)
     ev = evaluate(spec, dev)
     fig = figures.answer_figure(spec, ev, dev, ev.subgraph)
     _, bottom = fig.axes
@@ -173,12 +181,11 @@ def test_names_without_layers_are_drawn_in_bands_of_depth_per_device() -> None:
     spec = replace(spec, graph=replace(spec.graph, nodes=nodes))
     d = spec.dense
     assert d.n > figures.COLLAPSE_NODES and d.names[5] == "n5"
-    gpus = [j for j, c in enumerate(d.dev_class) if not d.host[c]]
-    dev = np.array(gpus)[np.argsort(np.argsort(d.topo)) * len(gpus) // d.n]
+    dev = _gpu_chunks(spec)
     fig = figures.answer_figure(spec, evaluate(spec, dev), dev)
     top = fig.axes[0]
     assert "depth levels per device" in top.get_title()
-    drawn = sum(len(c.get_offsets()) for c in top.collections if hasattr(c, "get_sizes") and len(c.get_sizes()))
+    drawn = _markers(top)
     assert 10 <= drawn <= figures.MAX_GROUPS
     assert not _overlaps(top)
     figures._pyplot().close(fig)
