@@ -1,14 +1,16 @@
-"""Method `auto` (the default): a small portfolio run within one time limit (issue 32).
+"""Method `auto` (`--method auto`; meant to become the default): a small portfolio run
+within one time limit (issue 32).
 
 It chooses by objective, the spec's features and its size: fast heuristics, then
 improvement, then an exact method where the size allows (and the brute force on specs
-small enough to enumerate, where the exact method could not prove the optimum), each member on a share of the
-time left (the last on all of it). Every member's candidates and proofs go to `solve`
-as they come, so the answer kept is the best the evaluator scored, certified by the best
-bound any member proved; `solve` stops the portfolio as soon as the gap asked for is met.
-A member that does not model one of the spec's features is left out (methods/capabilities.py);
-one that refuses the spec as it runs (a memory guard, a formulation's check) is skipped
-with its reason in the log, so `auto` answers whenever one of its members does.
+small enough to enumerate, where the exact method could not prove the optimum), each
+member on a share of the time left (the last on all of it). Every member's candidates
+and proofs go to `solve` as they come, so the answer kept is the best the evaluator
+scored, certified by the best bound any member proved; `solve` stops the portfolio as
+soon as the gap asked for is met. A member that does not model one of the spec's
+features is left out (methods/capabilities.py); one that refuses the spec as it runs (a
+memory guard, a formulation's check) is skipped with its reason in the log, so `auto`
+answers whenever one of its members does.
 
 Without a time limit the heuristics run to their end and the searches that could run
 for long (the DP over ideals, the MIPs) share UNTIMED_SECONDS, as they would share a limit.
