@@ -16,7 +16,8 @@ def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], st
     dense = spec.dense
     names, devices = dense.names, dense.devices
     L = s.batch
-    eps = 1e-9 * max(1.0, float(np.max(finish, initial=0.0)) if np.isfinite(finish).all() else 1.0)
+    done = finish[np.isfinite(finish)]  # relative to the schedule's own time scale (an absolute
+    eps = 1e-9 * float(np.max(np.abs(done), initial=0.0))  # 1e-9 ms hides overlaps of 1e-60 ms tasks)
     out: list = []
     count = np.zeros((dense.n, L), dtype=np.int64)
     for p in s.pieces:

@@ -10,6 +10,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings
 from partdsl.core.ir import Spec
+from partdsl.dsl.parser import parse
 
 from tests.oracle import KINDS, check_case, tiny_specs
 
@@ -55,3 +56,23 @@ def test_peers_survive_subnormal_times(peer: str, spec: str, tmp_path) -> None: 
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
     assert '"status": "optimal"' in p.stdout or '"status": "feasible"' in p.stdout
+
+
+TINY_TIMES = """
+graph g {
+  node L[0] { work 3.2428544484734187e-60 ms, 0 ms on acc batch 2; not acc }
+  node L[1] { work 3.2428544484734187e-60 ms, 0 ms on acc batch 2; not acc }
+}
+platform { device acc[1] { link 1 GB/s } device cpu[1] { host } }
+maximize throughput batch 1 split 1
+subject to { colocate L[0], L[1] }
+"""
+
+
+def test_tasks_of_1e_60_ms_cannot_overlap_on_one_device() -> None:
+    """Found by the oracle: the schedule check's absolute tolerance (1e-9 ms) and HEFT's
+    insertion test (1e-12 ms) let two 3e-60 ms tasks run at once on the CPU, and HEFT, the
+    MILP, MILP-SPLIT and auto all said optimal at twice the optimum. Both are relative now."""
+    findings, runs = check_case(parse(TINY_TIMES))
+    assert runs > 0
+    assert not findings, "\n".join(f"{f.kind}: {f.method}: {f.detail}" for f in findings)

@@ -68,7 +68,7 @@ class _Board:
             return max(ready, spans[-1][1] if spans else 0.0)
         t = ready
         for a, b in spans:  # sorted by start
-            if t + duration <= a + 1e-12:
+            if t + duration <= a * (1 + 1e-12):  # relative: the times may be of any scale
                 return t
             t = max(t, b)
         return t
