@@ -80,7 +80,7 @@ def greedy(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -
     d = spec.dense
     u = contract(d)
     order = kahn(u.count, u.src, u.dst)
-    members = [np.flatnonzero(u.unit == k) for k in range(u.count)]
+    members = u.members()
     devs = sorted(range(d.D), key=lambda j: (d.host[d.dev_class[j]], j))
     cheapest = np.where(d.allowed, d.work[:, d.dev_class], np.inf).min(axis=1)
     share = np.nansum(np.where(np.isfinite(cheapest), cheapest, 0.0)) / max(d.D, 1)
@@ -117,7 +117,7 @@ def local_search(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, restarts
     sign = -1.0 if spec.objective.sense == "max" else 1.0
     dec = Decoder(spec)
     u = dec.units
-    members = [np.flatnonzero(u.unit == k) for k in range(u.count)]
+    members = u.members()
     options = [np.flatnonzero(d.allowed[m].all(axis=0)) for m in members]
 
     def score(arr: np.ndarray) -> tuple[int, float]:

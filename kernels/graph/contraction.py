@@ -23,6 +23,12 @@ class Contraction:
     src: np.ndarray  # unit-level order edges
     dst: np.ndarray
 
+    def members(self) -> list[np.ndarray]:
+        """The nodes of each unit, in index order: one sort, linear in the graph's size
+        (a scan per unit was quadratic: minutes at 50,000 units)."""
+        order = np.argsort(self.unit, kind="stable")
+        return np.split(order, np.cumsum(np.bincount(self.unit, minlength=self.count))[:-1])
+
 
 def absorbable_sinks(dense: Dense, memory_binds: bool) -> list[tuple[int, int]]:
     """(pred, sink) pairs whose colocation is without loss of generality.

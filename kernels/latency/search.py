@@ -189,7 +189,7 @@ class Search:
         best = self.score(dev, sub)
         hosts = np.flatnonzero(d.host[d.dev_class])
         accs = np.flatnonzero(~d.host[d.dev_class])
-        members = [np.flatnonzero(u.unit == x) for x in range(u.count)]
+        members = u.members()
         nbrs: list[set[int]] = [set() for _ in range(u.count)]
         for a, b in zip(u.src.tolist(), u.dst.tolist()):
             nbrs[a].add(b)
