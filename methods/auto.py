@@ -1,5 +1,4 @@
-"""Method `auto` (`--method auto`; meant to become the default): a small portfolio run
-within one time limit (issue 32).
+"""Method `auto`, the default: a small portfolio run within one time limit (issue 32).
 
 It chooses by objective, the spec's features and its size: fast heuristics, then
 improvement, then an exact method where the size allows (and the brute force on specs
@@ -32,7 +31,7 @@ from partdsl.runtime.deadline import NEVER, Deadline
 
 Methods = Mapping[str, Any]  # the method table, name -> registry.Method (not imported: registry lists auto)
 
-UNTIMED_SECONDS = 10.0  # the long searches' budget, all together, when the run has no time limit
+UNTIMED_SECONDS = 5.0  # the long searches' budget, all together, when the run has no time limit
 EXACT_NODES = 400  # the MIPs join the portfolio up to this many nodes (MILP-SPLIT beyond, under DiviML)
 EXACT_DEVICES = 16  # ... and this many devices
 BRUTE_NODES, BRUTE_CANDIDATES = 10, 5_000  # the brute force ends the portfolio on specs this small: a proof
@@ -75,7 +74,8 @@ def _searches(spec: Spec) -> list[Member]:
                 Member("milp_split", 0.8 if exact else 0.7, True), *(exact or [Member("ea", 1.0)])]
     if kind == "latency":  # the greedy first (an answer at once), then the search that wins most
         return [Member("fill", 0.05), Member("latency_search", 0.75), Member("maxload_dp", 0.5), *exact]
-    return [Member("load_search", 0.3), Member("dp", 0.5, True), *exact]
+    # the greedy first: linear, an answer at any size (the segment tables refuse 50,000 nodes)
+    return [Member("greedy", 0.05), Member("load_search", 0.3), Member("dp", 0.5, True), *exact]
 
 
 def members(spec: Spec, methods: Methods) -> list[Member]:
@@ -121,7 +121,13 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
             extra.pop("executor", None)
         if p.long and long is None:
             long = Deadline.after(UNTIMED_SECONDS)
+            if not deadline.limited:
+                yield Progress(f"auto: no time limit, so {', '.join(q.method for q in chosen[i:] if q.long)} "
+                               f"share {UNTIMED_SECONDS:g} s (--time-limit to search longer or shorter)")
         budget = _budget(deadline, long or NEVER, p, i == len(chosen) - 1)
+        if budget.passed():  # the members before it used the time (a MIP stops a little late)
+            yield Progress(f"auto: {p.method} skipped: no time left")
+            continue
         yield Progress(f"auto: {p.method}" + (f" for {budget.left():.3g} s" if budget.limited else ""))
         try:
             for ev in m.run(spec, seed=seed, deadline=budget, progress=progress, **extra, **dict(p.options)):

@@ -44,10 +44,10 @@ PEER_IGNORES = (("contiguous", None), ("acyclic", None), ("stage limits", None),
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("auto", auto.run, False, "a portfolio chosen by objective, features and size: fast heuristics, then "
-           "improvement, then an exact method where the size allows, within the time limit",
+           "improvement, then an exact method where the size allows, within the time limit (default)",
            portfolio=True),
     Method("topo", topo_split.run, False,
-           "best of several topological-order splits, each split optimally by a DP (default)", objectives=MAX_LOAD),
+           "best of several topological-order splits, each split optimally by a DP", objectives=MAX_LOAD),
     Method("slicegraph", order_search.slicegraph, False, "SliceGraph on Kahn's order (Archer sec. 4)",
            objectives=MAX_LOAD),
     Method("random", order_search.random_orders, False, "random-T: best SliceGraph of T random orders",
@@ -103,18 +103,15 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "it runs fastest (baseline)", ("iterations",), objectives=SCHEDULED),
 )}
 ALIASES = {"mla-weighted": "mla_weighted"}
-DEFAULT_METHOD = "topo"
-DEFAULT_SCHEDULE_METHOD = "heft"  # the default under a schedule objective (DiviML)
+DEFAULT_METHOD = "auto"
 KERNEL_SOLVER = "numpy"  # the solver reported by methods that run no MIP (NumPy kernels)
 
 
-
-
-def lookup(name: str | None, scheduled: bool) -> Method:
+def lookup(name: str | None) -> Method:
     """The method called `name` (an alias, or None for the default), or a PartError listing them."""
     from partdsl.core.errors import PartError
 
-    name = name or (DEFAULT_SCHEDULE_METHOD if scheduled else DEFAULT_METHOD)
+    name = name or DEFAULT_METHOD
     name = ALIASES.get(name, name)
     if name not in METHODS:
         raise PartError(f"unknown method '{name}'", None,

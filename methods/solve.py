@@ -143,14 +143,14 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     subproblems (MILP-SPLIT's modules)."""
     opts = spec.solve.merged(method=method, solver=solver, time_limit=time_limit, gap=gap,
                              seed=seed, threads=threads)
-    m = lookup(opts.method, spec.objective.scheduled)
+    m = lookup(opts.method)
     links_modelled(spec)  # a spec built in Python skips validate(): the one feature no method models
     log: list[str] = []
     method_opts = _checked_options(spec, m, method, options, opts, log)
     capabilities.check(spec, m.name, m.ignores, method_opts, lambda f: modelled_by(spec, f))
     if opts.solver:
         solver_registry.require(opts.solver)
-        if not m.mip:
+        if not (m.mip or m.portfolio):
             log.append(f"method {m.name} uses no MIP solver; solver {opts.solver} not needed")
     deadline = Deadline.after(opts.time_limit)
     run = _Run(spec, trivial_bound(spec), log=log)

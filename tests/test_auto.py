@@ -48,7 +48,7 @@ def test_auto_is_optimal_on_tiny_specs(kind: str) -> None:
 
 
 def test_members_follow_the_objective_the_features_and_the_size() -> None:
-    for path, expect in (("mtpp_overflow.part", ["load_search", "dp", "exact"]),
+    for path, expect in (("mtpp_overflow.part", ["greedy", "load_search", "dp", "exact"]),
                          ("latency.part", ["fill", "latency_search", "maxload_dp", "exact"]),
                          ("diviml_batched.part", ["heft", "eft", "met", "milp_split", "exact"])):
         spec = parse_file(EXAMPLES / path)
@@ -60,11 +60,13 @@ def test_members_follow_the_objective_the_features_and_the_size() -> None:
     assert big.dense.n > auto.EXACT_NODES or "exact" in [p.method for p in auto.members(big, METHODS)]
 
 
-def test_a_member_that_refuses_is_skipped_and_the_others_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A memory budget of 1 byte: the members built on segment tables (latency_search, and
-    exact through its MIP start) refuse them (a PartError with the sizes); auto logs the
-    refusals and answers from the greedy members."""
-    spec = parse_file(EXAMPLES / "latency.part")
+@pytest.mark.parametrize("example", ["latency.part", "bert24_training.part"])
+def test_a_member_that_refuses_is_skipped_and_the_others_answer(example: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A memory budget of 1 byte: the members built on segment tables (load_search, dp,
+    latency_search, and exact through its MIP start) refuse them (a PartError with the
+    sizes), as they do on graphs of tens of thousands of nodes; auto logs the refusals and
+    answers from the greedy members, which are linear."""
+    spec = parse_file(EXAMPLES / example)
     monkeypatch.setenv("PARTDSL_MEMORY_BYTES", "1")
     r = solve(spec, method="auto", time_limit=30)
     assert r.status.has_solution(), r.log
@@ -74,6 +76,8 @@ def test_a_member_that_refuses_is_skipped_and_the_others_answer(monkeypatch: pyt
 
 
 def test_part_solve_says_which_member_won() -> None:
-    p = run_part("solve", str(EXAMPLES / "mtpp_overflow.part"), "--method", "auto")
+    p = run_part("solve", str(EXAMPLES / "mtpp_overflow.part"))  # auto: the default
     assert p.returncode == 0, p.stderr
     assert "method     auto (answer from " in p.stdout
+    # without --time-limit, the long searches share UNTIMED_SECONDS, and the output says so
+    assert f"note       auto: no time limit, so dp, exact share {auto.UNTIMED_SECONDS:g} s" in p.stdout, p.stdout

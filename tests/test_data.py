@@ -86,7 +86,7 @@ def test_cli_eval_on_expert_file(data_dir: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", WORKLOADS)
 def test_topo_method_on_published_workloads(data_dir: Path, tmp_path: Path, name: str) -> None:
     spec = parse_file(converted(data_dir / "throughput" / f"{name}.json", tmp_path))
-    r = solve(spec)
+    r = solve(spec, method="topo")
     assert r.status.has_solution() and r.evaluation.feasible
     assert r.objective == evaluate(spec, read_assignment_from(spec, r.assignment)).objective
     # never better than the proven optimum of contiguous splits; at it for 7 of the 8
@@ -100,7 +100,7 @@ def test_load_search_beats_published_local_search(data_dir: Path, tmp_path: Path
     """Non-contiguous splits: at least as good as Tarnawski's local search, within 1% of the
     published IP value, never below the proven bound."""
     spec = parse_file(converted(data_dir / "throughput" / f"{name}.json", tmp_path, split="any"))
-    topo = solve(spec)
+    topo = solve(spec, method="topo")
     r = solve(spec, method="load_search", time_limit=60, options={"stall": 30})
     assert r.evaluation.feasible and not spec.constraints.contiguous
     assert r.objective == evaluate(spec, read_assignment_from(spec, r.assignment)).objective

@@ -27,11 +27,11 @@ def _texts(svg_path) -> list[str]:  # type: ignore[no-untyped-def]
 def test_plot_every_objective_to_png_and_svg(example: str, kind: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
     spec = parse_file(EXAMPLES / example)
     png, svg = tmp_path / "a.png", tmp_path / "a.svg"
-    p = run_part("plot", str(EXAMPLES / example), "-o", str(png), "--time-limit", "20")
+    p = run_part("plot", str(EXAMPLES / example), "-o", str(png), "--time-limit", "3")
     assert p.returncode == 0 and "wrote" in p.stdout, p.stderr
     with Image.open(png) as im:
         assert im.format == "PNG" and im.width > 800 and im.height > 600
-    p = run_part("plot", str(EXAMPLES / example), "-o", str(svg), "--time-limit", "20", "--json")
+    p = run_part("plot", str(EXAMPLES / example), "-o", str(svg), "--time-limit", "3", "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["file"] == str(svg), p.stderr
     texts = _texts(svg)
     for name in spec.dense.devices:  # every device is named: a bar, a Gantt row or a tick
@@ -42,7 +42,7 @@ def test_plot_every_objective_to_png_and_svg(example: str, kind: str, tmp_path) 
 def test_figures_have_one_element_per_device() -> None:
     for example in ("tiny.part", "latency.part", "diviml_batched.part"):
         spec = parse_file(EXAMPLES / example)
-        r = solve(spec, time_limit=20)
+        r = solve(spec, time_limit=3)
         ev = r.evaluation
         dev = (np.array([spec.dense.devices.index(r.assignment[v]) for v in spec.dense.names])
                if r.assignment is not None else ev.schedule.node_devices(spec.dense.n))
