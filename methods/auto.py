@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Event, Progress, Proven
+from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
 from partdsl.core.ir import Spec
 from partdsl.methods import capabilities
 from partdsl.runtime.deadline import NEVER, Deadline
@@ -35,6 +36,8 @@ UNTIMED_SECONDS = 5.0  # the long searches' budget, all together, when the run h
 EXACT_NODES = 400  # the MIPs join the portfolio up to this many nodes (MILP-SPLIT beyond, under DiviML)
 EXACT_DEVICES = 16  # ... and this many devices
 BRUTE_NODES, BRUTE_CANDIDATES = 10, 5_000  # the brute force ends the portfolio on specs this small: a proof
+PEER_NODES = 5_000  # above this many nodes the graph partitioners join (the segment tables grow as P^2)
+REPAIR = (("repair", 1.0),)  # the peers contract colocation and repair memory and placement
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,11 @@ def _searches(spec: Spec) -> list[Member]:
                 Member("milp_split", 0.8 if exact else 0.7, True), *(exact or [Member("ea", 1.0)])]
     if kind == "latency":  # the greedy first (an answer at once), then the search that wins most
         return [Member("fill", 0.05), Member("latency_search", 0.75), Member("maxload_dp", 0.5), *exact]
-    # the greedy first: linear, an answer at any size (the segment tables refuse 50,000 nodes)
-    return [Member("greedy", 0.05), Member("load_search", 0.3), Member("dp", 0.5, True), *exact]
+    # the greedy first: linear, an answer at any size (the segment tables refuse 50,000 nodes);
+    # on large graphs METIS and Mt-KaHyPar next (near-linear; skipped when not installed)
+    peers = [Member("metis", 0.1, options=REPAIR), Member("kahypar", 0.2, options=REPAIR)] \
+        if spec.dense.n > PEER_NODES else []
+    return [Member("greedy", 0.05), *peers, Member("load_search", 0.3), Member("dp", 0.5, True), *exact]
 
 
 def members(spec: Spec, methods: Methods) -> list[Member]:
@@ -134,6 +140,9 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
                 yield dataclasses.replace(ev, method=p.method) if isinstance(ev, Candidate) else ev
         except PartError as e:  # the member refuses this spec (too big for memory, a feature): the next one runs
             yield Progress(f"auto: {p.method} skipped: {e.message}")
+            continue
+        except (SolverUnavailable, SolverFailed) as e:  # a peer not installed; a solver's own failure
+            yield Progress(f"auto: {p.method} skipped: {e}")
             continue
         if m.exhaustive and not budget.passed():  # it scored the evaluator's whole space: the best is optimal
             best = incumbent()

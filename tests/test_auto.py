@@ -1,9 +1,10 @@
-"""Method `auto` (issue 32, item 1; not yet the default): a portfolio that answers whenever
+"""Method `auto` (issue 32, item 1; the default): a portfolio that answers whenever
 one of its members does, proves what its members prove, and says which member won.
 benchmarks/auto.py compares it with every single method on the bundled workloads."""
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 from conftest import EXAMPLES, run_part
@@ -81,3 +82,22 @@ def test_part_solve_says_which_member_won() -> None:
     assert "method     auto (answer from " in p.stdout
     # without --time-limit, the long searches share UNTIMED_SECONDS, and the output says so
     assert f"note       auto: no time limit, so dp, exact share {auto.UNTIMED_SECONDS:g} s" in p.stdout, p.stdout
+
+
+def test_on_large_graphs_the_peers_join_and_one_not_installed_is_skipped(monkeypatch: pytest.MonkeyPatch,
+                                                                         tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Above PEER_NODES (lowered here to a 4-layer decoder's size) METIS and Mt-KaHyPar,
+    with repair, run after the greedy; the 56,003-node decoder of docs/benchmarks.md is where
+    they win. Without pymetis installed, metis is skipped with the reason, and the others
+    answer."""
+    f = tmp_path / "decoder.part"
+    assert run_part("generate", "transformer", "--layers", "4", "--gpus", "4", "-o", str(f)).returncode == 0
+    spec = parse_file(f)
+    monkeypatch.setattr(auto, "PEER_NODES", 10)
+    names = [p.method for p in auto.members(spec, METHODS)]
+    assert names[:3] == ["greedy", "metis", "kahypar"], names
+    monkeypatch.setitem(sys.modules, "pymetis", None)  # import pymetis fails, as where it is not installed
+    r = solve(spec, time_limit=8)
+    assert r.status.has_solution() and r.evaluation.feasible
+    assert any("auto: metis skipped: " in ln and "'metis' is not installed" in ln for ln in r.log), r.log
+    assert any("auto: kahypar for " in ln for ln in r.log), r.log
