@@ -102,6 +102,16 @@ def check_splits(cost: np.ndarray, splits: list) -> None:
         assert [l for l, _, _ in s.segments] == [0] + [r + 1 for _, r, _ in s.segments[:-1]]
 
 
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(specs(max_nodes=7))
+def test_contraction_members_are_each_units_nodes_in_index_order(spec: Spec) -> None:
+    u = contract(spec.dense)
+    members = u.members()
+    assert len(members) == u.count
+    for k, nodes in enumerate(members):
+        assert nodes.tolist() == np.flatnonzero(u.unit == k).tolist()
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(specs(max_nodes=7))
 def test_orders_are_topological(spec: Spec) -> None:
