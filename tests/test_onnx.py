@@ -79,11 +79,11 @@ def test_fusion_merges_the_usual_chains(model_path) -> None:  # type: ignore[no-
 def test_imported_models_solve_under_every_objective(model_path, objective: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
     spec = parse(_spec(model_path, objective))
     assert spec.dense.n == 26 and np.isfinite(spec.dense.work).all()
-    r = solve(spec, time_limit=5)
+    r = solve(spec, time_limit=3)
     assert r.evaluation is not None and r.evaluation.feasible, r.log
     f = tmp_path / "s.part"
     f.write_text(_spec(model_path, objective))
-    p = run_part("plot", str(f), "-o", str(tmp_path / "p.png"), "--time-limit", "5")
+    p = run_part("plot", str(f), "-o", str(tmp_path / "p.png"), "--time-limit", "2")
     assert p.returncode == 0 and (tmp_path / "p.png").stat().st_size > 10_000, p.stderr
 
 
