@@ -1,6 +1,7 @@
 """`part report SPEC --html OUT` (issue 32, item 3): one self-contained page (nothing fetched
 from elsewhere) with the answer, its certificate, the picture, the plan and a command that
-gives the same answer again; opened in a real headless Chromium with no console error.
+gives the same answer again; opened in a real headless Chromium with no console error, and
+its screenshot checked to show the picture.
 
 The browser test needs Debian's chromium and chromium-driver (`make browser`, as root:
 apt-get install chromium chromium-driver; .ci/run does it) and selenium (the test extra)."""
@@ -88,5 +89,27 @@ def test_the_report_renders_in_headless_chromium_with_no_console_error(tmp_path:
             assert driver.execute_script("return document.querySelectorAll('table').length") >= 3
             errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
             assert not errors, (example, errors)
+            _looks_drawn(driver, tmp_path / f"{example}.png")
     finally:
         driver.quit()
+
+
+def _looks_drawn(driver, path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The screenshot test (issue 32): the page as Chromium paints it is not blank, and the picture,
+    cut from the screenshot, shows the device colours (at least two saturated hues) on
+    ink, not an empty or broken image. The screenshot is kept at `path` for a look."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+    from selenium.webdriver.common.by import By
+
+    driver.set_window_size(1280, 1600)
+    page = np.asarray(Image.open(io.BytesIO(driver.get_screenshot_as_png())).convert("RGB"), dtype=float) / 255
+    path.write_bytes(driver.get_screenshot_as_png())
+    assert (page.min(axis=2) < 0.9).mean() > 0.02, "the page is (nearly) blank"
+    figure = driver.find_element(By.CSS_SELECTOR, "figure svg").screenshot_as_png
+    hsv = np.asarray(Image.open(io.BytesIO(figure)).convert("HSV"), dtype=float) / 255
+    saturated = hsv[(hsv[..., 1] > 0.35) & (hsv[..., 2] > 0.3)]
+    hues = np.unique(np.round(saturated[:, 0] * 12) % 12) if len(saturated) > 500 else []
+    assert len(hues) >= 2, f"the picture shows {len(hues)} device colours"
