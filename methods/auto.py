@@ -13,6 +13,9 @@ answers whenever one of its members does.
 
 Without a time limit the heuristics run to their end and the searches that could run
 for long (the DP over ideals, the MIPs) share UNTIMED_SECONDS, as they would share a limit.
+The first member of each objective is linear in the graph's size, and above PEER_NODES the
+graph partitioners join the bottleneck portfolio, so that graphs whose segment tables do
+not fit in memory still get an answer.
 """
 from __future__ import annotations
 
@@ -25,8 +28,8 @@ from typing import Any
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Event, Progress, Proven
-from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
 from partdsl.core.ir import Spec
+from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
 from partdsl.methods import capabilities
 from partdsl.runtime.deadline import NEVER, Deadline
 
