@@ -73,7 +73,7 @@ def jobs(specs: list[str], defines: Mapping[str, str], methods: list[str], solve
             params = tuple(point.items())
             for method in methods:
                 m = METHODS.get(ALIASES.get(method, method))
-                for solver in (solvers if m is None or m.mip or m.portfolio else [None]):  # auto's MIPs use it
+                for solver in (solvers if m is None or m.takes_solver else [None]):
                     out.append(Job(spec, params, method, solver, seed, time_limit, gap,
                                    tuple(sorted((options or {}).items())), imports))
     return out
@@ -84,7 +84,7 @@ def solver_label(job: Job) -> str:
     from partdsl.solvers.registry import DEFAULT_SOLVER
 
     m = METHODS.get(ALIASES.get(job.method, job.method))
-    return "numpy" if m is not None and not (m.mip or m.portfolio) else (job.solver or DEFAULT_SOLVER)
+    return "numpy" if m is not None and not m.takes_solver else (job.solver or DEFAULT_SOLVER)
 
 
 def run_job(job: Job) -> dict:

@@ -34,6 +34,11 @@ class Method:
     # spec features it does not model (methods/capabilities.py), each with the option that makes it model it
     ignores: tuple[tuple[str, str | None], ...] = ()
 
+    @property
+    def takes_solver(self) -> bool:
+        """`--solver` means something to it: a MIP method, or a portfolio with MIP members."""
+        return self.mip or self.portfolio
+
 
 # the peers partition a graph by cut and balance: the stage structure, batch splits, subgraph
 # numbers, overlap, overflow and links are not theirs; colocation and memory only with -O repair=1

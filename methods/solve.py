@@ -150,7 +150,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     capabilities.check(spec, m.name, m.ignores, method_opts, lambda f: modelled_by(spec, f))
     if opts.solver:
         solver_registry.require(opts.solver)
-        if not (m.mip or m.portfolio):
+        if not m.takes_solver:
             log.append(f"method {m.name} uses no MIP solver; solver {opts.solver} not needed")
     deadline = Deadline.after(opts.time_limit)
     run = _Run(spec, trivial_bound(spec), log=log)
