@@ -5,6 +5,7 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
+from partdsl.core.assignment import to_array
 from partdsl.core.evaluation import Evaluation
 from partdsl.core.ir import Spec
 from partdsl.core.quantities import human_rate, human_size
@@ -132,8 +133,7 @@ def result_report(spec: Spec, r: Result) -> str:
     notes = [ln.strip() for ln in r.log if any(w in ln for w in ("proven bound", "not a proof", "not used by", "skipped", "no time limit"))]
     lines += [f"note       {n.split('  ', 1)[-1].strip()}" for n in notes]
     if r.evaluation is not None and (r.assignment is not None or r.evaluation.schedule is not None):
-        arr = (np.array([spec.platform.devices.index(r.assignment[nm]) for nm in spec.dense.names])
-               if r.assignment is not None else np.full(spec.dense.n, -1))
+        arr = to_array(spec, r.assignment) if r.assignment is not None else np.full(spec.dense.n, -1)
         lines += ["", evaluation_report(spec, r.evaluation, arr)]
     elif r.evaluation is not None and r.evaluation.violations:  # no feasible answer: say why the best one failed
         ev = r.evaluation
