@@ -135,9 +135,12 @@ def validate(spec: Spec) -> None:
     if c.memory == "hard":
         _check_memory(spec)
     # colocated nodes need a common device
-    for r in np.unique(dense.colo):
-        members = np.flatnonzero(dense.colo == r)
-        if len(members) > 1 and not dense.allowed[members].all(axis=0).any():
+    order = np.argsort(dense.colo, kind="stable")  # the groups of one root, each in node order
+    starts = np.flatnonzero(np.r_[True, np.diff(dense.colo[order]) != 0])
+    sizes = np.diff(np.r_[starts, len(order)])
+    for a, z in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist()):
+        members = order[a:a + z]
+        if not dense.allowed[members].all(axis=0).any():
             nd = g.nodes[int(members[0])]
             raise PartError(f"colocated nodes {', '.join(g.nodes[int(i)].name for i in members[:6])} "
                             "have no device they can all run on", nd.span,

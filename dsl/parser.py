@@ -2,10 +2,12 @@
 transform to the IR, validate. The public entry points are `parse` and `parse_file`."""
 from __future__ import annotations
 
+import gc
 import re
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from lark import Lark, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
@@ -14,6 +16,7 @@ from partdsl.core.ir import Constraints, Graph, Objective, Platform, SolveOption
 from partdsl.core.quantities import UNITS, Quantity, make_quantity
 from partdsl.core.solver_errors import SolverUnavailable
 from partdsl.core.validate import validate
+from partdsl.dsl.fast_lines import splice
 from partdsl.dsl.import_options import ImportOptions
 from partdsl.dsl.transformer import ToIR
 
@@ -113,12 +116,34 @@ def parse_tree(text: str, file: str = "<spec>") -> Tree:
 
 
 def parse(text: str, file: str = "<spec>", overrides: Mapping[str, Override] | None = None,
-          imports: ImportOptions = ImportOptions()) -> Spec:
+          imports: ImportOptions = ImportOptions(), fast: bool = True) -> Spec:
     """Parse and validate a `.part` spec; raises PartError for any mistake. `imports`:
-    how imported models are read (dsl/import_options.py)."""
-    tree = parse_tree(text, file)
+    how imported models are read (dsl/import_options.py). `fast=False`: Lark reads every
+    line (the reference the fast path of dsl/fast_lines.py is tested against)."""
     ov = {k: parse_override(k, v) for k, v in (overrides or {}).items()}
+    with no_gc():
+        return _parse(text, file, ov, imports, fast)
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Python's cycle collector off while a parse allocates its millions of small objects (it
+    halves the time of a 100,000-node spec); back to what it was after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _parse(text: str, file: str, ov: dict[str, Quantity | str], imports: ImportOptions, fast: bool) -> Spec:
     tr = ToIR(file, ov, imports)
+    tree = splice(text, tr, grammar()) if fast else None  # one-line nodes and chains without Lark
+    if tree is None:
+        tr = ToIR(file, ov, imports)
+        tree = parse_tree(text, file)
     try:
         items = tr.transform(tree).children
         spec = assemble_spec(tr, items, Span(file, 1, 1))
@@ -179,7 +204,7 @@ def assemble_spec(tr: ToIR, items: list[Any], span: Span) -> Spec:
         raise PartError("the spec declares no platform", span,
                         "add e.g. `platform { device gpu[2] { memory 16 GiB; link 12 GB/s } }`")
     classes = {k.name for k in found[Platform].classes} | found[Platform].empty_names
-    for ref, sp in tr.class_refs:
+    for ref, sp in sorted(tr.class_refs, key=lambda r: (r[1].line, r[1].column)):  # the first one written
         if ref not in classes:
             raise PartError(f"unknown device class '{ref}'", sp, did_you_mean(ref, classes))
     if tr.overrides:
