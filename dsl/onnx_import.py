@@ -144,11 +144,10 @@ def _shapes(onnx, model, path: Path, span: Span | None):  # type: ignore[no-unty
         filled = [o for nd in g.node for o in onnx_ops.fill_shape(nd, shapes, types)]
         if not filled:
             break
-        known = {vi.name for vi in g.value_info}
-        for o in filled:
-            if o in known:  # onnx's entry has an unknown shape: replaced
-                g.value_info.remove(next(vi for vi in g.value_info if vi.name == o))
-            g.value_info.append(onnx.helper.make_tensor_value_info(o, types[o], shapes[o]))
+        stale = set(filled)  # onnx's entries for them have unknown shapes: replaced
+        keep = [vi for vi in g.value_info if vi.name not in stale]
+        del g.value_info[:]
+        g.value_info.extend(keep + [onnx.helper.make_tensor_value_info(o, types[o], shapes[o]) for o in filled])
     return model, shapes, types
 
 
@@ -233,13 +232,19 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
                 head = group[p]
                 if len(consumers[p]) == 1 and ops[head].op_type in {"Conv", "ConvTranspose", "Gemm", "MatMul"} | FUSABLE:
                     group[i] = head
-    heads = sorted(set(group))
+    members_of: dict[int, list[int]] = {}
+    for i, h in enumerate(group):
+        members_of.setdefault(h, []).append(i)
+    heads = sorted(members_of)
     nodes: list[Node] = []
+    taken: set[str] = set()
     for h in heads:
-        members = [i for i in range(len(ops)) if group[i] == h]
+        members = members_of[h]
         last = members[-1]
         label = names[h] if len(members) == 1 else names[h] + "_" + "_".join(ops[i].op_type.lower() for i in members[1:])
-        nodes.append(Node(name=label if label not in {n.name for n in nodes} else names[h],
+        label = label if label not in taken else names[h]
+        taken.add(label)
+        nodes.append(Node(name=label,
                           params=sum(params[i] for i in members), out=outb[last] or None,
                           flops=sum(flops[i] for i in members), dtype=dtype[h] if dtype[h] != "fp32" else None,
                           span=span))
