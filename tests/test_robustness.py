@@ -90,3 +90,11 @@ def test_device_counts_and_imports_have_limits(tmp_path: Path) -> None:
     r = run_part("check", str(spec))
     assert r.returncode == 2 and "not UTF-8 text: byte 0xff at line 1, column 17" in r.stderr
     assert "s.part:1:17" in r.stderr and "^" in r.stderr
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 1 << 22])
+def test_json_depth_is_counted_across_chunks(chunk: int) -> None:
+    from partdsl.dsl.graph_formats import _max_depth
+
+    for text, depth in [("", 0), ("[]", 1), ('{"a": [1, [2, {"b": [3]}]]}', 4), ("[" * 70 + "]" * 70 + "[[]]", 70)]:
+        assert _max_depth(text, chunk) == depth
