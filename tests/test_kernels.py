@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from partdsl import evaluate
 from partdsl.core.evaluate import bottleneck_loads
 from partdsl.core.ir import Spec
+from partdsl.kernels.bottleneck.coarse_order import coarsen, crossing
 from partdsl.kernels.bottleneck.load_table import LoadTable
 from partdsl.kernels.bottleneck.segment_dp import split_dp
 from partdsl.kernels.bottleneck.segments import segment_costs
@@ -42,6 +43,8 @@ def test_segment_costs_equal_the_evaluator_on_every_slice(data) -> None:
     pr = np.array(data.draw(st.lists(st.floats(0, 1), min_size=len(spec.graph.nodes),
                                      max_size=len(spec.graph.nodes))))
     pos, P = positions(spec, pr)
+    if data.draw(st.booleans()):  # blocks of a long order (coarse_order.py): their table is exact too
+        pos, P = coarsen(spec, pos, P, most=data.draw(st.integers(2, 4)))
     cost = segment_costs(spec, pos, P)
     assert np.array_equal(cost == math.inf, segment_costs(spec, pos, P, use_numba=False) == math.inf)
     assert np.allclose(cost, segment_costs(spec, pos, P, use_numba=False), rtol=1e-9, atol=1e-9)
@@ -282,3 +285,38 @@ def test_batched_move_scores_equal_one_evaluation_per_move(data) -> None:
             ref_value, ref = bottleneck_loads(spec, spec.dense, trial)
             assert math.isclose(value[i], ref_value, rel_tol=1e-12, abs_tol=1e-12)
             assert math.isclose(spread[i], float(np.square(ref).sum()), rel_tol=1e-9, abs_tol=1e-9)
+
+
+@SETTINGS
+@given(specs(kinds=("bottleneck",)), st.integers(2, 5))
+def test_coarse_blocks_keep_the_order_and_cut_at_the_cheapest_crossing(spec: Spec, most: int) -> None:
+    pos, P = positions(spec, None)
+    block, B = coarsen(spec, pos, P, most)
+    assert B == P if P <= most else B <= most
+    fine_to_block = np.zeros(P, np.int64)
+    fine_to_block[pos] = block
+    assert (np.diff(fine_to_block) >= 0).all() and fine_to_block[0] == 0 and fine_to_block[-1] == B - 1
+    if B < P:  # each cut is the cheapest of its window
+        cross = crossing(spec, pos, P)
+        width = -(-(P - 1) // (most - 1))
+        for t in np.flatnonzero(np.diff(fine_to_block)) + 1:
+            w = (t - 1) // width
+            assert cross[t] == cross[1 + w * width:min(1 + (w + 1) * width, P)].min()
+
+
+def test_the_ideal_dp_stops_at_its_deadline_and_sums_units_by_word() -> None:
+    from partdsl import parse
+    from partdsl.kernels.bottleneck.ideal_dp import _member, _unit_sums, _words, ideal_split
+    from partdsl.runtime.deadline import NEVER, Deadline
+
+    rng = np.random.default_rng(0)
+    ideals = [int(rng.integers(0, 2**62)) << int(rng.integers(0, 80)) for _ in range(50)]
+    bits = _words(ideals, 150)
+    member = np.array([_member(row, 150) for row in bits])
+    assert [sum(1 << int(b) for b in np.flatnonzero(m)) for m in member] == ideals
+    per_unit = rng.random((150, 3))
+    assert np.allclose(_unit_sums(bits, per_unit, NEVER), member.astype(float) @ per_unit)
+    assert _unit_sums(bits, per_unit, Deadline.after(0)) is None
+    spec = parse("graph g { node a[1..40] { work 1 ms } a[1] -> ... -> a[40] } platform { device d[2] { } }")
+    assert ideal_split(spec, deadline=Deadline.after(0))[:2] == (math.inf, None)
+    assert ideal_split(spec)[0] == 20.0

@@ -40,8 +40,10 @@ MAX_IDEALS = 250_000
 OVERLAP = {None: 0, "simplex": 1, "duplex": 2}
 
 
-def enumerate_ideals(U: int, src: np.ndarray, dst: np.ndarray, limit: int = MAX_IDEALS) -> list[int]:
-    """All downward-closed sets of a DAG with U nodes, as Python-int bitsets."""
+def enumerate_ideals(U: int, src: np.ndarray, dst: np.ndarray, limit: int = MAX_IDEALS,
+                     deadline: Deadline = NEVER) -> list[int] | None:
+    """All downward-closed sets of a DAG with U nodes, as Python-int bitsets (None once
+    the deadline passes)."""
     pred = [0] * U
     succ: list[list[int]] = [[] for _ in range(U)]
     for a, b in zip(src.tolist(), dst.tolist()):
@@ -69,6 +71,8 @@ def enumerate_ideals(U: int, src: np.ndarray, dst: np.ndarray, limit: int = MAX_
                     add2 |= 1 << v
             seen[nxt] = add2
             stack.append(nxt)
+            if len(seen) % 1024 == 0 and deadline.passed():
+                return None
             if len(seen) > limit:
                 raise PartError(f"the graph has more than {limit:,} ideals: the DP over ideals would not finish",
                                 None, "use --method topo (DPL-style linear orders) or brkga")
@@ -76,13 +80,44 @@ def enumerate_ideals(U: int, src: np.ndarray, dst: np.ndarray, limit: int = MAX_
 
 
 def _words(ideals: list[int], U: int) -> np.ndarray:
+    """Python-int bitsets -> (ideals, words) uint64, unit 64 k + b at bit b of word k."""
     nw = (U + 63) // 64
-    mask = (1 << 64) - 1
-    out = np.zeros((len(ideals), nw), dtype=np.uint64)
-    for i, x in enumerate(ideals):
-        for k in range(nw):
-            out[i, k] = (x >> (64 * k)) & mask
+    raw = b"".join(x.to_bytes(8 * nw, "little") for x in ideals)
+    return np.frombuffer(raw, dtype="<u8").astype(np.uint64).reshape(len(ideals), nw)
+
+
+def _member(row: np.ndarray, U: int) -> np.ndarray:
+    """The units of one ideal (a row of `_words`) as a bool vector."""
+    return np.unpackbits(row.view(np.uint8), bitorder="little")[:U].astype(bool)
+
+
+def _unit_sums(bits: np.ndarray, per_unit: np.ndarray, deadline: Deadline) -> np.ndarray | None:
+    """sums[i] = per_unit summed over the units of ideal i, 64 units (one word) at a time:
+    memory O(ideals x 64), never the ideals x units matrix. None once the deadline passes."""
+    NI, nw = bits.shape
+    out = np.zeros((NI, per_unit.shape[1]))
+    shifts = np.arange(64, dtype=np.uint64)
+    for k in range(nw):
+        if deadline.passed():
+            return None
+        rows = per_unit[64 * k:64 * (k + 1)]
+        held = (bits[:, k:k + 1] >> shifts[:len(rows)]) & np.uint64(1)
+        out += held.astype(float) @ rows
     return out
+
+
+def _frontiers_until(bits: np.ndarray, prod_unit: np.ndarray, prod_cons: np.ndarray, inward: bool,
+                     deadline: Deadline, chunk: int = 512) -> tuple[np.ndarray, np.ndarray] | None:
+    """`_frontiers` a chunk of ideals at a time, None once the deadline passes."""
+    ptrs, idxs, t = [np.zeros(1, np.int64)], [], 0
+    for i0 in range(0, len(bits), chunk):
+        if deadline.passed():
+            return None
+        ptr, idx = _frontiers(bits[i0:i0 + chunk], prod_unit, prod_cons, inward)
+        ptrs.append(ptr[1:] + t)
+        idxs.append(idx)
+        t += len(idx)
+    return np.concatenate(ptrs), np.concatenate(idxs) if idxs else np.zeros(0, np.int64)
 
 
 @njit
@@ -263,13 +298,11 @@ def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: Deadline = NEVE
     before the DP completes (an unfinished DP proves and returns nothing)."""
     d = spec.dense
     u = contract(d, absorbable_sinks(d, memory_can_bind(d, spec.constraints.memory)))
-    ideals = enumerate_ideals(u.count, u.src, u.dst)
+    ideals = enumerate_ideals(u.count, u.src, u.dst, deadline=deadline)
+    if ideals is None:
+        return np.inf, None, 0
     bits = _words(ideals, u.count)
     NI = len(ideals)
-    member = np.zeros((NI, u.count), dtype=bool)
-    for k in range(bits.shape[1]):
-        col = np.arange(64 * k, min(64 * (k + 1), u.count))
-        member[:, col] = ((bits[:, k:k + 1] >> (col - 64 * k).astype(np.uint64)) & np.uint64(1)).astype(bool)
     C = len(d.class_names)
     cls_any = np.stack([d.allowed[:, d.dev_class == c].any(axis=1) for c in range(C)], axis=1)
     uw = np.zeros((u.count, C))
@@ -277,18 +310,18 @@ def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: Deadline = NEVE
     ubad = np.zeros((u.count, C))
     np.add.at(ubad, u.unit, (~cls_any).astype(float))
     umem = np.bincount(u.unit, weights=d.params, minlength=u.count)
-    mf = member.astype(float)
-    W, BAD, MEM = mf @ uw, mf @ ubad, mf @ umem
-    size = member.sum(axis=1).astype(np.int64)
     # order by the cheapest possible compute (ties by size): every subset of an ideal comes
     # before it, and a segment I \ I' costs at least key(I) - key(I'), so only ideals with
     # key >= key(I) - bound can precede I in the chain (a window found by binary search)
     cheapest = np.where(np.isfinite(d.work) & cls_any, d.work, np.inf).min(axis=1)
     ukey = np.bincount(u.unit, weights=np.where(np.isfinite(cheapest), cheapest, 0.0), minlength=u.count)
-    key = mf @ ukey
+    sums = _unit_sums(bits, np.column_stack([uw, ubad, umem, ukey, np.ones(u.count)]), deadline)
+    if sums is None:
+        return np.inf, None, NI
+    W, BAD, MEM, key = sums[:, :C], sums[:, C:2 * C], sums[:, 2 * C], sums[:, 2 * C + 1]
+    size = np.rint(sums[:, -1]).astype(np.int64)
     perm = np.lexsort((size, key))
-    bits, member, W, BAD, MEM, size, key = bits[perm], member[perm], W[perm], BAD[perm], MEM[perm], size[perm], key[perm]
-    mf = None
+    bits, W, BAD, MEM, size, key = bits[perm], W[perm], BAD[perm], MEM[perm], size[perm], key[perm]
     prods = np.unique(d.src)
     cons = np.zeros((len(prods), bits.shape[1]), dtype=np.uint64)
     idx = {p: i for i, p in enumerate(prods.tolist())}
@@ -308,8 +341,10 @@ def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: Deadline = NEVE
     bound = incumbent * (1 + 1e-9) if np.isfinite(incumbent) else np.inf
     lo = np.searchsorted(key, key - bound * (1 + 1e-9) - 1e-9, side="left").astype(np.int64)
     prod_unit = u.unit[prods].astype(np.int64)
-    optr, oidx = _frontiers(bits, prod_unit, cons, False)
-    iptr, iidx = _frontiers(bits, prod_unit, cons, True)
+    fronts = [_frontiers_until(bits, prod_unit, cons, inward, deadline) for inward in (False, True)]
+    if fronts[0] is None or fronts[1] is None:
+        return np.inf, None, NI
+    (optr, oidx), (iptr, iidx) = fronts
     dpmin = np.full(NI, np.inf)
     dpmin[0] = 0.0
     chunk = max(256, NI // 50)
@@ -330,6 +365,6 @@ def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: Deadline = NEVE
     i = full
     while i != 0:
         j, c = int(argj[i, s]), int(argc[i, s])
-        segs.append((member[i] & ~member[j], c))
+        segs.append((_member(bits[i], u.count) & ~_member(bits[j], u.count), c))
         s, i = int(prev[c, s]), j
     return value, assign_masks(spec, [(m[u.unit], c) for m, c in reversed(segs)]), NI

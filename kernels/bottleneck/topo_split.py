@@ -1,7 +1,8 @@
 """Method `topo`: the best of a few topological-order splits.
 
 For each order of the contracted units (kernels/graph/contraction.py) - Kahn by index, Kahn by depth,
-a DFS order and a few seeded random priority orders - build the segment costs and run
+a DFS order and a few seeded random priority orders - cut into blocks when it is long
+(coarse_order.py), build the segment costs and run
 the exact segmentation DP for every combination of device counts; every split is a
 candidate, re-scored by the evaluator. It optimizes the pipelined max load; latency,
 batched-throughput and GPipe objectives pick the best candidate by their own score.
@@ -13,6 +14,7 @@ from typing import Iterator
 import numpy as np
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
+from partdsl.kernels.bottleneck.coarse_order import coarsen
 from partdsl.kernels.bottleneck.segment_dp import Split, split_dp
 from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.graph.contraction import contract
@@ -38,7 +40,8 @@ def orders(spec: Spec, seed: int, n_random: int = 3) -> Iterator[tuple[str, np.n
         tried.add(key)
         at = np.empty(u.count, dtype=np.int64)
         at[order] = np.arange(u.count)
-        yield name, at[u.unit], np.int64(u.count)
+        pos, P = coarsen(spec, at[u.unit], u.count)  # long orders: blocks cut at low crossings
+        yield (name if P == u.count else f"{name} ({P} blocks)"), pos, np.int64(P)
 
 
 def assign(spec: Spec, split: Split, pos: np.ndarray) -> np.ndarray:
