@@ -56,6 +56,14 @@ def union_find_labels(n: int, pairs: list[tuple[int, int]]) -> np.ndarray:
     return np.array([find(i) for i in range(n)], dtype=np.int64)
 
 
+def groups(labels: np.ndarray) -> list[np.ndarray]:
+    """The indices of each distinct label (labels ascending), each in index order: one sort,
+    linear in the size (a scan per label is quadratic: minutes at 100,000 nodes)."""
+    order = np.argsort(labels, kind="stable")
+    cut = np.flatnonzero(np.diff(labels[order])) + 1
+    return np.split(order, cut) if len(order) else []
+
+
 def adjacency(n: int, src: np.ndarray, dst: np.ndarray) -> list[list[int]]:
     """Successor lists (pass (dst, src) for predecessor lists)."""
     out: list[list[int]] = [[] for _ in range(n)]

@@ -10,7 +10,7 @@ import math
 import re
 
 import numpy as np
-from partdsl.core.dense import topological_order
+from partdsl.core.dense import groups, topological_order
 from partdsl.core.errors import PartError, did_you_mean
 from partdsl.core.graphs import find_cycle
 from partdsl.core.ir import GENERIC, Spec, Target
@@ -135,12 +135,8 @@ def validate(spec: Spec) -> None:
     if c.memory == "hard":
         _check_memory(spec)
     # colocated nodes need a common device
-    order = np.argsort(dense.colo, kind="stable")  # the groups of one root, each in node order
-    starts = np.flatnonzero(np.r_[True, np.diff(dense.colo[order]) != 0])
-    sizes = np.diff(np.r_[starts, len(order)])
-    for a, z in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist()):
-        members = order[a:a + z]
-        if not dense.allowed[members].all(axis=0).any():
+    for members in groups(dense.colo):
+        if len(members) > 1 and not dense.allowed[members].all(axis=0).any():
             nd = g.nodes[int(members[0])]
             raise PartError(f"colocated nodes {', '.join(g.nodes[int(i)].name for i in members[:6])} "
                             "have no device they can all run on", nd.span,

@@ -87,7 +87,8 @@ def _across_modules(spec: Spec, plan: ModulePlan) -> None:
     for k, nodes in enumerate(plan.modules):
         for v in nodes:
             where.setdefault(int(d.colo[plan.split.origin[v]]), set()).add(k)
-    spread = [r for r, ks in where.items() if len(ks) > 1 and (d.colo == r).sum() > 1]
+    size = np.bincount(d.colo, minlength=d.n)
+    spread = [r for r, ks in where.items() if len(ks) > 1 and size[r] > 1]
     if spread:
         names = ", ".join(d.names[v] for v in np.flatnonzero(d.colo == spread[0])[:4])
         raise PartError(f"method milp_split does not model colocation across modules: colocated nodes {names} "

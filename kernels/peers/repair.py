@@ -14,6 +14,7 @@ satisfy stays violated and the evaluator says so.
 from __future__ import annotations
 
 import numpy as np
+from partdsl.core.dense import groups
 from partdsl.core.evaluate import evaluate
 from partdsl.core.ir import Spec
 
@@ -35,9 +36,8 @@ def _score(spec: Spec, dev: np.ndarray) -> tuple[int, float, float]:
 def _colocate(spec: Spec, dev: np.ndarray) -> np.ndarray:
     d = spec.dense
     dev = dev.copy()
-    for r in np.unique(d.colo):
-        members = np.flatnonzero(d.colo == r)
-        if len(np.unique(dev[members])) <= 1:
+    for members in groups(d.colo):
+        if len(members) == 1 or (dev[members] == dev[members[0]]).all():
             continue
         ok = d.allowed[members].all(axis=0)
         held = np.bincount(dev[members], weights=np.nan_to_num(d.work[members, d.dev_class[dev[members]]],
@@ -60,7 +60,7 @@ def _offending(spec: Spec, dev: np.ndarray) -> set[int]:
 def repair(spec: Spec, dev: np.ndarray, max_moves: int | None = None) -> np.ndarray:
     d = spec.dense
     dev = _colocate(spec, np.asarray(dev, dtype=np.int64))
-    units = [np.flatnonzero(d.colo == r) for r in np.unique(d.colo)]
+    units = groups(d.colo)
     unit_of = np.empty(d.n, dtype=np.int64)
     for k, m in enumerate(units):
         unit_of[m] = k
