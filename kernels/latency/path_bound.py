@@ -82,26 +82,20 @@ def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarra
     when `deadline` passes during the run min-cuts."""
     d = spec.dense
     m = len(path)
-    if m == 0 or 8.0 * (6 * m * m + 2 * d.n * m) > memory.budget():
+    if m == 0:
         return 0.0
+    if masks is None and d.n > INTERVAL_LIMIT:
+        return path_runs(spec, path, deadline)
     P = np.asarray(path)
     C = len(d.class_names)
+    ok_cls, host_time = _runnable(spec, P)
+    if 8.0 * (6 * m * m + 2 * d.n * m) > memory.budget():
+        return 0.0
     hard = spec.constraints.memory == "hard"
-    ok_cls = np.stack([d.allowed[:, d.dev_class == c].any(axis=1) for c in range(C)], axis=1)  # [n, C]
-    host_time = np.where(ok_cls[P][:, d.host], d.work[P][:, d.host], INF).min(axis=1, initial=INF)
-    if masks is None and d.n <= INTERVAL_LIMIT:
-        masks = reach_masks(spec, path)
-    if masks is not None:
-        desc, anc = masks
-        inter = desc.astype(float)  # interval (j, i) = desc[j] & anc[i]
-        A = anc.astype(float).T
-    else:  # path nodes only: run (j, i) holds p_j .. p_i
-        inter = np.zeros((m, d.n))
-        inter[np.arange(m), P] = 1.0
-        inter = np.cumsum(inter[::-1], axis=0)[::-1]  # row j: path nodes from j on
-        A = np.zeros((d.n, m))
-        A[P, np.arange(m)] = 1.0
-        A = np.cumsum(A, axis=1)  # column i: path nodes up to i
+    masks = reach_masks(spec, path) if masks is None else masks
+    desc, anc = masks
+    inter = desc.astype(float)  # interval (j, i) = desc[j] & anc[i]
+    A = anc.astype(float).T
     run_cost = np.full((m, m), INF)  # cheapest accelerator run p_j .. p_i, transfers included
     for c in range(C):
         if d.host[c]:
@@ -114,12 +108,10 @@ def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarra
         if hard and np.isfinite(d.memory[c]):
             bad |= mem > d.memory[c] * (1 + 1e-12)
         tin, tout = forced_transfers(spec, path, masks, c)
-        cost += tin + tout
-        if masks is not None:
-            cost += side_costs(spec, masks, c, mem)
+        cost += tin + tout + side_costs(spec, masks, c, mem)
         cost[bad] = INF
         cost[np.tril_indices(m, -1)] = INF  # j <= i only
-        if masks is not None and cuts:
+        if cuts:
             cut = cut_costs(spec, masks, c, mem, np.isfinite(cost), deadline)
             if cut is None:
                 return 0.0
@@ -134,23 +126,61 @@ def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarra
     return float(f[m])
 
 
-def forced_transfers(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray] | None,
+def _runnable(spec: Spec, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[n, C] whether a node may run on some device of each class; [m] each path node's
+    cheapest time on a host class (inf if none)."""
+    d = spec.dense
+    ok_cls = np.stack([d.allowed[:, d.dev_class == c].any(axis=1) for c in range(len(d.class_names))], axis=1)
+    return ok_cls, np.where(ok_cls[P][:, d.host], d.work[P][:, d.host], INF).min(axis=1, initial=INF)
+
+
+def path_runs(spec: Spec, path: list[int], deadline: Deadline = NEVER) -> float:
+    """The bound when runs count only their path nodes (graphs above INTERVAL_LIMIT nodes):
+    run p_j .. p_i on class c costs the work of p_j .. p_i, the tensor into p_j and the one
+    out of p_i (`forced_transfers` without masks), inf if a node cannot run on c or (memory
+    hard) the run's parameters do not fit. Column by column over i, by prefix sums: O(m)
+    memory, O(m^2) time; 0 (a valid, empty bound) once the deadline passes."""
+    d = spec.dense
+    P = np.asarray(path)
+    m = len(P)
+    ok_cls, host_time = _runnable(spec, P)
+    hard = spec.constraints.memory == "hard"
+    f = np.full(m + 1, INF)  # f[i]: p_0 .. p_i-1 processed
+    f[0] = 0.0
+    classes = []
+    for c in np.flatnonzero(~d.host):
+        cw = np.r_[0.0, np.cumsum(np.where(ok_cls[P, c], d.work[P, c], 0.0))]
+        cbad = np.r_[0, np.cumsum(~ok_cls[P, c])]
+        cmem = np.r_[0.0, np.cumsum(d.params[P])]
+        tin = np.r_[0.0, d.comm[P[:-1], c]]  # into p_j from p_j-1
+        tout = np.r_[d.comm[P[:-1], c], 0.0]  # out of p_i to p_i+1
+        cap = d.memory[c] * (1 + 1e-12) if hard and np.isfinite(d.memory[c]) else INF
+        classes.append((cw, cbad, cmem, tin, tout, cap))
+    for i in range(m):
+        if i % 256 == 0 and deadline.passed():
+            return 0.0
+        best = f[i] + host_time[i]
+        for cw, cbad, cmem, tin, tout, cap in classes:  # runs p_j .. p_i, j = 0 .. i
+            cost = cw[i + 1] - cw[:i + 1] + tin[:i + 1] + tout[i]
+            cost[(cbad[i + 1] - cbad[:i + 1] > 0) | (cmem[i + 1] - cmem[:i + 1] > cap)] = INF
+            best = min(best, float((f[:i + 1] + cost).min()))
+        f[i + 1] = best
+    return float(f[m])
+
+
+def forced_transfers(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray],
                      c: int) -> tuple[np.ndarray, np.ndarray]:
     """[m, m] transfers a run p_j .. p_i on class c must make. In: every tensor read by a
     node of the run's interval from a node u that cannot be in the subgraph: an ancestor
     of p_j-1 (p_j-1 included; the path u .. p_j-1 .. p_j would leave the subgraph and come
     back), or a node that cannot be on c at all (`outside`). Out: every tensor of an
     interval node read by a descendant of p_i+1 (p_i+1 included) or by a node outside c.
-    Without masks: the path's own tensors only."""
+    (Without masks, `path_runs` charges the path's own tensors only.)"""
     d = spec.dense
     m = len(path)
     P = np.asarray(path)
     tin = np.zeros((m, m))
     tout = np.zeros((m, m))
-    if masks is None:
-        tin[1:, :] = d.comm[P[:-1], c][:, None]
-        tout[:, :-1] = d.comm[P[:-1], c][None, :]
-        return tin, tout
     desc, anc = masks
     src, dst = d.src, d.dst
     comm = d.comm[:, c]

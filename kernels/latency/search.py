@@ -26,6 +26,7 @@ import numpy as np
 from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
+from partdsl.kernels.bottleneck.coarse_order import coarsen
 from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.graph.contraction import contract
 from partdsl.kernels.graph.orders import dfs_order, kahn, levels
@@ -92,8 +93,7 @@ class Search:
 
     def split(self, order: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray] | None:
         """The chain DP on one order of units: (DP value, devices, subgraphs, positions)."""
-        d, P = self.d, self.u.count
-        pos = self.positions(order)
+        pos, P = coarsen(self.spec, self.positions(order), self.u.count)  # long orders: blocks
         cost = segment_costs(self.spec, pos, P)  # [C, P, P]
         acc = cost[self.acc_cls].min(axis=0) if self.acc_cls else np.full((P, P), np.inf)
         acc_c = np.asarray(self.acc_cls)[cost[self.acc_cls].argmin(axis=0)] if self.acc_cls else None

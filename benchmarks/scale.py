@@ -1,0 +1,89 @@
+"""partdsl at LLM operator-graph sizes, side by side with METIS and Mt-KaHyPar (issue 29).
+
+For each size, a GPT-style decoder from `part generate transformer` (14 operators per
+layer; 71, 700 and 7,100 layers: about 1k, 10k and 100k operators) is checked (`part
+check`: parse + validate) and solved by each method in its own process (`part solve
+--json --time-limit T`; the peers with `-O repair=1`, which makes their answers respect
+memory). Printed per run: the process's wall time and peak RSS, the solve's own time
+(parsing excluded), status, objective, bound, gap, and the objective over the best
+peer's. Latency runs (`--objectives bottleneck,latency`) have no peer.
+
+    .venv/bin/python benchmarks/scale.py                       # 1k, 10k, 100k; T = 10, 30, 60 s
+    .venv/bin/python benchmarks/scale.py --sizes 1000,10000 --methods auto,topo,metis,kahypar
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import needs_partdsl  # noqa: F401  (a plain message when partdsl is not installed)
+from time_limits import PEERS, part, run
+
+LIMITS = {1_000: 10.0, 10_000: 30.0, 100_000: 60.0}  # the issue's targets: --time-limit per size
+
+
+def layers(ops: int) -> int:
+    return max(1, round(ops / 14))
+
+
+def solve_row(spec: Path, method: str, T: float) -> dict:
+    extra = ["-O", "repair=1"] if method in PEERS else []
+    code, out, err, wall, rss = run(part() + ["solve", str(spec), "--method", method, "--time-limit", str(T),
+                                              "--json"] + extra, 3 * T + 120)
+    try:
+        res = json.loads(out)
+    except json.JSONDecodeError:
+        res = {}
+    why = "hang" if code is None else res.get("status") or (err.strip().splitlines() or [f"exit {code}"])[0][:40]
+    return {"method": method, "code": code, "wall": wall, "rss": rss, "solve": res.get("wall_time_s"),
+            "status": why, "objective": res.get("objective"), "bound": res.get("bound"), "gap": res.get("gap"),
+            "winner": res.get("method", method)}
+
+
+def num(x: object, d: int = 2) -> str:
+    return f"{x:.{d}f}" if isinstance(x, (int, float)) else "-"
+
+
+def table(rows: list[dict], sense: str) -> None:
+    peers = [r["objective"] for r in rows if r["method"] in PEERS and isinstance(r["objective"], (int, float))]
+    peer = (min(peers) if sense == "min" else max(peers)) if peers else None
+    print(f"{'method':<13}{'process s':>10}{'solve s':>9}{'peak MiB':>9}{'status':>26}{'objective':>12}"
+          f"{'bound':>12}{'gap':>8}{'/ peer':>8}")
+    for r in rows:
+        gap = r["gap"] if isinstance(r["gap"], (int, float)) else None
+        ratio = r["objective"] / peer if peer and isinstance(r["objective"], (int, float)) else None
+        print(f"{r['method']:<13}{r['wall']:>10.1f}{num(r['solve'], 1):>9}{r['rss']:>9.0f}{r['status'][:25]:>26}"
+              f"{num(r['objective'], 3):>12}{num(r['bound'], 3):>12}"
+              f"{'-' if gap is None else f'{100 * gap:.1f}%':>8}{num(ratio, 4):>8}", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="1000,10000,100000", help="operators (about), comma-separated")
+    ap.add_argument("--methods", default="auto,metis,kahypar", help="bottleneck methods, comma-separated")
+    ap.add_argument("--objectives", default="bottleneck", help="bottleneck and/or latency (auto only)")
+    ap.add_argument("--time-limit", type=float, default=None, help="one T for every size (default: 10/30/60 s)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        for ops in [int(x) for x in args.sizes.split(",") if x]:
+            T = args.time_limit or LIMITS.get(ops, 30.0)
+            for objective in [o for o in args.objectives.split(",") if o]:
+                spec = Path(tmp) / f"decoder-{ops}-{objective}.part"
+                code, _, err, gen_s, _ = run(part() + ["generate", "transformer", "--layers", str(layers(ops)),
+                                                       "--gpus", "8", "--objective", objective, "-o", str(spec)], 900)
+                if code != 0:
+                    print(err, file=sys.stderr)
+                    return 2
+                code, _, err, check_s, check_rss = run(part() + ["check", str(spec)], 900)
+                print(f"\n{objective}: {err.strip()} ({gen_s:.1f} s); part check {check_s:.1f} s, "
+                      f"{check_rss:.0f} MiB{'' if code == 0 else f', exit {code}'}; --time-limit {T:g} s")
+                names = args.methods.split(",") if objective == "bottleneck" else ["auto"]
+                table([solve_row(spec, m, T) for m in names if m], "min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
