@@ -30,7 +30,7 @@ def _part(args: list[str], env: dict[str, str], cap: int | None = None) -> subpr
 def test_a_segment_table_too_large_is_refused_with_its_size(tmp_path: Path) -> None:
     f = tmp_path / "chain.part"
     f.write_text(CHAIN.format(n=3000))
-    p = _part(["solve", str(f), "--method", "dp"], {"PARTDSL_MEMORY_BYTES": str(50 * 2**20)})
+    p = _part(["solve", str(f), "--method", "slicegraph"], {"PARTDSL_MEMORY_BYTES": str(50 * 2**20)})
     assert p.returncode == 2, p.stderr
     assert "segment table of 3,000 positions x 1 device class" in p.stderr and "more than the 50 MiB free" in p.stderr
     assert "methods that scale to this size: metis" in p.stderr and "internal error" not in p.stderr
@@ -40,10 +40,30 @@ def test_a_segment_table_too_large_is_refused_with_its_size(tmp_path: Path) -> N
 
 def test_a_memory_error_is_a_plain_message_not_a_bug(tmp_path: Path) -> None:
     """The budget check switched off (a huge budget), the process capped at 1.5 GiB: the
-    30,000-position segment table (7 GiB) fails to allocate."""
+    30,000-position segment table (7 GiB) of SliceGraph's order (not cut into blocks, as
+    topo's is) fails to allocate."""
     f = tmp_path / "chain.part"
     f.write_text(CHAIN.format(n=30000))
-    p = _part(["solve", str(f), "--method", "dp", "--json"], {"PARTDSL_MEMORY_BYTES": "1e15"}, cap=3 * 2**29)
+    p = _part(["solve", str(f), "--method", "slicegraph", "--json"], {"PARTDSL_MEMORY_BYTES": "1e15"},
+              cap=3 * 2**29)
     assert p.returncode == 4, p.stderr
     assert "error: out of memory" in p.stderr and "internal error" not in p.stderr
     assert '"kind": "out_of_memory"' in p.stdout
+
+
+def test_a_20000_operator_decoder_is_solved_by_the_default_method_in_1_5_gib(tmp_path: Path) -> None:
+    """Issue 29's check that no default path builds a quadratic table: `part solve` with the
+    default method on a generated 20,000-operator decoder, under both objectives, in a
+    process capped at 1.5 GiB of address space, answers with a bound (its time: benchmarks/scale.py)."""
+    import json
+
+    for objective in ("bottleneck", "latency"):
+        f = tmp_path / f"decoder-{objective}.part"
+        p = _part(["generate", "transformer", "--layers", "1430", "--gpus", "8", "--objective", objective,
+                   "-o", str(f)], {})
+        assert p.returncode == 0 and "20,023 nodes" in p.stderr, p.stderr
+        p = _part(["solve", str(f), "--time-limit", "5", "--json"], {}, cap=3 * 2**29)
+        assert p.returncode == 0, p.stderr
+        res = json.loads(p.stdout)
+        assert res["status"] == "feasible" and res["method"].startswith("auto"), res
+        assert 0 < res["bound"] <= res["objective"], res
