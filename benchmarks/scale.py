@@ -72,13 +72,13 @@ def main() -> int:
             T = args.time_limit or LIMITS.get(ops, 30.0)
             for objective in [o for o in args.objectives.split(",") if o]:
                 spec = Path(tmp) / f"decoder-{ops}-{objective}.part"
-                code, _, err, gen_s, _ = run(part() + ["generate", "transformer", "--layers", str(layers(ops)),
+                code, _, made, gen_s, _ = run(part() + ["generate", "transformer", "--layers", str(layers(ops)),
                                                        "--gpus", "8", "--objective", objective, "-o", str(spec)], 900)
                 if code != 0:
-                    print(err, file=sys.stderr)
+                    print(made, file=sys.stderr)
                     return 2
                 code, _, err, check_s, check_rss = run(part() + ["check", str(spec)], 900)
-                print(f"\n{objective}: {err.strip()} ({gen_s:.1f} s); part check {check_s:.1f} s, "
+                print(f"\n{objective}: {made.strip()} ({gen_s:.1f} s); part check {check_s:.1f} s, "
                       f"{check_rss:.0f} MiB{'' if code == 0 else f', exit {code}'}; --time-limit {T:g} s")
                 names = args.methods.split(",") if objective == "bottleneck" else ["auto"]
                 table([solve_row(spec, m, T) for m in names if m], "min")

@@ -34,7 +34,7 @@ from partdsl.kernels.bottleneck.segment_dp import state_table
 from partdsl.kernels.bottleneck.topo_split import assign_masks, best_split
 from partdsl.kernels.graph.contraction import absorbable_sinks, contract, memory_can_bind
 from partdsl.kernels.jit import njit
-from partdsl.runtime.deadline import NEVER, Deadline
+from partdsl.runtime.deadline import NEVER, Deadline, timed_chunks
 
 MAX_IDEALS = 250_000
 OVERLAP = {None: 0, "simplex": 1, "duplex": 2}
@@ -107,16 +107,16 @@ def _unit_sums(bits: np.ndarray, per_unit: np.ndarray, deadline: Deadline) -> np
 
 
 def _frontiers_until(bits: np.ndarray, prod_unit: np.ndarray, prod_cons: np.ndarray, inward: bool,
-                     deadline: Deadline, chunk: int = 512) -> tuple[np.ndarray, np.ndarray] | None:
+                     deadline: Deadline) -> tuple[np.ndarray, np.ndarray] | None:
     """`_frontiers` a chunk of ideals at a time, None once the deadline passes."""
     ptrs, idxs, t = [np.zeros(1, np.int64)], [], 0
-    for i0 in range(0, len(bits), chunk):
-        if deadline.passed():
-            return None
-        ptr, idx = _frontiers(bits[i0:i0 + chunk], prod_unit, prod_cons, inward)
+    for i0, i1 in timed_chunks(len(bits), deadline):
+        ptr, idx = _frontiers(bits[i0:i1], prod_unit, prod_cons, inward)
         ptrs.append(ptr[1:] + t)
         idxs.append(idx)
         t += len(idx)
+    if deadline.passed():
+        return None
     return np.concatenate(ptrs), np.concatenate(idxs) if idxs else np.zeros(0, np.int64)
 
 
@@ -347,15 +347,12 @@ def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: Deadline = NEVE
     (optr, oidx), (iptr, iidx) = fronts
     dpmin = np.full(NI, np.inf)
     dpmin[0] = 0.0
-    chunk = max(256, NI // 50)
-    for i0 in range(0, NI, chunk):  # chunks keep the wall-clock budget and report progress
-        if deadline.passed():
-            return np.inf, None, NI
+    for i0, i1 in timed_chunks(NI, deadline, target=0.5):  # chunks keep the wall-clock budget, report progress
         if progress and i0:
             progress(f"DP over ideals: {i0:,} of {NI:,}")
         _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, spec.constraints.memory == "hard", ovrate,
                   prod_unit, cons, d.comm[prods], prev, dp, argj, argc, bound,
-                  OVERLAP[spec.objective.overlap], optr, oidx, iptr, iidx, dpmin, i0, min(i0 + chunk, NI))
+                  OVERLAP[spec.objective.overlap], optr, oidx, iptr, iidx, dpmin, i0, i1)
     full = NI - 1
     s = int(np.argmin(dp[full]))
     value = float(dp[full, s])

@@ -25,7 +25,7 @@ from partdsl.core.ir import Spec
 from partdsl.core.violations import memory_used, violations
 from partdsl.kernels.bottleneck.load_table import LoadTable
 from partdsl.kernels.graph.contraction import contract
-from partdsl.runtime.deadline import NEVER, Deadline
+from partdsl.runtime.deadline import NEVER, Deadline, timed_chunks
 
 Score = tuple[float, float]
 STALL = 100  # perturbations in a row without a better objective before the search stops
@@ -37,6 +37,7 @@ class Search:
     def __init__(self, spec: Spec, dev: np.ndarray) -> None:
         d = spec.dense
         self.spec, self.d = spec, d
+        self.deadline = NEVER  # descend's: a scan of every move stops there
         u = contract(d)
         self.unit, self.count = u.unit, u.count
         self.midx = np.argsort(u.unit, kind="stable").astype(np.int64)
@@ -87,12 +88,20 @@ class Search:
                     js.append(int(j))
         return np.array(ks, dtype=np.int64), np.array(js, dtype=np.int64)
 
+    def scores(self, dev: np.ndarray, ks: np.ndarray, js: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(objective, spread) after each move, for the moves scored before the deadline: a
+        move costs O(n), so 100,000 units x 8 devices take minutes; chunks keep the limit."""
+        parts = [self.loads.scan(dev, ks[a:b], js[a:b], self.mptr, self.midx)
+                 for a, b in timed_chunks(len(ks), self.deadline, first=64)]
+        value = np.concatenate([v for v, _ in parts]) if parts else np.empty(0)
+        self.evaluations += len(value)
+        return value, (np.concatenate([x for _, x in parts]) if parts else np.empty(0))
+
     def scan(self, dev: np.ndarray, ks: np.ndarray, js: np.ndarray) -> np.ndarray:
         """Indices of the moves that improve on the current score, best first."""
-        if not len(ks):
+        value, spread = self.scores(dev, ks, js)
+        if not len(value):
             return np.empty(0, dtype=np.int64)
-        value, spread = self.loads.scan(dev, ks, js, self.mptr, self.midx)
-        self.evaluations += len(ks)
         v0, s0 = self.score
         tol = 1e-12 * max(1.0, abs(v0))
         good = (value < v0 - tol) | ((value <= v0 + tol) & (spread < s0 - 1e-9 * max(1.0, s0)))
@@ -124,6 +133,7 @@ class Search:
         return any(self.take([(int(ks[i]), int(js[i]))]) for i in self.scan(self.dev, ks, js)[:tries])
 
     def descend(self, deadline: Deadline) -> None:
+        self.deadline = deadline
         while not deadline.passed():
             if self.descend_once(self.units_on(self.bottlenecks(self.dev))):
                 continue
@@ -140,7 +150,7 @@ class Search:
         ks, js = self.moves(self.units_on(self.bottlenecks(self.dev)), self.dev, self.mem)
         if not len(ks):
             return False
-        value, spread = self.loads.scan(self.dev, ks, js, self.mptr, self.midx)
+        value, spread = self.scores(self.dev, ks, js)
         tried = 0
         for i in np.lexsort((spread, value)):  # the least bad first moves first
             k, j = int(ks[i]), int(js[i])
