@@ -70,4 +70,3 @@ def timed_chunks(total: int, deadline: Deadline, first: int = 1, target: float =
         took = time.monotonic() - t
         size = max(1, min(4 * size, int(size * target / took) if took > 0 else 4 * size))
         i0 = i1
-

@@ -109,13 +109,13 @@ def _unit_sums(bits: np.ndarray, per_unit: np.ndarray, deadline: Deadline) -> np
 def _frontiers_until(bits: np.ndarray, prod_unit: np.ndarray, prod_cons: np.ndarray, inward: bool,
                      deadline: Deadline) -> tuple[np.ndarray, np.ndarray] | None:
     """`_frontiers` a chunk of ideals at a time, None once the deadline passes."""
-    ptrs, idxs, t = [np.zeros(1, np.int64)], [], 0
+    ptrs, idxs, t, done = [np.zeros(1, np.int64)], [], 0, 0
     for i0, i1 in timed_chunks(len(bits), deadline):
         ptr, idx = _frontiers(bits[i0:i1], prod_unit, prod_cons, inward)
         ptrs.append(ptr[1:] + t)
         idxs.append(idx)
-        t += len(idx)
-    if deadline.passed():
+        t, done = t + len(idx), i1
+    if done < len(bits):  # the deadline stopped the chunks
         return None
     return np.concatenate(ptrs), np.concatenate(idxs) if idxs else np.zeros(0, np.int64)
 

@@ -136,9 +136,9 @@ def _runnable(spec: Spec, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def path_runs(spec: Spec, path: list[int], deadline: Deadline = NEVER) -> float:
     """The bound when runs count only their path nodes (graphs above INTERVAL_LIMIT nodes):
-    run p_j .. p_i on class c costs the work of p_j .. p_i, the tensor into p_j and the one
-    out of p_i (`forced_transfers` without masks), inf if a node cannot run on c or (memory
-    hard) the run's parameters do not fit. Column by column over i, by prefix sums: O(m)
+    run p_j .. p_i on class c costs the work of p_j .. p_i, the path's tensor into p_j and
+    the one out of p_i, inf if a node cannot run on c or (memory hard) the run's parameters
+    do not fit. Column by column over i, by prefix sums: O(m)
     memory, O(m^2) time; 0 (a valid, empty bound) once the deadline passes."""
     d = spec.dense
     P = np.asarray(path)
@@ -147,20 +147,20 @@ def path_runs(spec: Spec, path: list[int], deadline: Deadline = NEVER) -> float:
     hard = spec.constraints.memory == "hard"
     f = np.full(m + 1, INF)  # f[i]: p_0 .. p_i-1 processed
     f[0] = 0.0
+    cmem = np.r_[0.0, np.cumsum(d.params[P])]
     classes = []
     for c in np.flatnonzero(~d.host):
         cw = np.r_[0.0, np.cumsum(np.where(ok_cls[P, c], d.work[P, c], 0.0))]
         cbad = np.r_[0, np.cumsum(~ok_cls[P, c])]
-        cmem = np.r_[0.0, np.cumsum(d.params[P])]
         tin = np.r_[0.0, d.comm[P[:-1], c]]  # into p_j from p_j-1
         tout = np.r_[d.comm[P[:-1], c], 0.0]  # out of p_i to p_i+1
         cap = d.memory[c] * (1 + 1e-12) if hard and np.isfinite(d.memory[c]) else INF
-        classes.append((cw, cbad, cmem, tin, tout, cap))
+        classes.append((cw, cbad, tin, tout, cap))
     for i in range(m):
         if i % 256 == 0 and deadline.passed():
             return 0.0
         best = f[i] + host_time[i]
-        for cw, cbad, cmem, tin, tout, cap in classes:  # runs p_j .. p_i, j = 0 .. i
+        for cw, cbad, tin, tout, cap in classes:  # runs p_j .. p_i, j = 0 .. i
             cost = cw[i + 1] - cw[:i + 1] + tin[:i + 1] + tout[i]
             cost[(cbad[i + 1] - cbad[:i + 1] > 0) | (cmem[i + 1] - cmem[:i + 1] > cap)] = INF
             best = min(best, float((f[:i + 1] + cost).min()))
