@@ -15,7 +15,8 @@ Without a time limit the heuristics run to their end and the searches that could
 for long (the DP over ideals, the MIPs) share UNTIMED_SECONDS, as they would share a limit.
 The first member of each objective is linear in the graph's size, and above PEER_NODES the
 graph partitioners join the bottleneck portfolio, so that graphs whose segment tables do
-not fit in memory still get an answer.
+not fit in memory still get an answer; the DP over ideals is left out where its bitsets
+would not fit (kernels/bottleneck/ideal_dp.py `too_big`), so the load search gets its time.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Event, Progress, Proven
 from partdsl.core.ir import Spec
 from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
+from partdsl.kernels.bottleneck import ideal_dp
 from partdsl.methods import capabilities
 from partdsl.runtime.deadline import NEVER, Deadline
 
@@ -84,7 +86,8 @@ def _searches(spec: Spec) -> list[Member]:
     # on large graphs METIS and Mt-KaHyPar next (near-linear; skipped when not installed)
     peers = [Member("metis", 0.1, options=REPAIR), Member("kahypar", 0.2, options=REPAIR)] \
         if spec.dense.n > PEER_NODES else []
-    return [Member("greedy", 0.05), *peers, Member("load_search", 0.3), Member("dp", 0.5, True), *exact]
+    dp = [Member("dp", 0.5, True)] if ideal_dp.refusal(spec) is None else []
+    return [Member("greedy", 0.05), *peers, Member("load_search", 0.3), *dp, *exact]
 
 
 def members(spec: Spec, methods: Methods) -> list[Member]:

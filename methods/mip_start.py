@@ -45,7 +45,7 @@ def mip_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | Non
     if consider(dev, "topo"):
         yield Candidate("exact: MIP start (topo)", dev)
     consider(given, "the warm start")
-    if spec.constraints.contiguous and not deadline.passed():
+    if spec.constraints.contiguous and not deadline.passed() and ideal_dp.refusal(spec) is None:
         value, dev, ideals = ideal_dp.ideal_split(spec, best[2], deadline)
         if np.isfinite(value) and consider(dev, f"dp over {ideals:,} ideals"):
             yield Candidate("exact: MIP start (dp)", dev)

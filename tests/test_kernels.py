@@ -6,6 +6,7 @@ import itertools
 import math
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from partdsl import evaluate
@@ -320,3 +321,17 @@ def test_the_ideal_dp_stops_at_its_deadline_and_sums_units_by_word() -> None:
     spec = parse("graph g { node a[1..40] { work 1 ms } a[1] -> ... -> a[40] } platform { device d[2] { } }")
     assert ideal_split(spec, deadline=Deadline.after(0))[:2] == (math.inf, None)
     assert ideal_split(spec)[0] == 20.0
+
+
+def test_the_ideal_dp_refuses_by_its_bitsets_size_before_enumerating() -> None:
+    """The DP keeps at least U + 1 bitsets of U units: the limit follows IDEAL_BYTES, and
+    enumeration stops at it (a diamond has 6 ideals: 5 are refused)."""
+    from partdsl.core.errors import PartError
+    from partdsl.kernels.bottleneck.ideal_dp import IDEAL_BYTES, enumerate_ideals, ideal_limit, too_big
+
+    assert too_big(10_000) is None and ideal_limit(10_000) * (10_000 // 2 + 100) <= IDEAL_BYTES
+    assert "at least 40,001 bitsets of 40,000 units" in (too_big(40_000) or "")
+    edge = max(U for U in range(1, 50_000, 100) if too_big(U) is None)
+    assert (edge + 1) * (edge // 2 + 100) <= IDEAL_BYTES < (edge + 102) * ((edge + 100) // 2 + 100)
+    with pytest.raises(PartError, match="more than 5 ideals of 4 units"):
+        enumerate_ideals(4, np.array([0, 0, 1, 2]), np.array([1, 2, 3, 3]), limit=5)

@@ -67,3 +67,23 @@ def test_a_20000_operator_decoder_is_solved_by_the_default_method_in_1_5_gib(tmp
         res = json.loads(p.stdout)
         assert res["status"] == "feasible" and res["method"].startswith("auto"), res
         assert 0 < res["bound"] <= res["objective"], res
+
+
+def test_the_dp_over_ideals_refuses_a_graph_whose_bitsets_grow_quadratically(tmp_path: Path) -> None:
+    """A DAG of U units has at least U + 1 ideals of U bits each: on a 40,000-node chain
+    (800 MB of bitsets, minutes of enumeration) `dp` refuses at once with the reason and
+    the methods that scale; auto leaves the DP out and answers (on the 100k decoder the
+    DP's bitsets took auto's peak from 0.8 to 2.4 GB)."""
+    import json
+
+    f = tmp_path / "chain.part"
+    f.write_text(CHAIN.format(n=40000))
+    p = _part(["solve", str(f), "--method", "dp"], {})
+    assert p.returncode == 2, p.stderr
+    assert "the DP over ideals would keep at least 40,001 bitsets of 40,000 units" in p.stderr, p.stderr
+    assert "--method load_search" in p.stderr and "internal error" not in p.stderr
+    p = _part(["solve", str(f), "--time-limit", "3", "--json", "--progress"], {}, cap=3 * 2**29)
+    assert p.returncode == 0, p.stderr
+    assert "auto: greedy, then metis, then kahypar, then load_search\n" in p.stderr, p.stderr
+    res = json.loads(p.stdout)
+    assert res["status"] == "feasible" and 0 < res["bound"] <= res["objective"], res

@@ -32,18 +32,41 @@ from partdsl.core.events import Candidate, Progress, Proven
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.segment_dp import state_table
 from partdsl.kernels.bottleneck.topo_split import assign_masks, best_split
-from partdsl.kernels.graph.contraction import absorbable_sinks, contract, memory_can_bind
+from partdsl.kernels.graph.contraction import Contraction, absorbable_sinks, contract, memory_can_bind
 from partdsl.kernels.jit import njit
 from partdsl.runtime.deadline import NEVER, Deadline, timed_chunks
 
 MAX_IDEALS = 250_000
+IDEAL_BYTES = 512 * 2**20  # the ideals' bitsets may take this much (issue 29: 100k operators under 2 GB)
 OVERLAP = {None: 0, "simplex": 1, "duplex": 2}
 
 
-def enumerate_ideals(U: int, src: np.ndarray, dst: np.ndarray, limit: int = MAX_IDEALS,
+def ideal_limit(U: int) -> int:
+    """How many ideals of a U-unit DAG the DP keeps: MAX_IDEALS, fewer when their bitsets
+    would pass IDEAL_BYTES. An ideal costs about U / 2 bytes while it is enumerated (its
+    Python int and the one of its addable units, U / 7.5 bytes each, then its words, U / 8);
+    the time to enumerate grows the same way, O(ideals x U)."""
+    return min(MAX_IDEALS, IDEAL_BYTES // (U // 2 + 100))
+
+
+def too_big(U: int) -> str | None:
+    """Why the DP cannot run on a U-unit DAG, or None. A DAG of U units has at least U + 1
+    ideals (the prefixes of any topological order), so this is known before enumerating."""
+    if U + 1 <= ideal_limit(U):
+        return None
+    return (f"the DP over ideals would keep at least {U + 1:,} bitsets of {U:,} units "
+            f"(more than {IDEAL_BYTES / 2**20:,.0f} MiB; its time grows the same way)")
+
+
+TOO_BIG_HINT = "use --method load_search or topo (linear orders cut into blocks), or the default auto"
+
+
+def enumerate_ideals(U: int, src: np.ndarray, dst: np.ndarray, limit: int | None = None,
                      deadline: Deadline = NEVER) -> list[int] | None:
     """All downward-closed sets of a DAG with U nodes, as Python-int bitsets (None once
-    the deadline passes)."""
+    the deadline passes). More than `limit` (default `ideal_limit(U)`) is refused."""
+    if limit is None:
+        limit = ideal_limit(U)
     pred = [0] * U
     succ: list[list[int]] = [[] for _ in range(U)]
     for a, b in zip(src.tolist(), dst.tolist()):
@@ -74,8 +97,8 @@ def enumerate_ideals(U: int, src: np.ndarray, dst: np.ndarray, limit: int = MAX_
             if len(seen) % 1024 == 0 and deadline.passed():
                 return None
             if len(seen) > limit:
-                raise PartError(f"the graph has more than {limit:,} ideals: the DP over ideals would not finish",
-                                None, "use --method topo (DPL-style linear orders) or brkga")
+                raise PartError(f"the graph has more than {limit:,} ideals of {U:,} units: the DP over ideals "
+                                "would not fit in memory or finish", None, TOO_BIG_HINT)
     return sorted(seen, key=lambda x: (x.bit_count(), x))
 
 
@@ -259,8 +282,22 @@ def exact_for(spec: Spec) -> bool:
             and o.training != "gpipe" and not device_level)
 
 
+def units(spec: Spec) -> Contraction:
+    """The unit DAG the DP runs on: colocation groups, and sinks absorbed where memory cannot bind."""
+    d = spec.dense
+    return contract(d, absorbable_sinks(d, memory_can_bind(d, spec.constraints.memory)))
+
+
+def refusal(spec: Spec) -> str | None:
+    """Why the DP cannot run on this spec (too many units for its bitsets), or None."""
+    return too_big(units(spec).count)
+
+
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER,
         progress: Callable[[str], None] | None = None, **_: float) -> Iterator:
+    why = refusal(spec)  # before the topo start: a refusal costs no time
+    if why:
+        raise PartError(why, None, TOO_BIG_HINT)
     # an incumbent first: it prunes the DP and is what the DP must beat
     best_val, best_arr = best_split(spec, seed, deadline)
     if best_arr is not None:
@@ -297,7 +334,10 @@ def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: Deadline = NEVE
     most `incumbent` are searched; the value is inf if none is, or if the deadline passes
     before the DP completes (an unfinished DP proves and returns nothing)."""
     d = spec.dense
-    u = contract(d, absorbable_sinks(d, memory_can_bind(d, spec.constraints.memory)))
+    u = units(spec)
+    why = too_big(u.count)
+    if why:
+        raise PartError(why, None, TOO_BIG_HINT)
     ideals = enumerate_ideals(u.count, u.src, u.dst, deadline=deadline)
     if ideals is None:
         return np.inf, None, 0
