@@ -8,6 +8,7 @@ still running at 3 T + 60 s is killed and counted as a hang.
 
     .venv/bin/python benchmarks/time_limits.py --layers 150 --time-limit 10
     .venv/bin/python benchmarks/time_limits.py --layers 700 --objectives bottleneck --methods topo,dp,load_search
+    .venv/bin/python benchmarks/time_limits.py --specs examples/rwnn_throughput.part,examples/diviml_batched.part --time-limit 5
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import needs_partdsl  # noqa: F401  (a plain message when partdsl is not installed)
@@ -58,6 +60,23 @@ def run(cmd: list[str], timeout: float) -> tuple[int | None, str, str, float, fl
         return code, out.read().decode(), err.read().decode(), wall, rss
 
 
+def specs(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[Path, str, str]]:
+    """(spec file, objective kind, a line about it): the --specs, else a generated decoder per objective."""
+    from partdsl import parse_file
+
+    for f in [Path(x) for x in args.specs.split(",") if x]:
+        yield f, parse_file(f).objective.kind, f.name
+    if args.specs:
+        return
+    for objective in [o for o in args.objectives.split(",") if o]:
+        spec = tmp / f"decoder-{objective}.part"
+        code, _, err, _, _ = run(part() + ["generate", "transformer", "--layers", str(args.layers), "--objective",
+                                           objective, "-o", str(spec)], 600)
+        if code != 0:
+            sys.exit(err)
+        yield spec, objective, err.strip()
+
+
 def main() -> int:
     from partdsl.methods.registry import METHODS
 
@@ -66,21 +85,16 @@ def main() -> int:
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--objectives", default="bottleneck,latency")
     ap.add_argument("--methods", default="", help="comma-separated (default: every method that takes the objective)")
+    ap.add_argument("--specs", default="", help="comma-separated spec files to run instead of the generated decoders")
     args = ap.parse_args()
     T = args.time_limit
     slack = max(1.0, 0.05 * T)
     late = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for objective in [o for o in args.objectives.split(",") if o]:
-            spec = Path(tmp) / f"decoder-{objective}.part"
-            code, _, err, _, _ = run(part() + ["generate", "transformer", "--layers", str(args.layers), "--objective",
-                                               objective, "-o", str(spec)], 600)
-            if code != 0:
-                print(err, file=sys.stderr)
-                return 2
+        for spec, objective, err in specs(args, Path(tmp)):
             names = [m for m in args.methods.split(",") if m] or [
                 m.name for m in METHODS.values() if m.name not in SKIP and objective in m.objectives]
-            print(f"\n{objective}, {err.strip()}; --time-limit {T:g} s (allowed: {T + slack:g} s)")
+            print(f"\n{objective}, {err}; --time-limit {T:g} s (allowed: {T + slack:g} s)")
             print(f"{'method':<15}{'exit':>5}{'solve s':>9}{'over s':>8}{'process s':>10}{'peak MiB':>9}"
                   f"{'status':>13}{'objective':>12}{'gap':>8}")
             for name in names:

@@ -20,6 +20,7 @@ The modules' MILPs and the Remark's lower bound are in methods/milp_split_module
 from __future__ import annotations
 
 import math
+import time
 from typing import Callable, Iterator
 
 import numpy as np
@@ -31,12 +32,14 @@ from partdsl.core.schedule_checks import sample_bytes
 from partdsl.core.schedule_eval import as_objective, list_schedule, transfer_time
 from partdsl.kernels.graph.modules import restrict
 from partdsl.kernels.schedule import list_schedulers
-from partdsl.methods.milp_split_modules import ModulePlan, ModuleResult, chain_bound, piece_duration, solve_module
+from partdsl.methods.milp_split_modules import (ModulePlan, ModuleResult, chain_bound, piece_duration, solve_module,
+                                               solve_module_by)
 from partdsl.models import diviml
 from partdsl.runtime.deadline import NEVER, Deadline
 from partdsl.runtime.executor import run_all
 
 DEFAULT_MODULE_LIMIT = 10.0  # seconds per module MILP without a time limit
+SPAWN_SECONDS = 5.0  # about what starting local worker processes (each imports Pyomo and HiGHS) takes on 2 cores
 
 
 
@@ -71,7 +74,9 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
         yield Candidate(f"MILP-SPLIT ({why})", schedule=sched)
     left = deadline.left()
     per = bound_limit if math.isinf(left) else min(bound_limit, max(left, 0.0) / 4)
-    lb = chain_bound(plan, per, solver, threads, nworkers, known, executor)
+    # the bound's few MIPs run here when spawning worker processes would take longer than the time left
+    bound_workers = 1 if executor is None and left < SPAWN_SECONDS else nworkers
+    lb = chain_bound(plan, per, solver, threads, bound_workers, known, executor)
     yield Proven(as_objective(spec, lb), f"MILP-SPLIT lower bound (the Remark's recursion over {len(plan.modules)} "
                                    f"modules): makespan >= {lb:.6g} ms")
 
@@ -123,10 +128,17 @@ def _dp(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | 
     s, q = plan.s, len(plan.modules)
     ins, outs, jobs, keys = _module_jobs(plan)
     per_threads = threads if threads is not None else (1 if (workers or 2) > 1 else None)
-    limit = _limit(deadline, module_limit, 0.8 * max(workers or 2, 1) / max(len(jobs), 1))
+    # each job takes its limit when it starts, a share of the time left over the rounds of
+    # jobs its worker still has (jobs start in the order they are given)
+    W = max(workers or 2, 1)
+    rounds = -(-len(jobs) // W)
+    until = time.time() + deadline.left()
+    cap = float(module_limit) if module_limit is not None else \
+        (DEFAULT_MODULE_LIMIT if math.isinf(deadline.left()) else math.inf)
+    args = [(j, None, until, rounds - i // W, cap, solver, per_threads) for i, j in enumerate(jobs)]
     results: dict[tuple[int, int | None, int | None], ModuleResult] = {}
     done = 0
-    for idx, r in run_all(solve_module, [(j, None, limit, solver, per_threads) for j in jobs], workers, executor):
+    for idx, r in run_all(solve_module_by, args, workers, executor):
         k, a, b, _ = keys[idx]
         results[(k, a, b)] = r
         done += 1

@@ -15,6 +15,7 @@ MILP's dual bound (capped), or by the critical-path, spread and work bounds
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -79,6 +80,24 @@ def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solv
     if made > kept.makespan:  # a start the MILP could not take (outside its space) that it did not beat
         return ModuleResult(kept.makespan, min(bound, kept.makespan), kept.pieces, f"{out.why}; {kept.why}")
     return ModuleResult(made, min(bound, made), tuple(diviml.decode_pieces(spec, vm, out.x)), out.why)
+
+
+def solve_module_by(spec: Spec, release: np.ndarray | None, until: float, rounds_left: int, cap: float,
+                    solver: str | None, threads: int | None) -> ModuleResult:
+    """`solve_module` with its time limit taken when the job starts, not when it is queued:
+    its share (0.8, the rest for building the model and the starts) of the seconds left
+    until `until` (a wall-clock time.time(), which worker processes and machines share),
+    divided among the `rounds_left` rounds of jobs its worker still has, capped by `cap`.
+    Late starts (spawning the workers takes seconds) and overruns shrink the later limits
+    instead of passing the deadline (issue 29: MILP-SPLIT ran 2-3 s past --time-limit 5)."""
+    return solve_module(spec, release, limit_at(until, rounds_left, cap), solver, threads)
+
+
+def limit_at(until: float, rounds_left: int, cap: float) -> float:
+    """A module MILP's seconds, now: 0.8 of the time left over the rounds left, at most
+    `cap`, at least 0.05 s (a job that starts past `until` still returns its start)."""
+    left = until - time.time()
+    return max(min(cap, 0.8 * left / max(rounds_left, 1)), 0.05)
 
 
 def _starts(spec: Spec, seconds: float) -> Iterator[Schedule]:

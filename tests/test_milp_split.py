@@ -124,3 +124,19 @@ def test_what_crosses_modules_is_refused_by_name() -> None:
         replace(k, memory=float(spec.dense.params.sum()) / 2) if not k.host else k for k in spec.platform.classes)))
     with pytest.raises(PartError, match="does not model memory limits across modules"):
         solve(small, method="milp_split")
+
+
+def test_a_module_job_takes_its_time_limit_when_it_starts() -> None:
+    """The module MILPs' limits are shares of the time left when each job starts (spawning
+    the workers took 2.5 s of a 5 s limit, and MILP-SPLIT ran 2-3 s past it): a job that
+    starts late gets less, one past the end the least, and the cap holds."""
+    import time
+
+    from partdsl.methods.milp_split_modules import limit_at
+
+    now = time.time()
+    assert 0.8 * 9.9 / 4 <= limit_at(now + 10, 4, math.inf) <= 0.8 * 10 / 4
+    assert limit_at(now + 10, 1, 1.5) == 1.5
+    assert limit_at(now + 2, 4, math.inf) < limit_at(now + 10, 4, math.inf)
+    assert limit_at(now - 1, 1, math.inf) == 0.05
+    assert limit_at(math.inf, 3, 10.0) == 10.0  # no time limit: the cap (DEFAULT_MODULE_LIMIT)
