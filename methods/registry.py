@@ -72,7 +72,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("dpl", baselines.dpl, False, "the DP on one DFS linearization (Tarnawski's DPL)", objectives=MAX_LOAD),
     Method("pipedream", baselines.pipedream, False, "PipeDream's linear DP on a chain, accelerators only (baseline)",
            objectives=MAX_LOAD, ignores=(("overlap", None), ("memory overflow", None))),
-    Method("greedy", baselines.greedy, False, "fill devices in topological order up to an even share (baseline)",
+    Method("greedy", baselines.greedy, False, "fill devices in topological order, each up to a share by its speed (baseline)",
            objectives=MAX_LOAD),
     Method("local_search", baselines.local_search, False, "single-node moves with restarts (baseline)",
            ("restarts", "passes"), objectives=MAX_LOAD),

@@ -335,3 +335,20 @@ def test_the_ideal_dp_refuses_by_its_bitsets_size_before_enumerating() -> None:
     assert (edge + 1) * (edge // 2 + 100) <= IDEAL_BYTES < (edge + 102) * ((edge + 100) // 2 + 100)
     with pytest.raises(PartError, match="more than 5 ideals of 4 units"):
         enumerate_ideals(4, np.array([0, 0, 1, 2]), np.array([1, 2, 3, 3]), limit=5)
+
+
+def test_the_greedy_fills_each_device_up_to_a_share_in_proportion_to_its_speed() -> None:
+    """20 nodes of 1 ms on a GPU and 10 ms on the CPU, two GPUs and a CPU: equal shares
+    gave the CPU 6 nodes (60 ms); speed-proportional shares (1 : 1 : 0.1) give each GPU
+    ten and the CPU none. On identical devices the shares stay equal."""
+    from partdsl import parse, solve
+
+    text = """graph g {{ node n[1..20] {{ work {work}; out 1 KB }} n[1] -> ... -> n[20] }}
+      platform {{ device gpu[2] {{ link 10 GB/s }} {cpu} }} minimize bottleneck subject to {{ memory ignore }}"""
+    r = solve(parse(text.format(work="1 ms on gpu, 10 ms on cpu", cpu="device cpu[1] { link 10 GB/s; host }")),
+              method="greedy")
+    per = {dev: list(r.assignment.values()).count(dev) for dev in ("gpu[0]", "gpu[1]", "cpu[0]")}
+    assert per == {"gpu[0]": 10, "gpu[1]": 10, "cpu[0]": 0}, per
+    assert r.objective < 10.01
+    r = solve(parse(text.format(work="1 ms", cpu="")), method="greedy")
+    assert sorted(list(r.assignment.values()).count(dev) for dev in ("gpu[0]", "gpu[1]")) == [10, 10]

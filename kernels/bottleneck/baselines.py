@@ -77,13 +77,26 @@ def pipedream(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object
 
 
 def greedy(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
+    """Fill the devices (hosts last) in topological order, each up to its share of the
+    work: shares in proportion to each class's speed over the whole graph (its total work
+    against the total of each node's cheapest), equal on identical devices. Equal shares
+    left a 150-times-slower CPU a ninth of a decoder's work: 16,771 ms where the GPUs
+    held 112 each."""
     d = spec.dense
     u = contract(d)
     order = kahn(u.count, u.src, u.dst)
     members = u.members()
     devs = sorted(range(d.D), key=lambda j: (d.host[d.dev_class[j]], j))
     cheapest = np.where(d.allowed, d.work[:, d.dev_class], np.inf).min(axis=1)
-    share = np.nansum(np.where(np.isfinite(cheapest), cheapest, 0.0)) / max(d.D, 1)
+    finite = np.isfinite(cheapest)
+    total = float(cheapest[finite].sum())
+    share = np.full(d.D, total / max(d.D, 1))
+    if total > 0:  # the work counted in each node's cheapest time, so shares are comparable
+        cls_work = np.where(finite[:, None], d.work, 0.0).sum(axis=0)  # per class, over the nodes that run somewhere
+        with np.errstate(divide="ignore", invalid="ignore"):
+            speed = np.where(np.isfinite(cls_work) & (cls_work > 0), total / cls_work, 0.0)[d.dev_class]
+        if speed.sum() > 0:
+            share = total * speed / speed.sum()
     dev = np.full(d.n, -1, dtype=np.int64)
     k, load, mem = 0, 0.0, 0.0
     for unit in order:
@@ -93,14 +106,14 @@ def greedy(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -
             c = d.dev_class[j]
             ok = d.allowed[nodes, j].all() and mem + d.params[nodes].sum() <= d.memory[c]
             last = k == d.D - 1
-            if ok and (load < share or last):
+            if ok and (load < share[j] or last):
                 break
             if last:
                 break
             k, load, mem = k + 1, 0.0, 0.0
         j = devs[k]
         dev[nodes] = j
-        load += d.work[nodes, d.dev_class[j]].sum()
+        load += float(np.where(finite[nodes], cheapest[nodes], 0.0).sum())
         mem += d.params[nodes].sum()
     yield Candidate("greedy", dev)
 
