@@ -1,7 +1,11 @@
 """Cheap proven bounds valid for every method (tighter ones come from the MIP hierarchy).
 
 bottleneck: a device's load is at least the compute of its nodes, so OPT >= the largest
-colocated component's cheapest compute, and >= total cheapest compute / devices usable.
+colocated component's cheapest compute, and >= total cheapest compute / devices usable;
+and, on platforms of several classes, OPT >= the least T of the LP "each node's compute
+spread over the classes it may run on, class c's total <= its k_c devices x T" (a slow
+host takes the nodes it runs least badly, not an equal share), taken through the dual
+as below: for class weights w_c >= 0 with sum_c k_c w_c = 1, T >= sum_v min_c w_c t_vc.
 latency: OPT >= the critical path with each node at its cheapest allowed time (Tarnawski
 sec. 4: a subgraph's finish includes every node of it on the path).
 throughput and latency by tasks (DiviML schedules, core/schedule.py): every sample passes
@@ -56,7 +60,7 @@ def bound(spec: Spec) -> float:
         _, comp = np.unique(d.colo, return_inverse=True)
         per = np.zeros((comp.max() + 1, d.D))
         np.add.at(per, comp, t)
-        return float(max(per.min(axis=1).max(), _spread(spec, _cheapest(spec, d.work))))
+        return float(max(per.min(axis=1).max(), _spread(spec, _cheapest(spec, d.work)), class_spread(spec)))
     if kind == "latency":
         return _critical_path(spec, _cheapest(spec, d.work))
     makespan = makespan_bound(spec)
@@ -86,32 +90,50 @@ def per_sample(spec: Spec) -> np.ndarray:
 
 def work_bound(spec: Spec) -> float:
     """The work bound (module docstring): the LP over sample shares, certified by its dual."""
+    d = spec.dense
+    return spec.objective.batch * spread_lp(per_sample(spec), np.ones(d.D))
+
+
+def class_spread(spec: Spec) -> float:
+    """The bottleneck's LP bound by class (module docstring); 0 on one class, where it is
+    the plain spread."""
+    d = spec.dense
+    C = len(d.class_names)
+    if C < 2 or d.n == 0:
+        return 0.0
+    on = np.stack([d.allowed[:, d.dev_class == c].any(axis=1) for c in range(C)], axis=1)
+    return spread_lp(np.where(on, d.work, INF), np.bincount(d.dev_class, minlength=C).astype(float))
+
+
+def spread_lp(r: np.ndarray, k: np.ndarray) -> float:
+    """min T s.t. each row's one unit spread over its finite columns, column g's total of
+    r[v, g] x share <= k[g] T; returned as the dual certificate sum_v min_g w_g r[v, g] for
+    the LP's weights w scaled to sum_g k_g w_g = 1, valid for any weights, so the bound
+    does not rest on the LP solver's tolerances. 0 where a row has no finite column."""
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix
 
-    d = spec.dense
-    L = spec.objective.batch
-    r = per_sample(spec)
-    if d.n == 0 or d.D == 0 or not np.isfinite(r.min(axis=1)).all():
+    n, G = r.shape
+    finite = np.isfinite(r)
+    if n == 0 or G == 0 or not finite.any(axis=1).all():
         return 0.0
-    v_idx, u_idx = np.nonzero(np.isfinite(r))
+    v_idx, g_idx = np.nonzero(finite)
     m = len(v_idx)
-    # variables: y (one per allowed node-device pair, samples), then C
-    eq = coo_matrix((np.ones(m), (v_idx, np.arange(m))), shape=(d.n, m + 1))
-    ub = coo_matrix((np.r_[r[v_idx, u_idx], -np.ones(d.D)], (np.r_[u_idx, np.arange(d.D)], np.r_[np.arange(m), np.full(d.D, m)])),
-                    shape=(d.D, m + 1))
+    # variables: the shares (one per finite pair), then T
+    eq = coo_matrix((np.ones(m), (v_idx, np.arange(m))), shape=(n, m + 1))
+    ub = coo_matrix((np.r_[r[v_idx, g_idx], -k], (np.r_[g_idx, np.arange(G)], np.r_[np.arange(m), np.full(G, m)])),
+                    shape=(G, m + 1))
     cost = np.zeros(m + 1)
     cost[m] = 1.0
-    res = linprog(cost, A_ub=ub.tocsr(), b_ub=np.zeros(d.D), A_eq=eq.tocsr(), b_eq=np.full(d.n, float(L)),
+    res = linprog(cost, A_ub=ub.tocsr(), b_ub=np.zeros(G), A_eq=eq.tocsr(), b_eq=np.ones(n),
                   bounds=(0, None), method="highs")
     if res.status != 0:
         return 0.0
     lam = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=float), 0.0)
-    if lam.sum() <= 0:
+    if (lam * k).sum() <= 0:
         return 0.0
-    lam /= lam.sum()
-    finite = np.isfinite(r)
-    return float(L * np.where(finite, lam[None, :] * np.where(finite, r, 0.0), INF).min(axis=1).sum())
+    lam /= (lam * k).sum()
+    return float(np.where(finite, lam[None, :] * np.where(finite, r, 0.0), INF).min(axis=1).sum())
 
 
 def piece_costs(spec: Spec) -> tuple[np.ndarray, np.ndarray]:

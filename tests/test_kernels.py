@@ -352,3 +352,30 @@ def test_the_greedy_fills_each_device_up_to_a_share_in_proportion_to_its_speed()
     assert r.objective < 10.01
     r = solve(parse(text.format(work="1 ms", cpu="")), method="greedy")
     assert sorted(list(r.assignment.values()).count(dev) for dev in ("gpu[0]", "gpu[1]")) == [10, 10]
+
+
+def test_the_class_lp_bound_on_a_slow_host() -> None:
+    """Two nodes of 1 ms on the accelerator and 2 ms on the host: the equal spread says
+    1 ms; the LP puts 4/3 of a node's work on the accelerator, so T >= 4/3 (the optimum,
+    both on the accelerator or one each, is 2)."""
+    from partdsl import parse, solve
+    from partdsl.methods.bounds import bound, class_spread
+
+    spec = parse("""graph g { node a { work 1 ms on acc, 2 ms on cpu } node b { work 1 ms on acc, 2 ms on cpu } }
+      platform { device acc[1] { link 1 GB/s } device cpu[1] { host } } minimize bottleneck""")
+    assert math.isclose(class_spread(spec), 4 / 3, rel_tol=1e-9) and math.isclose(bound(spec), 4 / 3, rel_tol=1e-9)
+    assert math.isclose(solve(spec, method="brute").objective, 2.0)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(specs(max_nodes=7, kinds=("bottleneck",), max_devices=4))
+def test_the_class_lp_bound_is_below_the_brute_force_optimum(spec: Spec) -> None:
+    """The certificate sum_v min_c w_c t_vc holds for any class weights: below the optimum
+    over the evaluator's whole space on random mixed platforms (pins, forbids, memory,
+    stage limits, training objectives, overlap)."""
+    from partdsl import solve
+    from partdsl.methods.bounds import class_spread
+
+    brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
+    if brute.status.has_solution():
+        assert class_spread(spec) <= brute.objective * (1 + 1e-9) + 1e-12, (class_spread(spec), brute.objective)
