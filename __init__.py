@@ -26,9 +26,20 @@ from partdsl.dsl.builder import GraphBuilder, SpecBuilder
 from partdsl.dsl.import_options import ImportOptions, UncostedOperators
 from partdsl.dsl.parser import parse, parse_file
 from partdsl.dsl.printer import to_part
-from partdsl.methods.solve import solve
 
 __all__ = ["PartError", "Span", "Evaluation", "Violation", "evaluate", "Constraints", "DeviceClass",
            "Graph", "Link", "Node", "Objective", "Platform", "SolveOptions", "Spec", "Target", "Work",
            "GraphBuilder", "SpecBuilder", "ImportOptions", "UncostedOperators", "parse", "parse_file", "to_part", "solve", "Result", "Status"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """`solve` is imported when first asked for: it pulls in every method (numba, SciPy,
+    the peers), about a second, which worker processes that only solve a module MIP or
+    score a sweep point do not need (MILP-SPLIT's workers started 2.4 s into a 5 s limit)."""
+    if name == "solve":
+        from partdsl.methods.solve import solve
+
+        return solve
+    raise AttributeError(f"module 'partdsl' has no attribute {name!r}")
+
