@@ -323,3 +323,24 @@ def test_the_list_schedulers_keep_within_memory(method: str) -> None:
     assert r.evaluation is not None and r.evaluation.feasible, r.evaluation.violations
     roomy = parse(TIGHT.replace("memory 1 GB", "memory 2 GB"))
     assert solve(roomy, method=method).objective > r.objective  # together, when it fits, is faster
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(0, 8), st.integers(0, 3)),
+                min_size=0, max_size=14))
+def test_the_one_go_check_is_its_definition(raw: list[tuple[int, int, int, int]]) -> None:
+    """The block check by binary search (O(P log P)) finds exactly the shares the naive
+    definition finds, and names a piece of another node on that device starting inside."""
+    import numpy as np
+    from partdsl.core.schedule import Piece, Schedule
+    from partdsl.core.schedule_checks import _interleaved
+
+    from tests.reference import interleaved
+
+    pieces = [Piece(v, d, (i,), float(t)) for i, (d, v, t, _) in enumerate(raw)]
+    start = np.array([float(t) for _, _, t, _ in raw])
+    finish = start + np.array([float(u) for _, _, _, u in raw])
+    got = _interleaved(Schedule(tuple(pieces), max(len(raw), 1)), start, finish, 1e-9)
+    assert {(d, v) for d, v, _ in got} == interleaved([(d, v) for d, v, _, _ in raw], list(start), list(finish), 1e-9)
+    for d, v, k in got:
+        assert raw[k][0] == d and raw[k][1] != v

@@ -19,6 +19,7 @@ node's parameters once per device) is taken only when no combination fits.
 """
 from __future__ import annotations
 
+import bisect
 import itertools
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -32,6 +33,10 @@ from partdsl.core.schedule import Piece, Schedule, batch_split
 from partdsl.core.schedule_checks import sample_bytes
 from partdsl.core.schedule_eval import transfer_time
 from partdsl.runtime.deadline import NEVER, Deadline
+
+
+def _start(span: tuple[float, float]) -> float:
+    return span[0]
 
 
 @dataclass
@@ -66,8 +71,12 @@ class _Board:
         spans = self.busy.get(device, [])
         if not self.insertion:
             return max(ready, spans[-1][1] if spans else 0.0)
-        t = ready
-        for a, b in spans:  # sorted by start
+        # spans starting before `ready` (by the tolerance below) cannot take the piece after
+        # them; the spans are disjoint, so the last of them ends latest: skip them by
+        # binary search instead of a scan per placement (quadratic: 10 s at 5,000 tasks)
+        i = bisect.bisect_left(spans, ready / (1 + 1e-12), key=_start) if ready > 0 else 0
+        t = max(ready, spans[i - 1][1]) if i else ready
+        for a, b in itertools.islice(spans, i, None):  # sorted by start
             if t + duration <= a * (1 + 1e-12):  # relative: the times may be of any scale
                 return t
             t = max(t, b)
@@ -82,9 +91,7 @@ class _Board:
             block = [(samples, dur) for d, samples, dur in plan if d == device]
             total = sum(dur for _, dur in block)
             start = self.slot(device, max(self.ready(node, device, smp) for smp, _ in block), total)
-            spans = self.busy.setdefault(device, [])
-            spans.append((start, start + total))
-            spans.sort()
+            bisect.insort(self.busy.setdefault(device, []), (start, start + total))
             end = max(end, start + total)
             t = start
             for samples, dur in block:  # a share's outputs are ready when it ends
