@@ -217,3 +217,22 @@ def test_a_schedule_mip_stopped_with_a_dual_bound_proves_that_bound_as_throughpu
     proof = _proof(spec, formulation_for(spec), out, None, 50.0, True, True, "HiGHS")
     assert proof is not None and proof.bound == pytest.approx(as_objective(spec, 40.0))
     assert proof.bound > as_objective(spec, 50.0)  # throughput: a shorter makespan bound is a higher rate bound
+
+
+def test_exact_refuses_a_diviml_milp_too_large_to_build_before_building_it() -> None:
+    """300 independent tasks on 3 devices: 44,850 pairs on no common path, each with two
+    no-overlap rows per device, about 269,100 rows: refused with the count and the methods
+    that scale (at 5,000 tasks the build took 25 s past a 10 s limit); 7 tasks are solved."""
+    from partdsl import parse, solve
+    from partdsl.core.errors import PartError
+    from partdsl.models.diviml import MAX_ROWS, rows_estimate
+
+    text = """graph g {{ node t[1..{n}] {{ work 1 ms }} }}
+      platform {{ device a[3] {{ link 10 GB/s }} }} minimize latency by tasks"""
+    big = parse(text.format(n=300))
+    assert rows_estimate(big) == 2 * 3 * 300 * 299 // 2 > MAX_ROWS
+    with pytest.raises(PartError, match="the DiviML MILP would have about 269,100 rows") as e:
+        solve(big, method="exact", time_limit=5)
+    assert "heft" in (e.value.hint or "")
+    r = solve(parse(text.format(n=7)), method="exact", time_limit=30)
+    assert r.status.value == "optimal" and abs(r.objective - 3.0) < 1e-6  # 7 tasks of 1 ms on 3 devices
