@@ -32,8 +32,14 @@ from partdsl.core.schedule_checks import sample_bytes
 from partdsl.core.schedule_eval import as_objective, list_schedule, transfer_time
 from partdsl.kernels.graph.modules import restrict
 from partdsl.kernels.schedule import list_schedulers
-from partdsl.methods.milp_split_modules import (ModulePlan, ModuleResult, chain_bound, piece_duration, solve_module,
-                                               solve_module_by)
+from partdsl.methods.milp_split_modules import (
+    ModulePlan,
+    ModuleResult,
+    chain_bound,
+    piece_duration,
+    solve_module,
+    solve_module_by,
+)
 from partdsl.models import diviml
 from partdsl.runtime.deadline import NEVER, Deadline
 from partdsl.runtime.executor import run_all

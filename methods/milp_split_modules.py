@@ -220,7 +220,8 @@ def chain_bound(plan: ModulePlan, time_limit: float, solver: str | None, threads
     lb(everything)  # first pass: which single-module sets matter
     if time_limit > 0 and inner:
         sets = sorted((x for x in inner if x not in (known or {})), key=len, reverse=True)
-        per_threads = threads if threads is not None else 1
+        # one thread per worker process; in this process (one worker) HiGHS keeps the threads it started with
+        per_threads = threads if threads is not None else (1 if executor is not None or (workers or 2) > 1 else None)
         jobs = [(restrict(s, sorted(x)), time_limit, solver, per_threads) for x in sets]
         for i, b in run_all(module_bound, jobs, workers, executor):
             inner[sets[i]] = max(inner[sets[i]], b)

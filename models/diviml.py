@@ -54,38 +54,6 @@ def check(spec: Spec) -> None:
                         "drop them from `subject to`, or use the list-scheduling methods (heft, ea)")
 
 
-MAX_ROWS = 250_000  # about 12 s of building in Python, and far past what HiGHS closes (DiviML's graphs: hundreds of nodes)
-
-
-def rows_estimate(spec: Spec) -> int:
-    """The MILP's no-overlap and precedence rows, counted before building: two per free
-    pair (on no common path) and device both may use, K + 1 per edge and device pair."""
-    d = spec.dense
-    ok = d.allowed.astype(np.int64)
-    R = reachable(spec)
-    fi, fj = np.nonzero(np.triu(~(R | R.T), 1))
-    pairs = int((ok[fi] * ok[fj]).sum()) if len(fi) else 0
-    edges = int((ok[d.src].sum(axis=1) * ok[d.dst].sum(axis=1)).sum()) if len(d.src) else 0
-    return 2 * pairs + (spec.objective.split + 1) * edges
-
-
-def check_size(spec: Spec) -> None:
-    """Refuse a MILP of more than MAX_ROWS rows before building it (its no-overlap rows grow
-    with the pairs of tasks on no common path: 500,000 rows and 25 s of building past a
-    10 s limit at 5,000 tasks)."""
-    rows = rows_estimate(spec)
-    if rows > MAX_ROWS:
-        raise PartError(f"the DiviML MILP would have about {rows:,} rows (no-overlap and precedence), more than "
-                        f"{MAX_ROWS:,}: building it would take longer than solving anything it could close", None,
-                        "use heft or eft (list schedules), milp_split (module MILPs), or auto")
-
-
-def check_whole(spec: Spec) -> None:
-    """`exact`'s check: what the MILP models, and its size (MILP-SPLIT's modules check the former only)."""
-    check(spec)
-    check_size(spec)
-
-
 def share_times(spec: Spec) -> np.ndarray:
     """t[i, u, m]: m chunks of node i on device u in one go, in the fastest supported batches."""
     d = spec.dense

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
-from partdsl.models import diviml, latency, maxload, mtpp
+from partdsl.models import diviml, diviml_size, latency, maxload, mtpp
 from partdsl.models.matrix import MatrixMIP
 
 
@@ -74,7 +74,7 @@ LATENCY = Formulation(
     lambda s, m: Candidate("", *_pyomo("latency").decode(s, m)),
     latency.safe_horizon)
 DIVIML = Formulation(
-    "diviml", "the DiviML MILP (eqs. 1-7)", "exact DiviML MILP", diviml.check_whole,
+    "diviml", "the DiviML MILP (eqs. 1-7)", "exact DiviML MILP", diviml_size.check_whole,
     lambda s, H, sym: diviml.build(s, H, symmetry=sym),
     lambda s, vm, c, sym: diviml.encode(s, vm, diviml.canonical(s, sym, c.schedule) if sym else c.schedule),
     lambda s, vm, x: Candidate("", schedule=diviml.decode(s, vm, x)),

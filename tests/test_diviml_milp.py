@@ -12,9 +12,9 @@ import math
 from dataclasses import replace
 
 import pytest
+from effort import examples
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from effort import examples
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, Spec, Work
 from partdsl.core.schedule_eval import evaluate_schedule
 from partdsl.kernels.schedule import brute
@@ -204,13 +204,13 @@ def test_a_schedule_mip_stopped_with_a_dual_bound_proves_that_bound_as_throughpu
     """A DiviML MIP stopped short of optimal (a time limit) with a finite dual bound: the
     bound on the makespan becomes a bound on the throughput (it crashed with an
     UnboundLocalError, found by method auto's 30 s exact member on examples/rwnn_throughput)."""
+    from conftest import EXAMPLES
     from partdsl import parse_file
-    from partdsl.methods.exact import _proof
-    from partdsl.models.formulations import formulation_for
     from partdsl.core.result import Status
     from partdsl.core.schedule_eval import as_objective
+    from partdsl.methods.exact import _proof
+    from partdsl.models.formulations import formulation_for
     from partdsl.solvers.outcome import MipOutcome
-    from conftest import EXAMPLES
 
     spec = parse_file(EXAMPLES / "rwnn_throughput.part")
     out = MipOutcome(Status.FEASIBLE, "time limit", None, 50.0, 40.0)
@@ -225,7 +225,7 @@ def test_exact_refuses_a_diviml_milp_too_large_to_build_before_building_it() -> 
     that scale (at 5,000 tasks the build took 25 s past a 10 s limit); 7 tasks are solved."""
     from partdsl import parse, solve
     from partdsl.core.errors import PartError
-    from partdsl.models.diviml import MAX_ROWS, rows_estimate
+    from partdsl.models.diviml_size import MAX_ROWS, rows_estimate
 
     text = """graph g {{ node t[1..{n}] {{ work 1 ms }} }}
       platform {{ device a[3] {{ link 10 GB/s }} }} minimize latency by tasks"""

@@ -194,7 +194,7 @@ def test_ideal_dp_equals_brute_force_best_acyclic_split(spec: Spec, force: str) 
 
 def test_ideals_of_a_diamond_and_absorbed_sinks() -> None:
     from partdsl import parse
-    from partdsl.kernels.bottleneck.ideal_dp import enumerate_ideals
+    from partdsl.kernels.bottleneck.ideals import enumerate_ideals
     from partdsl.kernels.graph.contraction import absorbable_sinks, contract
 
     # a -> {b, c} -> d : ideals {}, a, ab, ac, abc, abcd
@@ -327,7 +327,7 @@ def test_the_ideal_dp_refuses_by_its_bitsets_size_before_enumerating() -> None:
     """The DP keeps at least U + 1 bitsets of U units: the limit follows IDEAL_BYTES, and
     enumeration stops at it (a diamond has 6 ideals: 5 are refused)."""
     from partdsl.core.errors import PartError
-    from partdsl.kernels.bottleneck.ideal_dp import IDEAL_BYTES, enumerate_ideals, ideal_limit, too_big
+    from partdsl.kernels.bottleneck.ideals import IDEAL_BYTES, enumerate_ideals, ideal_limit, too_big
 
     assert too_big(10_000) is None and ideal_limit(10_000) * (10_000 // 2 + 100) <= IDEAL_BYTES
     assert "at least 40,001 bitsets of 40,000 units" in (too_big(40_000) or "")

@@ -10,9 +10,9 @@ import subprocess
 import sys
 
 import pytest
+from effort import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from effort import examples
 from partdsl.core.errors import PartError
 from partdsl.core.result import Status
 from partdsl.core.schedule import from_json
