@@ -43,8 +43,7 @@ class Costs:
 def costs(spec: Spec, pattern: re.Pattern | None = None) -> Costs:
     d = spec.dense
     nodes = spec.graph.nodes
-    allowed = np.stack([d.allowed[:, d.dev_class == c].any(axis=1) for c in range(len(d.class_names))], axis=1) \
-        if d.n else np.zeros((0, len(d.class_names)), bool)
+    allowed = d.class_allowed
     return Costs(names=list(d.names), layers=[layer_of(nd.name, nd.group, pattern) for nd in nodes],
                  flops=np.array([np.nan if nd.flops is None else nd.flops for nd in nodes], dtype=float),
                  params=d.params.astype(float), out=d.out_bytes.astype(float),

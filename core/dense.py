@@ -128,6 +128,15 @@ class Dense:
         members = np.flatnonzero(self.colo != np.arange(self.n))
         return [(int(self.colo[v]), int(v)) for v in members]
 
+    @cached_property
+    def class_allowed(self) -> np.ndarray:
+        """[n, C] bool (read-only): the node may run on some device of the class."""
+        out = np.zeros((self.n, len(self.class_names)), dtype=bool)
+        for c in range(len(self.class_names)):
+            out[:, c] = self.allowed[:, self.dev_class == c].any(axis=1)
+        out.setflags(write=False)
+        return out
+
     @property
     def D(self) -> int:
         return len(self.devices)

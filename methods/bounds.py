@@ -101,8 +101,7 @@ def class_spread(spec: Spec) -> float:
     C = len(d.class_names)
     if C < 2 or d.n == 0:
         return 0.0
-    on = np.stack([d.allowed[:, d.dev_class == c].any(axis=1) for c in range(C)], axis=1)
-    return spread_lp(np.where(on, d.work, INF), np.bincount(d.dev_class, minlength=C).astype(float))
+    return spread_lp(np.where(d.class_allowed, d.work, INF), np.bincount(d.dev_class, minlength=C).astype(float))
 
 
 def spread_lp(r: np.ndarray, k: np.ndarray) -> float:

@@ -21,6 +21,7 @@ from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate, Event
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck import ideal_dp, load_search
+from partdsl.kernels.bottleneck.ideals import too_big
 from partdsl.kernels.bottleneck.topo_split import best_split
 from partdsl.runtime.deadline import Deadline
 
@@ -45,8 +46,9 @@ def mip_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | Non
     if consider(dev, "topo"):
         yield Candidate("exact: MIP start (topo)", dev)
     consider(given, "the warm start")
-    if spec.constraints.contiguous and not deadline.passed() and ideal_dp.refusal(spec) is None:
-        value, dev, ideals = ideal_dp.ideal_split(spec, best[2], deadline)
+    units = ideal_dp.units(spec) if spec.constraints.contiguous and not deadline.passed() else None
+    if units is not None and too_big(units.count) is None:
+        value, dev, ideals = ideal_dp.ideal_split(spec, best[2], deadline, u=units)
         if np.isfinite(value) and consider(dev, f"dp over {ideals:,} ideals"):
             yield Candidate("exact: MIP start (dp)", dev)
     first, idle, round_seed = best[0], 0, seed

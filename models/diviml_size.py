@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
-from partdsl.models.diviml import check, reachable
+from partdsl.models.diviml import check, free_pairs
 
 MAX_ROWS = 250_000  # about 12 s of building in Python, and far past what HiGHS closes (DiviML's graphs: hundreds of nodes)
 
@@ -16,8 +16,7 @@ def rows_estimate(spec: Spec) -> int:
     pair (on no common path) and device both may use, K + 1 per edge and device pair."""
     d = spec.dense
     ok = d.allowed.astype(np.int64)
-    R = reachable(spec)
-    fi, fj = np.nonzero(np.triu(~(R | R.T), 1))
+    fi, fj = free_pairs(spec)
     pairs = int((ok[fi] * ok[fj]).sum()) if len(fi) else 0
     edges = int((ok[d.src].sum(axis=1) * ok[d.dst].sum(axis=1)).sum()) if len(d.src) else 0
     return 2 * pairs + (spec.objective.split + 1) * edges

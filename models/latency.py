@@ -93,7 +93,7 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
     vv, jj = np.nonzero(ok_acc)
     xacc[vv, jj] = nc + np.arange(len(vv))
     nc += len(vv)
-    ok_host = np.stack([d.allowed[:, d.dev_class == c].any(axis=1) for c in host_cls], axis=1) \
+    ok_host = np.stack([d.class_allowed[:, c] for c in host_cls], axis=1) \
         if len(host_cls) else np.zeros((n, 0), bool)
     xhost = np.full((n, len(host_cls)), -1, dtype=np.int64)
     vv, hh = np.nonzero(ok_host)

@@ -52,7 +52,7 @@ def pipedream(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object
     if not acc:
         return
     c = acc[0]
-    w = np.where(d.allowed[:, d.dev_class == c].any(axis=1), d.work[:, c], np.inf)
+    w = np.where(d.class_allowed[:, c], d.work[:, c], np.inf)
     cw = np.r_[0.0, np.cumsum(np.bincount(pos, weights=w, minlength=P))]
     # the chain's boundary tensor after position t: the outputs of the unit at t
     boundary = np.bincount(pos, weights=d.comm[:, c] * (np.bincount(d.src, minlength=d.n) > 0), minlength=P)
@@ -89,9 +89,10 @@ def greedy(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -
     devs = sorted(range(d.D), key=lambda j: (d.host[d.dev_class[j]], j))
     cheapest = np.where(d.allowed, d.work[:, d.dev_class], np.inf).min(axis=1)
     finite = np.isfinite(cheapest)
-    total = float(cheapest[finite].sum())
+    cheap = np.where(finite, cheapest, 0.0)  # each node's work counted at its cheapest, so shares are comparable
+    total = float(cheap.sum())
     share = np.full(d.D, total / max(d.D, 1))
-    if total > 0:  # the work counted in each node's cheapest time, so shares are comparable
+    if total > 0:
         cls_work = np.where(finite[:, None], d.work, 0.0).sum(axis=0)  # per class, over the nodes that run somewhere
         with np.errstate(divide="ignore", invalid="ignore"):
             speed = np.where(np.isfinite(cls_work) & (cls_work > 0), total / cls_work, 0.0)[d.dev_class]
@@ -113,7 +114,7 @@ def greedy(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -
             k, load, mem = k + 1, 0.0, 0.0
         j = devs[k]
         dev[nodes] = j
-        load += float(np.where(finite[nodes], cheapest[nodes], 0.0).sum())
+        load += float(cheap[nodes].sum())
         mem += d.params[nodes].sum()
     yield Candidate("greedy", dev)
 

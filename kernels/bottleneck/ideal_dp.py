@@ -233,7 +233,8 @@ def refusal(spec: Spec) -> str | None:
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER,
         progress: Callable[[str], None] | None = None, **_: float) -> Iterator:
-    why = refusal(spec)  # before the topo start: a refusal costs no time
+    u = units(spec)
+    why = too_big(u.count)  # before the topo start: a refusal costs no time
     if why:
         raise PartError(why, None, TOO_BIG_HINT)
     # an incumbent first: it prunes the DP and is what the DP must beat
@@ -241,7 +242,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER,
     if best_arr is not None:
         yield Candidate("dp incumbent (topo)", best_arr)
     yield Progress(f"DP over ideals, pruned by the incumbent {best_val:.6g}")
-    value, arr, NI = ideal_split(spec, best_val, deadline, progress)
+    value, arr, NI = ideal_split(spec, best_val, deadline, progress, u)
     if arr is not None:
         yield Candidate(f"dp over {NI:,} ideals", arr)
     if deadline.passed():
@@ -267,12 +268,14 @@ def why_not_exact(spec: Spec) -> str:
 
 
 def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: Deadline = NEVER,
-                progress: Callable[[str], None] | None = None) -> tuple[float, np.ndarray | None, int]:
+                progress: Callable[[str], None] | None = None,
+                u: Contraction | None = None) -> tuple[float, np.ndarray | None, int]:
     """(the DP's value, its assignment or None, number of ideals). Only splits costing at
     most `incumbent` are searched; the value is inf if none is, or if the deadline passes
-    before the DP completes (an unfinished DP proves and returns nothing)."""
+    before the DP completes (an unfinished DP proves and returns nothing). `u`: the unit
+    DAG (`units(spec)`), if the caller has it."""
     d = spec.dense
-    u = units(spec)
+    u = units(spec) if u is None else u
     why = too_big(u.count)
     if why:
         raise PartError(why, None, TOO_BIG_HINT)
@@ -282,7 +285,7 @@ def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: Deadline = NEVE
     bits = _words(ideals, u.count)
     NI = len(ideals)
     C = len(d.class_names)
-    cls_any = np.stack([d.allowed[:, d.dev_class == c].any(axis=1) for c in range(C)], axis=1)
+    cls_any = d.class_allowed
     uw = np.zeros((u.count, C))
     np.add.at(uw, u.unit, np.where(cls_any, d.work, 0.0))
     ubad = np.zeros((u.count, C))

@@ -81,7 +81,7 @@ def units(spec: Spec, acc: int, cpu: int) -> tuple[np.ndarray, int]:
     order = unordered_order(seq)  # the units, as their keys, in the code's order
     pos = {k: i for i, k in enumerate(order)}
     lab = [pos[block_key[b]] for b in blocks]
-    node_ok = [d.allowed[:, d.dev_class == c].any(axis=1) for c in (acc, cpu)]
+    node_ok = [d.class_allowed[:, c] for c in (acc, cpu)]
     cpu_w = np.where(np.isfinite(d.work[:, cpu]), d.work[:, cpu], 0.0)
     acc_w = np.where(np.isfinite(d.work[:, acc]), d.work[:, acc], 0.0)
     while True:  # merge work-free leaves into their only neighbour, first in the current order
@@ -172,8 +172,8 @@ def split(spec: Spec, bound: float, limit_ideals: int = IDEAL_LIMIT, deadline: D
     F = int((d.dev_class == acc).sum())
     C = int((d.dev_class == cpu).sum()) if hosts else 0
     unit, n = units(spec, acc, cpu)
-    ok_acc = d.allowed[:, d.dev_class == acc].any(axis=1)
-    ok_cpu = d.allowed[:, d.dev_class == cpu].any(axis=1) if hosts else np.zeros(d.n, bool)
+    ok_acc = d.class_allowed[:, acc]
+    ok_cpu = d.class_allowed[:, cpu] if hosts else np.zeros(d.n, bool)
     w_cpu = np.where(ok_cpu, d.work[:, cpu], 0.0)
     w_acc = np.where(ok_acc, d.work[:, acc], 0.0)
     total = float(np.abs(w_cpu).sum() + np.abs(w_acc).sum() + np.abs(d.comm[:, acc]).sum())

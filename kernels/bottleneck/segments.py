@@ -90,7 +90,7 @@ def segment_costs(spec: Spec, pos: np.ndarray, P: int, use_numba: bool = True) -
                 f"class{'es' if C > 1 else ''} (methods topo, dp, load_search, slicegraph, exact's starts, "
                 "latency_search)")
     obj, cons = spec.objective, spec.constraints
-    cls_any = np.stack([d.allowed[:, d.dev_class == c].any(axis=1) for c in range(C)], axis=1)
+    cls_any = d.class_allowed
     W = np.zeros((P, C))
     np.add.at(W, pos, np.where(cls_any, d.work, 0.0))
     cW = np.vstack([np.zeros((1, C)), np.cumsum(W, axis=0)])

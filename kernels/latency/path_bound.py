@@ -130,7 +130,7 @@ def _runnable(spec: Spec, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[n, C] whether a node may run on some device of each class; [m] each path node's
     cheapest time on a host class (inf if none)."""
     d = spec.dense
-    ok_cls = np.stack([d.allowed[:, d.dev_class == c].any(axis=1) for c in range(len(d.class_names))], axis=1)
+    ok_cls = d.class_allowed
     return ok_cls, np.where(ok_cls[P][:, d.host], d.work[P][:, d.host], INF).min(axis=1, initial=INF)
 
 
@@ -218,7 +218,7 @@ def side_costs(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int, mem: np
     desc, anc = masks
     m = desc.shape[0]
     src, dst = d.src, d.dst
-    comm, work = d.comm[:, c], np.where(d.allowed[:, d.dev_class == c].any(axis=1), d.work[:, c], 0.0)
+    comm, work = d.comm[:, c], np.where(d.class_allowed[:, c], d.work[:, c], 0.0)
     off = outside(spec, c)
     cap = d.memory[c] if spec.constraints.memory == "hard" else math.inf
     extra = np.zeros((m, m))
@@ -280,7 +280,7 @@ def outside(spec: Spec, c: int) -> np.ndarray:
     than one device's memory. A run's interval containing one is rejected; a tensor
     between one and the interval is always transferred."""
     d = spec.dense
-    off = ~d.allowed[:, d.dev_class == c].any(axis=1)
+    off = ~d.class_allowed[:, c]
     if spec.constraints.memory == "hard" and np.isfinite(d.memory[c]):
         off |= d.params > d.memory[c] * (1 + 1e-12)
     return off

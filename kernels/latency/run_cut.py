@@ -36,7 +36,7 @@ class RunCut:
     def __init__(self, spec: Spec, c: int) -> None:
         d = spec.dense
         n = d.n
-        allowed = d.allowed[:, d.dev_class == c].any(axis=1)
+        allowed = d.class_allowed[:, c]
         work = np.where(allowed, d.work[:, c], 0.0)
         comm = d.comm[:, c]
         producers = np.unique(d.src)
