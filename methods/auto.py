@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,9 @@ from partdsl.core.ir import Spec
 from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
 from partdsl.kernels.bottleneck import ideal_dp
 from partdsl.methods import capabilities
+from partdsl.methods.milp_split_modules import WORKER_MODULES
 from partdsl.runtime.deadline import NEVER, Deadline
+from partdsl.runtime.executor import warm_pool
 
 Methods = Mapping[str, Any]  # the method table, name -> registry.Method (not imported: registry lists auto)
 
@@ -42,6 +45,7 @@ EXACT_NODES = 400  # the MIPs join the portfolio up to this many nodes (MILP-SPL
 EXACT_DEVICES = 16  # ... and this many devices
 BRUTE_NODES, BRUTE_CANDIDATES = 10, 5_000  # the brute force ends the portfolio on specs this small: a proof
 PEER_NODES = 5_000  # above this many nodes the graph partitioners join (the segment tables grow as P^2)
+POOLED = frozenset({"milp_split"})  # members that run subproblems on worker processes (warm_pool)
 REPAIR = (("repair", 1.0),)  # the peers contract colocation and repair memory and placement
 
 
@@ -120,37 +124,42 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     chosen = members(spec, methods)
     yield Progress("auto: " + ", then ".join(p.method for p in chosen))
     long: Deadline | None = None  # no limit: UNTIMED_SECONDS from the first long search on
-    for i, p in enumerate(chosen):
-        if deadline.passed():
-            return
-        m = methods[p.method]
-        extra = dict(common)
-        if m.mip:
-            best = incumbent()
-            extra["start"] = best[1] if best is not None and (best[1] >= 0).all() else None
-        else:
-            extra.pop("start", None)
-            extra.pop("executor", None)
-        if p.long and long is None:
-            long = Deadline.after(UNTIMED_SECONDS)
-            if not deadline.limited:
-                yield Progress(f"auto: no time limit, so {', '.join(q.method for q in chosen[i:] if q.long)} "
-                               f"share {UNTIMED_SECONDS:g} s (--time-limit to search longer or shorter)")
-        budget = _budget(deadline, long or NEVER, p, i == len(chosen) - 1)
-        if budget.passed():  # the members before it used the time (a MIP stops a little late)
-            yield Progress(f"auto: {p.method} skipped: no time left")
-            continue
-        yield Progress(f"auto: {p.method}" + (f" for {budget.left():.3g} s" if budget.limited else ""))
-        try:
-            for ev in m.run(spec, seed=seed, deadline=budget, progress=progress, **extra, **dict(p.options)):
-                yield dataclasses.replace(ev, method=p.method) if isinstance(ev, Candidate) else ev
-        except PartError as e:  # the member refuses this spec (too big for memory, a feature): the next one runs
-            yield Progress(f"auto: {p.method} skipped: {e.message}")
-            continue
-        except (SolverUnavailable, SolverFailed) as e:  # a peer not installed; a solver's own failure
-            yield Progress(f"auto: {p.method} skipped: {e}")
-            continue
-        if m.exhaustive and not budget.passed():  # it scored the evaluator's whole space: the best is optimal
-            best = incumbent()
-            empty = math.inf if spec.objective.sense == "min" else 0.0
-            yield Proven(best[0] if best is not None else empty, f"{p.method} enumerated every candidate")
+    # members that run subproblems on worker processes get them started now, warm when they come
+    pooled = "executor" not in common and any(p.method in POOLED for p in chosen)
+    with warm_pool(None, WORKER_MODULES) if pooled else nullcontext(None) as pool:
+        for i, p in enumerate(chosen):
+            if deadline.passed():
+                return
+            m = methods[p.method]
+            extra = dict(common)
+            if m.mip:
+                best = incumbent()
+                extra["start"] = best[1] if best is not None and (best[1] >= 0).all() else None
+            else:
+                extra.pop("start", None)
+                extra.pop("executor", None)
+            if pool is not None and p.method in POOLED:
+                extra["executor"] = pool
+            if p.long and long is None:
+                long = Deadline.after(UNTIMED_SECONDS)
+                if not deadline.limited:
+                    yield Progress(f"auto: no time limit, so {', '.join(q.method for q in chosen[i:] if q.long)} "
+                                   f"share {UNTIMED_SECONDS:g} s (--time-limit to search longer or shorter)")
+            budget = _budget(deadline, long or NEVER, p, i == len(chosen) - 1)
+            if budget.passed():  # the members before it used the time (a MIP stops a little late)
+                yield Progress(f"auto: {p.method} skipped: no time left")
+                continue
+            yield Progress(f"auto: {p.method}" + (f" for {budget.left():.3g} s" if budget.limited else ""))
+            try:
+                for ev in m.run(spec, seed=seed, deadline=budget, progress=progress, **extra, **dict(p.options)):
+                    yield dataclasses.replace(ev, method=p.method) if isinstance(ev, Candidate) else ev
+            except PartError as e:  # the member refuses this spec (too big for memory, a feature): the next one runs
+                yield Progress(f"auto: {p.method} skipped: {e.message}")
+                continue
+            except (SolverUnavailable, SolverFailed) as e:  # a peer not installed; a solver's own failure
+                yield Progress(f"auto: {p.method} skipped: {e}")
+                continue
+            if m.exhaustive and not budget.passed():  # it scored the evaluator's whole space: the best is optimal
+                best = incumbent()
+                empty = math.inf if spec.objective.sense == "min" else 0.0
+                yield Proven(best[0] if best is not None else empty, f"{p.method} enumerated every candidate")

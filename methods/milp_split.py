@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import nullcontext
 from typing import Callable, Iterator
 
 import numpy as np
@@ -33,6 +34,7 @@ from partdsl.core.schedule_eval import as_objective, list_schedule, transfer_tim
 from partdsl.kernels.graph.modules import restrict
 from partdsl.kernels.schedule import list_schedulers
 from partdsl.methods.milp_split_modules import (
+    WORKER_MODULES,
     ModulePlan,
     ModuleResult,
     chain_bound,
@@ -42,10 +44,9 @@ from partdsl.methods.milp_split_modules import (
 )
 from partdsl.models import diviml
 from partdsl.runtime.deadline import NEVER, Deadline
-from partdsl.runtime.executor import run_all
+from partdsl.runtime.executor import job_threads, run_all, warm_pool, width
 
 DEFAULT_MODULE_LIMIT = 10.0  # seconds per module MILP without a time limit
-SPAWN_SECONDS = 5.0  # below this much time left, no new worker processes (about 2.4 s to the first result on 2 cores)
 
 
 
@@ -65,24 +66,24 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
         raise PartError(f"channels must be a whole number >= 1, not {channels:g}", None)
     plan = ModulePlan(spec, int(channels), int(min_module))
     _across_modules(spec, plan)
-    yield Candidate("HEFT (before the split)", schedule=list_schedulers.schedule(spec, "heft"))
-    sizes = ", ".join(str(len(m)) for m in plan.modules)
-    single = all(len(c) <= 1 for c in plan.cuts)
-    yield Progress(f"MILP-SPLIT: {len(plan.modules)} modules ({sizes} nodes), "
-                   f"{'single-channel DP' if single else 'modules in turn with release times'}")
     nworkers = int(workers) if workers else None
-    known: dict[frozenset[int], float] = {}  # proven module bounds from the module MILPs
-    if single:
-        sched, why = _dp(spec, plan, deadline, module_limit, solver, threads, nworkers, progress, known, executor)
-    else:
-        sched, why = _rolling(spec, plan, deadline, module_limit, solver, threads, progress, int(lookahead))
-    if sched is not None:
-        yield Candidate(f"MILP-SPLIT ({why})", schedule=sched)
-    left = deadline.left()
-    per = bound_limit if math.isinf(left) else min(bound_limit, max(left, 0.0) / 4)
-    # the bound's few MIPs run here when spawning worker processes would take longer than the time left
-    bound_workers = 1 if executor is None and left < SPAWN_SECONDS else nworkers
-    lb = chain_bound(plan, per, solver, threads, bound_workers, known, executor)
+    # the worker processes start now, while HEFT runs here (about 1 s each on 2 cores)
+    with nullcontext(executor) if executor is not None else warm_pool(nworkers, WORKER_MODULES) as pool:
+        yield Candidate("HEFT (before the split)", schedule=list_schedulers.schedule(spec, "heft"))
+        sizes = ", ".join(str(len(m)) for m in plan.modules)
+        single = all(len(c) <= 1 for c in plan.cuts)
+        yield Progress(f"MILP-SPLIT: {len(plan.modules)} modules ({sizes} nodes), "
+                       f"{'single-channel DP' if single else 'modules in turn with release times'}")
+        known: dict[frozenset[int], float] = {}  # proven module bounds from the module MILPs
+        if single:
+            sched, why = _dp(spec, plan, deadline, module_limit, solver, threads, nworkers, progress, known, pool)
+        else:
+            sched, why = _rolling(spec, plan, deadline, module_limit, solver, threads, progress, int(lookahead))
+        if sched is not None:
+            yield Candidate(f"MILP-SPLIT ({why})", schedule=sched)
+        left = deadline.left()
+        per = bound_limit if math.isinf(left) else min(bound_limit, max(left, 0.0) / 4)
+        lb = chain_bound(plan, per, solver, threads, nworkers, known, pool)
     yield Proven(as_objective(spec, lb), f"MILP-SPLIT lower bound (the Remark's recursion over {len(plan.modules)} "
                                    f"modules): makespan >= {lb:.6g} ms")
 
@@ -133,10 +134,10 @@ def _dp(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | 
     it (no pinned endpoint, or whole nodes: split 1), the least over its pairs."""
     s, q = plan.s, len(plan.modules)
     ins, outs, jobs, keys = _module_jobs(plan)
-    per_threads = threads if threads is not None else (1 if (workers or 2) > 1 else None)
+    per_threads = job_threads(threads, workers, executor, len(jobs))
     # each job takes its limit when it starts, a share of the time left over the rounds of
     # jobs its worker still has (jobs start in the order they are given)
-    W = max(workers or 2, 1)
+    W = width(workers, executor)
     rounds = -(-len(jobs) // W)
     until = time.time() + deadline.left()
     cap = float(module_limit) if module_limit is not None else \

@@ -32,9 +32,12 @@ from partdsl.kernels.schedule import list_schedulers
 from partdsl.methods.bounds import makespan_bound
 from partdsl.models import diviml
 from partdsl.runtime.deadline import Deadline
-from partdsl.runtime.executor import run_all
+from partdsl.runtime.executor import job_threads, run_all
 
 MAX_BOUND_SETS = 200  # node sets the bound recursion may visit (then the simple bound)
+
+# what a worker process imports as it starts (runtime/executor.warm_pool): the module MILP and its solvers
+WORKER_MODULES = ("partdsl.methods.milp_split_modules", "partdsl.solvers.dispatch")
 
 
 @dataclass(frozen=True)
@@ -220,8 +223,7 @@ def chain_bound(plan: ModulePlan, time_limit: float, solver: str | None, threads
     lb(everything)  # first pass: which single-module sets matter
     if time_limit > 0 and inner:
         sets = sorted((x for x in inner if x not in (known or {})), key=len, reverse=True)
-        # one thread per worker process; in this process (one worker) HiGHS keeps the threads it started with
-        per_threads = threads if threads is not None else (1 if executor is not None or (workers or 2) > 1 else None)
+        per_threads = job_threads(threads, workers, executor, len(sets))
         jobs = [(restrict(s, sorted(x)), time_limit, solver, per_threads) for x in sets]
         for i, b in run_all(module_bound, jobs, workers, executor):
             inner[sets[i]] = max(inner[sets[i]], b)

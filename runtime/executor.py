@@ -2,6 +2,8 @@
 one executor abstraction: any concurrent.futures Executor the caller gives (threads,
 processes, a cluster's), else `workers` local processes (spawned: forking after solver
 threads have started is unsafe), or this process when one worker is asked for.
+`warm_pool` starts the local processes ahead of their jobs, so that their start (about
+1 s: Python, NumPy, SciPy, partdsl) overlaps the caller's work before them.
 
 `open_executor(url)` turns the command line's `--executor` into one: `local` (or none)
 is the local processes, `dask://HOST:PORT` or `tcp://HOST:PORT` a Dask distributed
@@ -51,6 +53,64 @@ def open_executor(url: str | None) -> Iterator[Executor | None]:
         client.close()
 
 
+class LocalPool(ProcessPoolExecutor):
+    """Local spawned processes that `run_all` treats as its own (a broken pool: the jobs
+    left run here; failures are not retried), though the caller opened and will close it."""
+
+    def __init__(self, workers: int, modules: tuple[str, ...]) -> None:
+        super().__init__(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_imports,
+                         initargs=(modules,))
+        self.workers = workers
+
+
+@contextmanager
+def warm_pool(workers: int | None, modules: Sequence[str]) -> Iterator[LocalPool | None]:
+    """`workers` local processes (default: one per core), started now, each importing
+    `modules` as it starts; None on one core, where `run_all` runs the jobs here."""
+    n = workers or os.cpu_count() or 1
+    if n <= 1:
+        yield None
+        return
+    pool = LocalPool(n, tuple(modules))
+    for _ in range(n):  # a job per process: the pool starts a process per job while none is idle
+        pool.submit(_imports, ())
+    try:
+        yield pool
+    finally:  # jobs not started are dropped; a process still importing ends by itself
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def width(workers: int | None, executor: Executor | None) -> int:
+    """How many jobs `run_all` runs at once: `workers` local processes (default one per
+    core), a LocalPool's processes; on another executor (a cluster's) `workers`, else 2."""
+    if isinstance(executor, LocalPool):
+        return executor.workers
+    if executor is not None:
+        return max(workers or 2, 1)
+    return max(workers or os.cpu_count() or 1, 1)
+
+
+def runs_here(workers: int | None, executor: Executor | None, jobs: int) -> bool:
+    """Whether `run_all` runs `jobs` jobs in this process (no executor, one worker or one job)."""
+    return executor is None and min(workers or os.cpu_count() or 1, jobs) <= 1
+
+
+def job_threads(threads: int | None, workers: int | None, executor: Executor | None, jobs: int) -> int | None:
+    """A solver's threads per job: `threads` if given; else one where jobs run side by side
+    in worker processes, and the solver's own choice where they run in this process (HiGHS
+    refuses another thread count than the one it started with in a process)."""
+    if threads is not None:
+        return threads
+    return None if runs_here(workers, executor, jobs) else 1
+
+
+def _imports(modules: tuple[str, ...]) -> None:
+    import importlib
+
+    for m in modules:
+        importlib.import_module(m)
+
+
 def run_all(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | None = None,
             executor: Executor | None = None) -> Iterator[tuple[int, Any]]:
     """(index, fn(*job)) for every job, in order of completion. Ctrl-C cancels the jobs
@@ -60,11 +120,12 @@ def run_all(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | None =
     other than our own errors (a Dask worker killed or lost, a dropped connection) is
     submitted again, up to RETRIES times, with a line on stderr; then its error is raised."""
     workers = min(workers or os.cpu_count() or 1, max(len(jobs), 1))
-    if executor is None and workers <= 1:
+    if runs_here(workers, executor, len(jobs)):
         for i, job in enumerate(jobs):
             yield i, fn(*job)
         return
     own = executor is None
+    local = own or isinstance(executor, LocalPool)
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) if own else executor
     futures = {pool.submit(fn, *job): i for i, job in enumerate(jobs)}
     done: set[int] = set()
@@ -78,7 +139,7 @@ def run_all(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | None =
             except BrokenProcessPool:
                 raise
             except Exception as e:  # noqa: BLE001 - sorted out below: ours are raised at once
-                if own or _ours(e) or tries[i] >= RETRIES:
+                if local or _ours(e) or tries[i] >= RETRIES:
                     raise
                 tries[i] += 1
                 print(f"  ... job {i + 1} failed ({type(e).__name__}: {e}); running it again "
@@ -88,7 +149,7 @@ def run_all(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | None =
             done.add(i)
             yield i, out
     except BrokenProcessPool:
-        if not own:
+        if not local:
             raise
         for i, job in enumerate(jobs):
             if i not in done:

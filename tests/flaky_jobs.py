@@ -22,3 +22,20 @@ def always_fails(folder: str, i: int) -> int:
 def user_error(folder: str, i: int) -> int:
     (Path(folder) / f"user-{i}").open("a").write("x")
     raise PartError("a mistake in the spec", None)
+
+
+def loaded(module: str) -> tuple[int, bool]:
+    """This process's id, and whether `module` was imported before this job ran."""
+    import os
+    import sys
+
+    return os.getpid(), module in sys.modules
+
+
+def dies(parent: int, i: int) -> int:
+    """Ends the worker process it runs in (a broken pool); in process `parent`, i * i."""
+    import os
+
+    if os.getpid() != parent:
+        os._exit(1)
+    return i * i

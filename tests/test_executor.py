@@ -33,3 +33,31 @@ def test_our_own_errors_are_not_retried(pool, tmp_path) -> None:  # type: ignore
     with pytest.raises(PartError):
         list(run_all(flaky_jobs.user_error, [(str(tmp_path), 0)], executor=pool))
     assert (tmp_path / "user-0").read_text() == "x"  # it ran once
+
+
+def test_a_warm_pool_has_its_processes_started_with_their_modules() -> None:
+    """warm_pool starts one process per worker at once, each importing the modules asked
+    for, so the jobs that come later find them loaded (MILP-SPLIT's worker start overlaps
+    auto's list schedulers)."""
+    import os
+
+    from partdsl.runtime.executor import LocalPool, job_threads, warm_pool, width
+
+    with warm_pool(2, ["partdsl.methods.milp_split_modules"]) as pool:
+        assert isinstance(pool, LocalPool) and width(None, pool) == 2
+        assert job_threads(None, None, pool, 1) == 1  # jobs side by side: one solver thread each
+        got = dict(run_all(flaky_jobs.loaded, [("partdsl.methods.milp_split_modules",)] * 4, executor=pool))
+    pids = {pid for pid, _ in got.values()}
+    assert all(seen for _, seen in got.values()) and os.getpid() not in pids and len(pids) <= 2
+    with warm_pool(1, ["json"]) as pool:  # one worker: the jobs run here
+        assert pool is None and job_threads(None, 1, None, 4) is None
+
+
+def test_a_broken_warm_pool_runs_the_jobs_left_here() -> None:
+    import os
+
+    from partdsl.runtime.executor import warm_pool
+
+    with warm_pool(2, []) as pool:
+        got = dict(run_all(flaky_jobs.dies, [(os.getpid(), i) for i in range(3)], executor=pool))
+    assert got == {0: 0, 1: 1, 2: 4}
