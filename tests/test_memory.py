@@ -32,23 +32,38 @@ def test_a_segment_table_too_large_is_refused_with_its_size(tmp_path: Path) -> N
     f.write_text(CHAIN.format(n=3000))
     p = _part(["solve", str(f), "--method", "slicegraph"], {"PARTDSL_MEMORY_BYTES": str(50 * 2**20)})
     assert p.returncode == 2, p.stderr
-    assert "segment table of 3,000 positions x 1 device class" in p.stderr and "more than the 50 MiB free" in p.stderr
+    # the 3,000 positions are cut into 1,501 blocks (coarse_order.py): 90 MB, still over the 50 MiB
+    assert "segment table of 1,501 positions x 1 device class" in p.stderr and "more than the 50 MiB free" in p.stderr
     assert "methods that scale to this size: metis" in p.stderr and "internal error" not in p.stderr
     p = _part(["solve", str(f), "--method", "metis"], {"PARTDSL_MEMORY_BYTES": str(50 * 2**20)})
     assert p.returncode == 0, p.stderr  # the peer the hint names runs within it
 
 
 def test_a_memory_error_is_a_plain_message_not_a_bug(tmp_path: Path) -> None:
-    """The budget check switched off (a huge budget), the process capped at 1.5 GiB: the
-    30,000-position segment table (7 GiB) of SliceGraph's order (not cut into blocks, as
-    topo's is) fails to allocate."""
+    """The process capped at 1.5 GiB: BRKGA asked for a population of 100,000 random-key
+    vectors over 30,000 units (24 GB) fails to allocate it."""
     f = tmp_path / "chain.part"
     f.write_text(CHAIN.format(n=30000))
-    p = _part(["solve", str(f), "--method", "slicegraph", "--json"], {"PARTDSL_MEMORY_BYTES": "1e15"},
-              cap=3 * 2**29)
+    p = _part(["solve", str(f), "--method", "brkga", "-O", "population=100000", "--json"], {}, cap=3 * 2**29)
     assert p.returncode == 4, p.stderr
     assert "error: out of memory" in p.stderr and "internal error" not in p.stderr
     assert '"kind": "out_of_memory"' in p.stdout
+
+
+def test_the_order_searches_and_linear_dps_answer_a_40000_node_chain_in_1_5_gib(tmp_path: Path) -> None:
+    """Their orders are cut into at most 2,048 blocks before the segment table (before, each
+    refused: 40,000 positions x 40,000, 64 GB). Each answers in a process capped at 1.5 GiB;
+    the split of a uniform chain is balanced (10,000 nodes a device, 10,000 ms)."""
+    import json
+
+    f = tmp_path / "chain.part"
+    f.write_text(CHAIN.format(n=40000))
+    for method, opts in (("slicegraph", []), ("random", ["-O", "samples=2"]), ("mla", ["-O", "generations=2"]),
+                         ("brkga", ["-O", "population=4", "-O", "generations=1"]), ("dpl", []), ("pipedream", [])):
+        p = _part(["solve", str(f), "--method", method, *opts, "--time-limit", "60", "--json"], {}, cap=3 * 2**29)
+        assert p.returncode == 0, (method, p.stderr)
+        res = json.loads(p.stdout)
+        assert res["status"] == "feasible" and res["objective"] <= 10_000 * 1.01, (method, res)
 
 
 def test_a_20000_operator_decoder_is_solved_by_the_default_method_in_1_5_gib(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@
   only accelerators (non-host devices) are used; a stage's parameters fit its memory
   (`memory hard`; overlap and overflow are not modelled, and refused).
 - `dpl`: Tarnawski's DPL (sec. 5.1.2) - the DP on one DFS linearization of the graph.
+Both linear DPs cut an order longer than COARSE_POSITIONS into blocks first (coarse_order.py):
+the papers' graphs are far shorter, and a 10,000-operator graph's P x P table took 5.5 GB.
 Everything-on-one-device is the `single` method.
 """
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
+from partdsl.kernels.bottleneck.coarse_order import coarsen
 from partdsl.kernels.bottleneck.segment_dp import split_dp
 from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.bottleneck.topo_split import assign
@@ -36,26 +39,35 @@ def _unit_positions(spec: Spec, linear: str) -> tuple[np.ndarray, int]:
     return at[u.unit], u.count
 
 
+def _blocks(P: int, Pf: int) -> str:
+    return "" if P == Pf else f", {P:,} blocks of the {Pf:,} positions"
+
+
 def dpl(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
-    pos, P = _unit_positions(spec, "dfs")
+    fine, Pf = _unit_positions(spec, "dfs")
+    pos, P = coarsen(spec, fine, Pf)  # long orders: blocks (the table is P x P per class)
     counts = [k.count for k in spec.platform.classes]
     splits = split_dp(segment_costs(spec, pos, P), counts, spec.constraints.max_stages)
     if splits:
         best = min(splits, key=lambda s: s.value)
-        yield Candidate("dpl (DFS linearization)", assign(spec, best, pos))
+        yield Candidate(f"dpl (DFS linearization{_blocks(P, Pf)})", assign(spec, best, pos))
 
 
 def pipedream(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
     d = spec.dense
-    pos, P = _unit_positions(spec, "kahn")
+    fine, Pf = _unit_positions(spec, "kahn")
+    pos, P = coarsen(spec, fine, Pf)  # long orders: blocks, each ending at a cut of the chain
     acc = [c for c in range(len(d.class_names)) if not d.host[c]]
     if not acc:
         return
     c = acc[0]
     w = np.where(d.class_allowed[:, c], d.work[:, c], np.inf)
     cw = np.r_[0.0, np.cumsum(np.bincount(pos, weights=w, minlength=P))]
-    # the chain's boundary tensor after position t: the outputs of the unit at t
-    boundary = np.bincount(pos, weights=d.comm[:, c] * (np.bincount(d.src, minlength=d.n) > 0), minlength=P)
+    # the chain's boundary tensor after position t: the outputs of the unit at t (of a block: its last unit)
+    boundary = np.bincount(fine, weights=d.comm[:, c] * (np.bincount(d.src, minlength=d.n) > 0), minlength=Pf)
+    last = np.zeros(P, dtype=np.int64)
+    np.maximum.at(last, pos, fine)
+    boundary = boundary[last]
     # hard memory: a stage holds its nodes' parameters (the evaluator's memory)
     cap = d.memory[c] if spec.constraints.memory == "hard" else np.inf
     cp = np.r_[0.0, np.cumsum(np.bincount(pos, weights=d.params, minlength=P))]
@@ -73,7 +85,7 @@ def pipedream(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object
         segs = tuple((l, r, c) for l, r, _ in best.segments)
         from partdsl.kernels.bottleneck.segment_dp import Split
 
-        yield Candidate("pipedream (linear DP)", assign(spec, Split(best.value, best.counts, segs), pos))
+        yield Candidate(f"pipedream (linear DP{_blocks(P, Pf)})", assign(spec, Split(best.value, best.counts, segs), pos))
 
 
 def greedy(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:

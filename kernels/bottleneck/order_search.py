@@ -4,7 +4,8 @@ App. C.1): a fixed Kahn order (`slicegraph`), T i.i.d. random priority vectors
 (weighted) linear arrangement, found by BRKGA (`mla`, `mla_weighted`).
 
 Orders are over the contracted units (kernels/graph/contraction.py), so colocated nodes stay
-together. Every method is seeded and reproducible; each yields only improving
+together; an order longer than COARSE_POSITIONS is cut into blocks first (coarse_order.py),
+so the segment table stays within 33 MB per class at any graph size. Every method is seeded and reproducible; each yields only improving
 candidates, which solve() re-scores with the evaluator.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
+from partdsl.kernels.bottleneck.coarse_order import coarsen
 from partdsl.kernels.bottleneck.segment_dp import Split, split_dp
 from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.bottleneck.topo_split import assign
@@ -43,8 +45,8 @@ class Decoder:
         return self.kahn.positions(keys)[self.units.unit]
 
     def decode(self, keys: np.ndarray) -> tuple[float, np.ndarray | None]:
-        pos = self.node_positions(keys)
-        splits = split_dp(segment_costs(self.spec, pos, self.U), self.counts, self.spec.constraints.max_stages)
+        pos, P = coarsen(self.spec, self.node_positions(keys), self.U)  # long orders: blocks (linear memory)
+        splits = split_dp(segment_costs(self.spec, pos, P), self.counts, self.spec.constraints.max_stages)
         if not splits:
             return np.inf, None
         if self.plain:
@@ -125,7 +127,8 @@ def brkga(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, population: flo
           generations: float = 100, **_: object) -> Iterator[Candidate]:
     """BRKGA over priority vectors, decoded by Kahn + SliceGraph (Archer Alg. 2)."""
     dec = Decoder(spec)
-    cache: dict[bytes, np.ndarray] = {}
+    cache: dict[bytes, np.ndarray] = {}  # the assignments of the keys that improved on all before them
+    best = [np.inf]
 
     def fitness(X: np.ndarray) -> np.ndarray:
         out = np.empty(len(X))
@@ -135,7 +138,8 @@ def brkga(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, population: flo
                 break
             f, arr = dec.decode(x)
             out[j] = f
-            if arr is not None:
+            if arr is not None and f < best[0]:  # only these can be yielded: memory stays linear
+                best[0] = f
                 cache[x.tobytes()] = arr
         return out
 
