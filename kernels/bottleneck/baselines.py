@@ -9,8 +9,9 @@
   only accelerators (non-host devices) are used; a stage's parameters fit its memory
   (`memory hard`; overlap and overflow are not modelled, and refused).
 - `dpl`: Tarnawski's DPL (sec. 5.1.2) - the DP on one DFS linearization of the graph.
-Both linear DPs cut an order longer than COARSE_POSITIONS into blocks first (coarse_order.py):
-the papers' graphs are far shorter, and a 10,000-operator graph's P x P table took 5.5 GB.
+Both linear DPs cut an order longer than COARSE_POSITIONS into blocks first (coarse_order.py;
+dpl then refines around its cuts, order_split.py): the papers' graphs are far shorter, and
+a 10,000-operator graph's P x P table took 5.5 GB.
 Everything-on-one-device is the `single` method.
 """
 from __future__ import annotations
@@ -22,8 +23,8 @@ from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.coarse_order import coarsen
+from partdsl.kernels.bottleneck.order_split import split_order
 from partdsl.kernels.bottleneck.segment_dp import split_dp
-from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.bottleneck.topo_split import assign
 from partdsl.kernels.graph.contraction import contract
 from partdsl.kernels.graph.orders import dfs_order, kahn
@@ -44,13 +45,12 @@ def _blocks(P: int, Pf: int) -> str:
 
 
 def dpl(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
-    fine, Pf = _unit_positions(spec, "dfs")
-    pos, P = coarsen(spec, fine, Pf)  # long orders: blocks (the table is P x P per class)
-    counts = [k.count for k in spec.platform.classes]
-    splits = split_dp(segment_costs(spec, pos, P), counts, spec.constraints.max_stages)
+    fine, U = _unit_positions(spec, "dfs")
+    # long orders: blocks, refined around the cuts (the table is P x P per class)
+    *_, (pos, splits, how) = split_order(spec, fine, U, deadline=deadline)
     if splits:
         best = min(splits, key=lambda s: s.value)
-        yield Candidate(f"dpl (DFS linearization{_blocks(P, Pf)})", assign(spec, best, pos))
+        yield Candidate("dpl (DFS linearization" + (f", {how})" if how else ")"), assign(spec, best, pos))
 
 
 def pipedream(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:

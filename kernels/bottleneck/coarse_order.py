@@ -41,3 +41,18 @@ def coarsen(spec: Spec, pos: np.ndarray, P: int, most: int = COARSE_POSITIONS) -
     cuts = 1 + np.arange(len(windows)) * width + windows.argmin(axis=1)
     block = np.searchsorted(cuts, np.arange(P), side="right")
     return block[pos], len(cuts) + 1
+
+
+def around(fine: np.ndarray, P: int, cuts: np.ndarray, most: int = COARSE_POSITIONS) -> tuple[np.ndarray, int]:
+    """(block of each node, number of blocks) for a refinement (order_split.py): each
+    position within w of a cut in `cuts` (positions where a segment starts) is a block of
+    its own, w as wide as `most` blocks allow, and the positions between windows form one
+    block each. A split whose segments start at `cuts` is a split of these blocks."""
+    cuts = np.unique(cuts[(cuts > 0) & (cuts < P)])
+    if not len(cuts):
+        return np.zeros_like(fine), 1
+    w = max((most // len(cuts) - 2) // 2, 1)
+    at = (cuts[:, None] + np.arange(-w, w + 1)[None, :]).ravel()
+    at = np.unique(at[(at >= 1) & (at < P)])  # block boundaries: a block starts at each
+    block = np.searchsorted(at, np.arange(P), side="right")
+    return block[fine], len(at) + 1

@@ -4,8 +4,8 @@ App. C.1): a fixed Kahn order (`slicegraph`), T i.i.d. random priority vectors
 (weighted) linear arrangement, found by BRKGA (`mla`, `mla_weighted`).
 
 Orders are over the contracted units (kernels/graph/contraction.py), so colocated nodes stay
-together; an order longer than COARSE_POSITIONS is cut into blocks first (coarse_order.py),
-so the segment table stays within 33 MB per class at any graph size. Every method is seeded and reproducible; each yields only improving
+together; an order longer than COARSE_POSITIONS is cut into blocks first and refined once
+around the cuts (order_split.py), so the segment table stays within 33 MB per class. Every method is seeded and reproducible; each yields only improving
 candidates, which solve() re-scores with the evaluator.
 """
 from __future__ import annotations
@@ -17,9 +17,8 @@ import numpy as np
 from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
-from partdsl.kernels.bottleneck.coarse_order import coarsen
-from partdsl.kernels.bottleneck.segment_dp import Split, split_dp
-from partdsl.kernels.bottleneck.segments import segment_costs
+from partdsl.kernels.bottleneck.order_split import split_order
+from partdsl.kernels.bottleneck.segment_dp import Split
 from partdsl.kernels.bottleneck.topo_split import assign
 from partdsl.kernels.graph.contraction import contract
 from partdsl.kernels.graph.kahn_keys import KahnCSR
@@ -45,8 +44,8 @@ class Decoder:
         return self.kahn.positions(keys)[self.units.unit]
 
     def decode(self, keys: np.ndarray) -> tuple[float, np.ndarray | None]:
-        pos, P = coarsen(self.spec, self.node_positions(keys), self.U)  # long orders: blocks (linear memory)
-        splits = split_dp(segment_costs(self.spec, pos, P), self.counts, self.spec.constraints.max_stages)
+        # long orders: blocks and one refinement round (linear memory); the last splits are the best
+        *_, (pos, splits, _) = split_order(self.spec, self.node_positions(keys), self.U, rounds=1)
         if not splits:
             return np.inf, None
         if self.plain:

@@ -2,8 +2,8 @@
 
 For each order of the contracted units (kernels/graph/contraction.py) - Kahn by index, Kahn by depth,
 a DFS order and a few seeded random priority orders - cut into blocks when it is long
-(coarse_order.py), build the segment costs and run
-the exact segmentation DP for every combination of device counts; every split is a
+(coarse_order.py) and refined around the cuts (order_split.py), build the segment costs
+and run the exact segmentation DP for every combination of device counts; every split is a
 candidate, re-scored by the evaluator. It optimizes the pipelined max load; latency,
 batched-throughput and GPipe objectives pick the best candidate by their own score.
 """
@@ -14,16 +14,15 @@ from typing import Iterator
 import numpy as np
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
-from partdsl.kernels.bottleneck.coarse_order import coarsen
-from partdsl.kernels.bottleneck.segment_dp import Split, split_dp
-from partdsl.kernels.bottleneck.segments import segment_costs
+from partdsl.kernels.bottleneck.order_split import split_order
+from partdsl.kernels.bottleneck.segment_dp import Split
 from partdsl.kernels.graph.contraction import contract
 from partdsl.kernels.graph.orders import dfs_order, kahn, levels
 from partdsl.runtime.deadline import NEVER, Deadline
 
 
 def orders(spec: Spec, seed: int, n_random: int = 3) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
-    """(name, node positions, number of positions) for each order tried."""
+    """(name, node positions, number of positions) for each order tried (of the units)."""
     u = contract(spec.dense)
     rng = np.random.default_rng(seed)
     tried: set[bytes] = set()
@@ -40,8 +39,7 @@ def orders(spec: Spec, seed: int, n_random: int = 3) -> Iterator[tuple[str, np.n
         tried.add(key)
         at = np.empty(u.count, dtype=np.int64)
         at[order] = np.arange(u.count)
-        pos, P = coarsen(spec, at[u.unit], u.count)  # long orders: blocks cut at low crossings
-        yield (name if P == u.count else f"{name} ({P} blocks)"), pos, np.int64(P)
+        yield name, at[u.unit], u.count
 
 
 def assign(spec: Spec, split: Split, pos: np.ndarray) -> np.ndarray:
@@ -65,17 +63,16 @@ def assign_masks(spec: Spec, segments: list[tuple[np.ndarray, int]]) -> np.ndarr
 
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
-    counts = [k.count for k in spec.platform.classes]
     plain = spec.objective.kind == "bottleneck" and spec.objective.training != "gpipe"
-    for name, pos, P in orders(spec, seed):
+    for name, fine, U in orders(spec, seed):
         if deadline.passed():
             return
-        cost = segment_costs(spec, pos, int(P))
-        splits = split_dp(cost, counts, spec.constraints.max_stages)
-        if plain:  # the DP value is the score: only the best few need the evaluator
-            splits = sorted(splits, key=lambda s: s.value)[:3]
-        for sp in splits:
-            yield Candidate(f"{name} order, {'+'.join(map(str, sp.counts))} devices", assign(spec, sp, pos))
+        for pos, splits, how in split_order(spec, fine, U, deadline=deadline):  # long orders: blocks, refined
+            if plain:  # the DP value is the score: only the best few need the evaluator
+                splits = sorted(splits, key=lambda s: s.value)[:3]
+            label = f"{name} order" + (f" ({how})" if how else "")
+            for sp in splits:
+                yield Candidate(f"{label}, {'+'.join(map(str, sp.counts))} devices", assign(spec, sp, pos))
 
 
 def best_split(spec: Spec, seed: int = 0, deadline: Deadline = NEVER) -> tuple[float, np.ndarray | None]:
