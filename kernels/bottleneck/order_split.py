@@ -37,7 +37,7 @@ def split_order(spec: Spec, fine: np.ndarray, U: int, rounds: int = ROUNDS, dead
         if not splits or deadline.passed():
             return
         best = min(s.value for s in splits)
-        cuts = starts(pos, fine, P, U, min(splits, key=lambda s: s.value))
+        cuts = starts(pos, fine, P, U, [l for l, _, _ in min(splits, key=lambda s: s.value).segments])
         pos, P = around(fine, U, cuts, most)
         new = split_dp(segment_costs(spec, pos, P), counts, stages)
         if not new or min(s.value for s in new) >= best * (1 - 1e-12):
@@ -46,8 +46,8 @@ def split_order(spec: Spec, fine: np.ndarray, U: int, rounds: int = ROUNDS, dead
         yield pos, splits, f"{P} blocks, refined {r + 1}x"
 
 
-def starts(pos: np.ndarray, fine: np.ndarray, P: int, U: int, split: Split) -> np.ndarray:
-    """The fine positions where the split's segments start (the first of their first block)."""
+def starts(pos: np.ndarray, fine: np.ndarray, P: int, U: int, blocks: list[int]) -> np.ndarray:
+    """The fine positions where `blocks` (segments' first blocks) start."""
     first = np.full(P, U, dtype=np.int64)
     np.minimum.at(first, pos, fine)
-    return first[[l for l, _, _ in split.segments]]
+    return first[blocks]
