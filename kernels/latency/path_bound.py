@@ -135,37 +135,81 @@ def _runnable(spec: Spec, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def path_runs(spec: Spec, path: list[int], deadline: Deadline = NEVER) -> float:
-    """The bound when runs count only their path nodes (graphs above INTERVAL_LIMIT nodes):
-    run p_j .. p_i on class c costs the work of p_j .. p_i, the path's tensor into p_j and
-    the one out of p_i, inf if a node cannot run on c or (memory hard) the run's parameters
-    do not fit. Column by column over i, by prefix sums: O(m)
+    """The bound when runs count only the nodes certainly in them (graphs above
+    INTERVAL_LIMIT nodes): run p_j .. p_i on class c holds its path nodes and every node
+    between the path's first cut vertex at or after p_j and its last at or before p_i (a
+    cut vertex is on every source-to-sink path, so those nodes descend from p_j and lead
+    to p_i: they are in the interval; `cut_vertices`). It costs their work, the path's
+    tensor into p_j and the one out of p_i, inf if one of them cannot run on c or (memory
+    hard) their parameters do not fit. Column by column over i, by prefix sums: O(n + m)
     memory, O(m^2) time; 0 (a valid, empty bound) once the deadline passes."""
     d = spec.dense
     P = np.asarray(path)
     m = len(P)
     ok_cls, host_time = _runnable(spec, P)
     hard = spec.constraints.memory == "hard"
+    # the nodes between two cut vertices of the path: a range of the topological order
+    at = np.empty(d.n, dtype=np.int64)
+    at[d.topo] = np.arange(d.n)
+    cut = cut_vertices(spec)[P]
+    idx = np.arange(m)
+    first = np.minimum.accumulate(np.where(cut, idx, m)[::-1])[::-1]  # first cut vertex at or after j
+    last = np.maximum.accumulate(np.where(cut, idx, -1))  # last cut vertex at or before i
+    lo = np.where(first < m, at[P[np.minimum(first, m - 1)]], d.n)  # topological range start, per j
+    off = np.ones(d.n, dtype=bool)
+    off[P] = False
+    off_t = off[d.topo]  # off the path, in topological order
+
+    def between(x: np.ndarray) -> np.ndarray:  # prefix sums over the topological order, off-path nodes only
+        return np.r_[0.0, np.cumsum(np.where(off_t, x[d.topo], 0.0))]
+
     f = np.full(m + 1, INF)  # f[i]: p_0 .. p_i-1 processed
     f[0] = 0.0
     cmem = np.r_[0.0, np.cumsum(d.params[P])]
+    omem = between(d.params)
     classes = []
     for c in np.flatnonzero(~d.host):
-        cw = np.r_[0.0, np.cumsum(np.where(ok_cls[P, c], d.work[P, c], 0.0))]
+        w = np.where(ok_cls[:, c], d.work[:, c], 0.0)
+        cw = np.r_[0.0, np.cumsum(w[P])]
         cbad = np.r_[0, np.cumsum(~ok_cls[P, c])]
         tin = np.r_[0.0, d.comm[P[:-1], c]]  # into p_j from p_j-1
         tout = np.r_[d.comm[P[:-1], c], 0.0]  # out of p_i to p_i+1
         cap = d.memory[c] * (1 + 1e-12) if hard and np.isfinite(d.memory[c]) else INF
-        classes.append((cw, cbad, tin, tout, cap))
+        classes.append((cw, cbad, tin, tout, cap, between(w), between((~ok_cls[:, c]).astype(float))))
     for i in range(m):
         if i % 256 == 0 and deadline.passed():
             return 0.0
         best = f[i] + host_time[i]
-        for cw, cbad, tin, tout, cap in classes:  # runs p_j .. p_i, j = 0 .. i
-            cost = cw[i + 1] - cw[:i + 1] + tin[:i + 1] + tout[i]
-            cost[(cbad[i + 1] - cbad[:i + 1] > 0) | (cmem[i + 1] - cmem[:i + 1] > cap)] = INF
+        hi = at[P[last[i]]] + 1 if last[i] >= 0 else 0  # topological range end (exclusive)
+        span = lo[:i + 1] < hi  # runs whose cut vertices enclose nodes off the path
+        a, b = np.where(span, lo[:i + 1], 0), np.where(span, hi, 0)
+        mem = cmem[i + 1] - cmem[:i + 1] + omem[b] - omem[a]
+        for cw, cbad, tin, tout, cap, ow, obad in classes:  # runs p_j .. p_i, j = 0 .. i
+            cost = cw[i + 1] - cw[:i + 1] + ow[b] - ow[a] + tin[:i + 1] + tout[i]
+            cost[(cbad[i + 1] - cbad[:i + 1] + obad[b] - obad[a] > 0) | (mem > cap)] = INF
             best = min(best, float((f[:i + 1] + cost).min()))
         f[i + 1] = best
     return float(f[m])
+
+
+def cut_vertices(spec: Spec) -> np.ndarray:
+    """[n] the nodes on every source-to-sink path (every other node is their ancestor or
+    descendant): in a topological order, no edge passes over them, no source comes after
+    them and no sink before. O(n + m)."""
+    d = spec.dense
+    at = np.empty(d.n, dtype=np.int64)
+    at[d.topo] = np.arange(d.n)
+    a, b = at[d.src], at[d.dst]
+    over = np.zeros(d.n + 1, dtype=np.int64)  # edges passing over position t: a < t < b
+    np.add.at(over, a + 1, 1)
+    np.add.at(over, b, -1)
+    over = np.cumsum(over)[:d.n]
+    indeg = np.bincount(d.dst, minlength=d.n)
+    outdeg = np.bincount(d.src, minlength=d.n)
+    last_source = at[indeg == 0].max(initial=-1)
+    first_sink = at[outdeg == 0].min(initial=d.n)
+    t = np.arange(d.n)
+    return ((over == 0) & (t >= last_source) & (t <= first_sink))[at]
 
 
 def forced_transfers(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray],
