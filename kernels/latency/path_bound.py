@@ -222,7 +222,6 @@ def forced_transfers(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.nd
     (Without masks, `path_runs` charges the path's own tensors only.)"""
     d = spec.dense
     m = len(path)
-    P = np.asarray(path)
     tin = np.zeros((m, m))
     tout = np.zeros((m, m))
     desc, anc = masks
