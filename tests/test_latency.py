@@ -21,7 +21,7 @@ from partdsl.core.evaluate import evaluate
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Platform, Spec, Work
 from partdsl.core.validate import validate
 from partdsl.dsl.parser import parse, parse_file
-from partdsl.kernels.latency.path_bound import path_bound
+from partdsl.kernels.latency.path_bound import longest_path, path_bound
 from partdsl.methods.solve import solve
 from partdsl.models import latency as latency_ip
 from partdsl.solvers.highs_matrix import solve_highs
@@ -272,6 +272,23 @@ def test_path_bound_with_side_nodes_is_below_the_brute_force_optimum(spec: Spec)
     assert pb <= opt + 1e-9
 
 
+def reachability(spec: Spec) -> tuple[list[set[int]], list[set[int]]]:
+    """Each node's descendants and ancestors (itself included), by search."""
+    d = spec.dense
+    succ = [set(d.succ_idx[d.succ_ptr[v]:d.succ_ptr[v + 1]].tolist()) for v in range(d.n)]
+    pred = [{u for u in range(d.n) if v in succ[u]} for v in range(d.n)]
+
+    def reach(v: int, nxt: list[set[int]]) -> set[int]:
+        seen, stack = {v}, [v]
+        while stack:
+            for w in nxt[stack.pop()] - seen:
+                seen.add(w)
+                stack.append(w)
+        return seen
+
+    return [reach(v, succ) for v in range(d.n)], [reach(v, pred) for v in range(d.n)]
+
+
 def path_runs_by_definition(spec: Spec, path: list[int]) -> float:
     """The path-only bound summed run by run: p_0 .. p_m-1 processed in order, each node
     alone on a host class or in a run p_j .. p_i on an accelerator class that runs all of
@@ -282,18 +299,7 @@ def path_runs_by_definition(spec: Spec, path: list[int]) -> float:
     d = spec.dense
     m = len(path)
     ok = [[d.allowed[v, d.dev_class == c].any() for c in range(len(d.class_names))] for v in range(d.n)]
-    succ = [set(d.succ_idx[d.succ_ptr[v]:d.succ_ptr[v + 1]].tolist()) for v in range(d.n)]
-
-    def reach(v: int, nxt: list[set[int]]) -> set[int]:
-        seen, stack = {v}, [v]
-        while stack:
-            for w in nxt[stack.pop()] - seen:
-                seen.add(w)
-                stack.append(w)
-        return seen
-
-    pred = [{u for u in range(d.n) if v in succ[u]} for v in range(d.n)]
-    desc, anc = [reach(v, succ) for v in range(d.n)], [reach(v, pred) for v in range(d.n)]
+    desc, anc = reachability(spec)
     cut = [len(desc[v] | anc[v]) == d.n for v in path]
     hard = spec.constraints.memory == "hard"
     f = [0.0] + [math.inf] * m
@@ -603,3 +609,30 @@ def test_the_path_only_bound_counts_the_nodes_between_two_cut_vertices() -> None
     path = [names.index(x) for x in "abde"]
     assert path_runs(spec, path) == pytest.approx(6.0) == path_runs_by_definition(spec, path)
     assert brute_optimum(spec) == pytest.approx(6.0)
+
+
+def test_the_path_only_bound_on_generated_decoders_with_tight_memory_is_its_definition() -> None:
+    """`path_runs`' linear DP (monotone queues over the run starts) against the run-by-run
+    definition on 3-layer decoders (cut vertices at every residual add, attention beside
+    the path, a CPU host), with GPU memory from ample to smaller than the embedding, so
+    that runs are cut by memory and by nodes the GPU cannot hold."""
+    import re
+
+    import tempfile
+
+    from partdsl.cli.main import main
+    from partdsl.kernels.latency.path_bound import cut_vertices, path_runs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "d.part"
+        assert main(["generate", "transformer", "--layers", "3", "--gpus", "2", "--objective", "latency",
+                     "-o", str(f)]) == 0
+        text = f.read_text()
+    for memory in ("40000000000", "200000000", "30000000", "1000000"):
+        spec = parse(re.sub(r"device gpu\[2\] \{ memory \d+ B", f"device gpu[2] {{ memory {memory} B", text))
+        d = spec.dense
+        desc, anc = reachability(spec)  # each ln1 too, though the residual edge passes over it
+        assert cut_vertices(spec).tolist() == [len(desc[v] | anc[v]) == d.n for v in range(d.n)]
+        for weights in (np.where(d.allowed, d.work[:, d.dev_class], np.inf).min(axis=1), d.params, d.comm.max(axis=1)):
+            path = longest_path(spec, np.where(np.isfinite(weights), weights, 0.0))
+            assert path_runs(spec, path) == pytest.approx(path_runs_by_definition(spec, path), rel=1e-9), memory

@@ -28,6 +28,7 @@ import weakref
 import numpy as np
 from partdsl.core.dense import INF
 from partdsl.core.ir import Spec
+from partdsl.kernels.jit import njit
 from partdsl.runtime import memory
 from partdsl.runtime.deadline import NEVER, Deadline
 
@@ -138,11 +139,11 @@ def path_runs(spec: Spec, path: list[int], deadline: Deadline = NEVER) -> float:
     """The bound when runs count only the nodes certainly in them (graphs above
     INTERVAL_LIMIT nodes): run p_j .. p_i on class c holds its path nodes and every node
     between the path's first cut vertex at or after p_j and its last at or before p_i (a
-    cut vertex is on every source-to-sink path, so those nodes descend from p_j and lead
-    to p_i: they are in the interval; `cut_vertices`). It costs their work, the path's
+    cut vertex is comparable to every node, so those nodes descend from p_j and lead to
+    p_i: they are in the interval; `cut_vertices`). It costs their work, the path's
     tensor into p_j and the one out of p_i, inf if one of them cannot run on c or (memory
-    hard) their parameters do not fit. Column by column over i, by prefix sums: O(n + m)
-    memory, O(m^2) time; 0 (a valid, empty bound) once the deadline passes."""
+    hard) their parameters do not fit. O(n + m) memory and time (`_runs_dp`); 0 (a valid,
+    empty bound) if the deadline has passed."""
     d = spec.dense
     P = np.asarray(path)
     m = len(P)
@@ -163,53 +164,103 @@ def path_runs(spec: Spec, path: list[int], deadline: Deadline = NEVER) -> float:
     def between(x: np.ndarray) -> np.ndarray:  # prefix sums over the topological order, off-path nodes only
         return np.r_[0.0, np.cumsum(np.where(off_t, x[d.topo], 0.0))]
 
-    f = np.full(m + 1, INF)  # f[i]: p_0 .. p_i-1 processed
-    f[0] = 0.0
     cmem = np.r_[0.0, np.cumsum(d.params[P])]
-    omem = between(d.params)
-    classes = []
-    for c in np.flatnonzero(~d.host):
+    hi = np.where(last >= 0, at[P[np.maximum(last, 0)]] + 1, 0)  # topological range end (exclusive), per i
+    acc = np.flatnonzero(~d.host)
+    K = len(acc)
+    cw, cbad, ow, obad = (np.zeros((K, m + 1)), np.zeros((K, m + 1)), np.zeros((K, d.n + 1)), np.zeros((K, d.n + 1)))
+    tin, tout, cap = np.zeros((K, m)), np.zeros((K, m)), np.full(K, INF)
+    for k, c in enumerate(acc):
         w = np.where(ok_cls[:, c], d.work[:, c], 0.0)
-        cw = np.r_[0.0, np.cumsum(w[P])]
-        cbad = np.r_[0, np.cumsum(~ok_cls[P, c])]
-        tin = np.r_[0.0, d.comm[P[:-1], c]]  # into p_j from p_j-1
-        tout = np.r_[d.comm[P[:-1], c], 0.0]  # out of p_i to p_i+1
-        cap = d.memory[c] * (1 + 1e-12) if hard and np.isfinite(d.memory[c]) else INF
-        classes.append((cw, cbad, tin, tout, cap, between(w), between((~ok_cls[:, c]).astype(float))))
+        cw[k] = np.r_[0.0, np.cumsum(w[P])]
+        cbad[k] = np.r_[0, np.cumsum(~ok_cls[P, c])]
+        ow[k], obad[k] = between(w), between((~ok_cls[:, c]).astype(float))
+        tin[k] = np.r_[0.0, d.comm[P[:-1], c]]  # into p_j from p_j-1
+        tout[k] = np.r_[d.comm[P[:-1], c], 0.0]  # out of p_i to p_i+1
+        cap[k] = d.memory[c] * (1 + 1e-12) if hard and np.isfinite(d.memory[c]) else INF
+    if deadline.passed():
+        return 0.0
+    return float(_runs_dp(host_time, cmem, between(d.params), lo, hi, last, cw, cbad, ow, obad, tin, tout, cap))
+
+
+@njit
+def _runs_dp(host: np.ndarray, cmem: np.ndarray, omem: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+             last: np.ndarray, cw: np.ndarray, cbad: np.ndarray, ow: np.ndarray, obad: np.ndarray,
+             tin: np.ndarray, tout: np.ndarray, cap: np.ndarray) -> float:  # pragma: no cover - numba
+    """`path_runs`' DP in O(m) per class: f[i + 1] = min(f[i] + host[i], min over classes
+    and j of f[j] + cost(j, i)). Runs with j <= last[i] span cut vertices (they also hold
+    the nodes in the topological range [lo[j], hi[i])), the others hold path nodes only; in
+    each group the cost is a key of j plus a term of i, and the j that cannot run (a node
+    not on the class, memory) are a prefix that only grows with i: a monotone queue per
+    group and class keeps the least key of the j that can."""
+    m = len(host)
+    K = len(cap)
+    f = np.full(m + 1, np.inf)
+    f[0] = 0.0
+    qa = np.zeros((K, m + 1), dtype=np.int64)  # queues of j: span runs (A), path-only runs (B)
+    qb = np.zeros((K, m + 1), dtype=np.int64)
+    ha, ta = np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64)
+    hb, tb = np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64)
+    keya = np.zeros((K, m + 1))
+    keyb = np.zeros((K, m + 1))
+    fed = 0  # the j fed to the A queues so far: 0 .. fed - 1
     for i in range(m):
-        if i % 256 == 0 and deadline.passed():
-            return 0.0
-        best = f[i] + host_time[i]
-        hi = at[P[last[i]]] + 1 if last[i] >= 0 else 0  # topological range end (exclusive)
-        span = lo[:i + 1] < hi  # runs whose cut vertices enclose nodes off the path
-        a, b = np.where(span, lo[:i + 1], 0), np.where(span, hi, 0)
-        mem = cmem[i + 1] - cmem[:i + 1] + omem[b] - omem[a]
-        for cw, cbad, tin, tout, cap, ow, obad in classes:  # runs p_j .. p_i, j = 0 .. i
-            cost = cw[i + 1] - cw[:i + 1] + ow[b] - ow[a] + tin[:i + 1] + tout[i]
-            cost[(cbad[i + 1] - cbad[:i + 1] + obad[b] - obad[a] > 0) | (mem > cap)] = INF
-            best = min(best, float((f[:i + 1] + cost).min()))
+        best = f[i] + host[i]
+        h = hi[i]
+        for k in range(K):
+            keyb[k, i] = f[i] - cw[k, i] + tin[k, i]  # j = i joins B
+            while tb[k] > hb[k] and keyb[k, qb[k, tb[k] - 1]] >= keyb[k, i]:
+                tb[k] -= 1
+            qb[k, tb[k]] = i
+            tb[k] += 1
+        while fed <= last[i]:  # j <= last[i] now span a cut vertex: into A
+            j = fed
+            for k in range(K):
+                keya[k, j] = f[j] - cw[k, j] + tin[k, j] - ow[k, lo[j]]
+                while ta[k] > ha[k] and keya[k, qa[k, ta[k] - 1]] >= keya[k, j]:
+                    ta[k] -= 1
+                qa[k, ta[k]] = j
+                ta[k] += 1
+            fed += 1
+        for k in range(K):
+            while ha[k] < ta[k]:  # A: drop the front while it cannot run (a prefix)
+                j = qa[k, ha[k]]
+                if cbad[k, i + 1] - cbad[k, j] > 0.5 or obad[k, h] - obad[k, lo[j]] > 0.5 \
+                        or cmem[i + 1] - cmem[j] + omem[h] - omem[lo[j]] > cap[k]:
+                    ha[k] += 1
+                else:
+                    break
+            if ha[k] < ta[k]:
+                best = min(best, keya[k, qa[k, ha[k]]] + cw[k, i + 1] + tout[k, i] + ow[k, h])
+            while hb[k] < tb[k]:  # B: drop the j that span (j <= last[i]) or cannot run
+                j = qb[k, hb[k]]
+                if j <= last[i] or cbad[k, i + 1] - cbad[k, j] > 0.5 or cmem[i + 1] - cmem[j] > cap[k]:
+                    hb[k] += 1
+                else:
+                    break
+            if hb[k] < tb[k]:
+                best = min(best, keyb[k, qb[k, hb[k]]] + cw[k, i + 1] + tout[k, i])
         f[i + 1] = best
-    return float(f[m])
+    return f[m]
 
 
 def cut_vertices(spec: Spec) -> np.ndarray:
-    """[n] the nodes on every source-to-sink path (every other node is their ancestor or
-    descendant): in a topological order, no edge passes over them, no source comes after
-    them and no sink before. O(n + m)."""
+    """[n] the nodes every other node is an ancestor or a descendant of. In a topological
+    order, v at position t is one iff each later node has a predecessor at t or later (so,
+    by induction, descends from v) and each earlier node a successor at t or earlier. O(n + m)."""
     d = spec.dense
-    at = np.empty(d.n, dtype=np.int64)
-    at[d.topo] = np.arange(d.n)
+    n = d.n
+    at = np.empty(n, dtype=np.int64)
+    at[d.topo] = np.arange(n)
     a, b = at[d.src], at[d.dst]
-    over = np.zeros(d.n + 1, dtype=np.int64)  # edges passing over position t: a < t < b
-    np.add.at(over, a + 1, 1)
-    np.add.at(over, b, -1)
-    over = np.cumsum(over)[:d.n]
-    indeg = np.bincount(d.dst, minlength=d.n)
-    outdeg = np.bincount(d.src, minlength=d.n)
-    last_source = at[indeg == 0].max(initial=-1)
-    first_sink = at[outdeg == 0].min(initial=d.n)
-    t = np.arange(d.n)
-    return ((over == 0) & (t >= last_source) & (t <= first_sink))[at]
+    latest_pred = np.full(n, -1, dtype=np.int64)  # by position
+    np.maximum.at(latest_pred, b, a)
+    earliest_succ = np.full(n, n, dtype=np.int64)
+    np.minimum.at(earliest_succ, a, b)
+    after = np.r_[np.minimum.accumulate(latest_pred[::-1])[::-1][1:], n]  # min over positions > t
+    before = np.r_[-1, np.maximum.accumulate(earliest_succ)[:-1]]  # max over positions < t
+    t = np.arange(n)
+    return ((after >= t) & (before <= t))[at]
 
 
 def forced_transfers(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray],
