@@ -127,10 +127,11 @@ def run_all(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | None =
     own = executor is None
     local = own or isinstance(executor, LocalPool)
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) if own else executor
-    futures = {pool.submit(fn, *job): i for i, job in enumerate(jobs)}
+    futures: dict = {}  # type: ignore[type-arg]
     done: set[int] = set()
     tries = [0] * len(jobs)
     try:
+        futures.update({pool.submit(fn, *job): i for i, job in enumerate(jobs)})  # a warm pool may be broken
         while futures:
             f = next(as_completed(futures))
             i = futures.pop(f)

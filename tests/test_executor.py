@@ -61,3 +61,22 @@ def test_a_broken_warm_pool_runs_the_jobs_left_here() -> None:
     with warm_pool(2, []) as pool:
         got = dict(run_all(flaky_jobs.dies, [(os.getpid(), i) for i in range(3)], executor=pool))
     assert got == {0: 0, 1: 1, 2: 4}
+
+
+def test_a_script_without_a_main_guard_still_gets_its_answer(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Spawned workers re-run a script that has no `if __name__ == "__main__":` guard, and
+    fail to start (Python refuses a new process while one bootstraps): MILP-SPLIT's warm
+    pool breaks, and its jobs run in the script's own process."""
+    import subprocess
+    import sys
+
+    from tests.conftest import EXAMPLES
+
+    script = tmp_path / "noguard.py"
+    script.write_text("from partdsl import parse_file, solve\n"
+                      f"r = solve(parse_file({str(EXAMPLES / 'rwnn_throughput.part')!r}), time_limit=4)\n"
+                      "print('RESULT', r.status.value, r.objective)\n")
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    status, value = p.stdout.split()[-2:]
+    assert status == "feasible" and float(value) > 0, p.stdout
