@@ -333,7 +333,7 @@ minimize latency"""  # b only on the CPU: the runs a and c pay the tensors out o
 def test_the_path_only_bound_of_large_graphs_is_its_definition_and_below_the_optimum(spec: Spec) -> None:
     """Above INTERVAL_LIMIT nodes runs count only the nodes certainly in them (`path_runs`,
     linear memory): still a bound, and the same number as summing its runs one by one."""
-    from partdsl.kernels.latency.path_bound import path_runs
+    from partdsl.kernels.latency.path_runs import path_runs
 
     d = spec.dense
     assume(sum(1 if d.host[d.dev_class[j]] else spec.constraints.subgraphs for j in range(d.D)) ** d.n <= 8000)
@@ -346,7 +346,7 @@ def test_the_path_only_bound_of_large_graphs_is_its_definition_and_below_the_opt
 
 
 def test_a_path_split_by_a_cpu_only_node_pays_the_tensors_around_it() -> None:
-    from partdsl.kernels.latency.path_bound import path_runs
+    from partdsl.kernels.latency.path_runs import path_runs
 
     spec = parse(SPLIT_PATH)
     assert path_runs(spec, [0, 1, 2]) == pytest.approx(1 + 2 + 3 + 0.5 + 1) == path_runs_by_definition(spec, [0, 1, 2])
@@ -601,7 +601,7 @@ def test_the_path_only_bound_counts_the_nodes_between_two_cut_vertices() -> None
     """The run a .. e holds c too (a descendant of a and an ancestor of d); splitting the
     path pays 4 ms tensors. So the bound is the optimum, all on one device: 6 ms (5 ms
     with the path's own nodes only, as before)."""
-    from partdsl.kernels.latency.path_bound import cut_vertices, path_runs
+    from partdsl.kernels.latency.path_runs import cut_vertices, path_runs
 
     spec = parse(DIAMONDS)
     names = spec.dense.names
@@ -621,7 +621,7 @@ def test_the_path_only_bound_on_generated_decoders_with_tight_memory_is_its_defi
     import tempfile
 
     from partdsl.cli.main import main
-    from partdsl.kernels.latency.path_bound import cut_vertices, path_runs
+    from partdsl.kernels.latency.path_runs import cut_vertices, path_runs
 
     with tempfile.TemporaryDirectory() as tmp:
         f = Path(tmp) / "d.part"
