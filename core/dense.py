@@ -137,6 +137,14 @@ class Dense:
         out.setflags(write=False)
         return out
 
+    @cached_property
+    def topo_position(self) -> np.ndarray:
+        """[n] int64 (read-only): each node's position in `topo`."""
+        out = np.empty(self.n, dtype=np.int64)
+        out[self.topo] = np.arange(self.n)
+        out.setflags(write=False)
+        return out
+
     @property
     def D(self) -> int:
         return len(self.devices)

@@ -320,8 +320,7 @@ def pieces_of_shares(spec: Spec, shares: list[tuple[float, int, int, list[int]]]
     violations), or with `timed=False` the (start, piece) pairs."""
     d = spec.dense
     g = spec.objective.batch // spec.objective.split
-    pos = np.empty(d.n, dtype=np.int64)
-    pos[d.topo] = np.arange(d.n)
+    pos = d.topo_position
     pieces: list[tuple[float, Piece]] = []
     for at, v, u, chunks in sorted(shares, key=lambda z: (z[0], pos[z[1]])):
         samples = [q for c in chunks for q in range(c * g, (c + 1) * g)]

@@ -5,8 +5,9 @@ App. C.1): a fixed Kahn order (`slicegraph`), T i.i.d. random priority vectors
 
 Orders are over the contracted units (kernels/graph/contraction.py), so colocated nodes stay
 together; an order longer than COARSE_POSITIONS is cut into blocks first and refined once
-around the cuts (order_split.py), so the segment table stays within 33 MB per class. Every method is seeded and reproducible; each yields only improving
-candidates, which solve() re-scores with the evaluator.
+around the cuts (order_split.py), so the segment table stays within 33 MB per class.
+Every method is seeded and reproducible; each yields only improving candidates, which
+solve() re-scores with the evaluator.
 """
 from __future__ import annotations
 

@@ -83,8 +83,7 @@ def chain(spec: Spec, channels: int = 1, min_size: int = 1) -> list[list[int]]:
     q.add_edges_from((int(comp[a]), int(comp[b])) for a, b in spec.graph.edges if comp[a] != comp[b])
     scc = nx.condensation(q)  # components on a cycle of component edges become one
     atom = np.array([scc.graph["mapping"][int(c)] for c in comp], dtype=np.int64) if n else comp
-    pos = np.empty(n, dtype=np.int64)
-    pos[spec.dense.topo] = np.arange(n)
+    pos = spec.dense.topo_position
     first = {a: int(pos[atom == a].min()) for a in set(atom.tolist())}
     order = list(nx.lexicographical_topological_sort(scc, key=lambda a: first[a]))
     rank = np.empty(len(order), dtype=np.int64)

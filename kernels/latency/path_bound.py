@@ -28,7 +28,7 @@ import weakref
 import numpy as np
 from partdsl.core.dense import INF
 from partdsl.core.ir import Spec
-from partdsl.kernels.latency.path_runs import path_runs, runnable
+from partdsl.kernels.latency.path_runs import host_time, path_runs
 from partdsl.runtime import memory
 from partdsl.runtime.deadline import NEVER, Deadline
 
@@ -89,7 +89,7 @@ def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarra
         return path_runs(spec, path, deadline)
     P = np.asarray(path)
     C = len(d.class_names)
-    ok_cls, host_time = runnable(spec, P)
+    ok_cls, hosts = d.class_allowed, host_time(spec, P)
     if 8.0 * (6 * m * m + 2 * d.n * m) > memory.budget():
         return 0.0
     hard = spec.constraints.memory == "hard"
@@ -121,7 +121,7 @@ def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarra
     f = np.full(m + 1, INF)  # f[i]: p_0 .. p_i-1 processed
     f[0] = 0.0
     for i in range(m):
-        best = f[i] + host_time[i]
+        best = f[i] + hosts[i]
         acc = f[: i + 1] + run_cost[: i + 1, i]
         f[i + 1] = min(best, acc.min())
     return float(f[m])

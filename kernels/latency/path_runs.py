@@ -11,12 +11,11 @@ from partdsl.kernels.jit import njit
 from partdsl.runtime.deadline import NEVER, Deadline
 
 
-def runnable(spec: Spec, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """[n, C] whether a node may run on some device of each class; [m] each path node's
-    cheapest time on a host class (inf if none)."""
+def host_time(spec: Spec, P: np.ndarray) -> np.ndarray:
+    """[m] each path node's cheapest time on a host class (inf if none)."""
     d = spec.dense
-    ok_cls = d.class_allowed
-    return ok_cls, np.where(ok_cls[P][:, d.host], d.work[P][:, d.host], INF).min(axis=1, initial=INF)
+    ok = d.class_allowed[P][:, d.host]
+    return np.where(ok, d.work[P][:, d.host], INF).min(axis=1, initial=INF)
 
 
 def path_runs(spec: Spec, path: list[int], deadline: Deadline = NEVER) -> float:
@@ -31,11 +30,10 @@ def path_runs(spec: Spec, path: list[int], deadline: Deadline = NEVER) -> float:
     d = spec.dense
     P = np.asarray(path)
     m = len(P)
-    ok_cls, host_time = runnable(spec, P)
+    ok_cls = d.class_allowed
     hard = spec.constraints.memory == "hard"
     # the nodes between two cut vertices of the path: a range of the topological order
-    at = np.empty(d.n, dtype=np.int64)
-    at[d.topo] = np.arange(d.n)
+    at = d.topo_position
     cut = cut_vertices(spec)[P]
     idx = np.arange(m)
     first = np.minimum.accumulate(np.where(cut, idx, m)[::-1])[::-1]  # first cut vertex at or after j
@@ -64,7 +62,7 @@ def path_runs(spec: Spec, path: list[int], deadline: Deadline = NEVER) -> float:
         cap[k] = d.memory[c] * (1 + 1e-12) if hard and np.isfinite(d.memory[c]) else INF
     if deadline.passed():
         return 0.0
-    return float(_runs_dp(host_time, cmem, between(d.params), lo, hi, last, cw, cbad, ow, obad, tin, tout, cap))
+    return float(_runs_dp(host_time(spec, P), cmem, between(d.params), lo, hi, last, cw, cbad, ow, obad, tin, tout, cap))
 
 
 @njit
@@ -134,8 +132,7 @@ def cut_vertices(spec: Spec) -> np.ndarray:
     by induction, descends from v) and each earlier node a successor at t or earlier. O(n + m)."""
     d = spec.dense
     n = d.n
-    at = np.empty(n, dtype=np.int64)
-    at[d.topo] = np.arange(n)
+    at = d.topo_position
     a, b = at[d.src], at[d.dst]
     latest_pred = np.full(n, -1, dtype=np.int64)  # by position
     np.maximum.at(latest_pred, b, a)

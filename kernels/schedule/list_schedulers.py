@@ -201,8 +201,7 @@ def schedule(spec: Spec, rule: str) -> Schedule:
     board = _Board(spec, insertion=rule == "heft", links=link_table(spec))
     if rule == "heft":
         rank = _upward_rank(spec)
-        pos = np.empty(dense.n, dtype=np.int64)
-        pos[dense.topo] = np.arange(dense.n)
+        pos = dense.topo_position
         order = sorted(range(dense.n), key=lambda v: (-rank[v], pos[v]))
     else:
         order = dense.topo.tolist()
