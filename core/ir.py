@@ -46,6 +46,7 @@ class Node:
     forbid: tuple[str, ...] = ()
     flops: float | None = None  # per sample: with a device profile, the cost model gives its work (dsl/cost_model.py)
     dtype: str | None = None  # of its arithmetic, for the profile's peak (fp32 when None)
+    module: str | None = None  # its module path in the model (`model.layers.3.mlp`): imports keep it for plans
     span: Span | None = field(default=None, compare=False, repr=False)
 
 

@@ -62,10 +62,11 @@ class GraphBuilder:
              params: Amount = 0.0, out: Amount | None = None, comm: Amount | None = None,
              backward: bool = False, group: str | None = None, only: Iterable[str] = (),
              forbid: Iterable[str] = (), batch_work: Mapping[tuple[str, int], Amount] | None = None,
-             flops: float | None = None, dtype: str | None = None) -> "GraphBuilder":
+             flops: float | None = None, dtype: str | None = None, module: str | None = None) -> "GraphBuilder":
         """`work` maps a device class to its time (or is one generic time for every class,
         scaled by speed); `batch_work` maps (class, batch size) to a time (DiviML); `flops`
-        per sample (and `dtype`) give the work on classes with a device profile."""
+        per sample (and `dtype`) give the work on classes with a device profile; `module` is
+        its module path in the model (`model.layers.3.mlp`)."""
         if isinstance(work, Mapping):
             items = [Work(_value(t, TIME, "work"), on) for on, t in work.items()]
         elif work is not None:
@@ -77,7 +78,7 @@ class GraphBuilder:
         self._nodes.append(Node(name, tuple(items), _value(params, SIZE, "params") or 0.0,
                                 _value(out, SIZE, "out"), _value(comm, TIME, "comm"), backward,
                                 group, tuple(only), tuple(forbid),
-                                None if flops is None else float(flops), dtype))
+                                None if flops is None else float(flops), dtype, module))
         return self
 
     def family(self, name: str, first: int, last: int, **props: object) -> "GraphBuilder":

@@ -27,7 +27,7 @@ _W = r"[ \t\f\r]"
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _NUM = r"(?:[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)"
 _END = rf"{_W}*(?:(?:#|//)[^\n]*)?$"  # blanks and a comment to the end of the line
-PROPS = ("work", "params", "out", "comm", "flops", "dtype", "only", "not", "group", "backward")
+PROPS = ("work", "params", "out", "comm", "flops", "dtype", "only", "not", "group", "module", "backward")
 
 
 @dataclass(slots=True)
@@ -57,6 +57,7 @@ class Patterns:
         self.on = re.compile(rf"{_W}+on{_W}+({_NAME})")
         self.batch = re.compile(rf"{_W}+batch(?![A-Za-z0-9_])")
         self.word = re.compile(rf"{_W}*({_NAME})")
+        self.string = re.compile(rf'{_W}*("(?:[^"\\\n]|\\.)*")')
         self.more = re.compile(rf"{_W}*,")
         self.stop = re.compile(rf"{_W}|;|$")
         self.comment = re.compile(r"(#|//).*")
@@ -72,7 +73,7 @@ def patterns(parser: Lark) -> Patterns:
 
 
 Rule = Callable[[list], tuple[str, Any]]
-RULES = ("lit_quantity", "work_item", "work", "params", "out", "comm", "flops", "dtype", "group", "only",
+RULES = ("lit_quantity", "work_item", "work", "params", "out", "comm", "flops", "dtype", "group", "module", "only",
          "forbid_classes", "backward", "node_decl", "plain_name", "ref_plain", "chain")
 
 
@@ -99,6 +100,7 @@ class Reader:
             "comm": lambda p: self.one(r.comm, p), "flops": lambda p: self.one(r.flops, p),
             "dtype": lambda p: self.word(r.dtype, p), "group": lambda p: self.word(r.group, p),
             "only": lambda p: self.listed(r.only, p), "not": lambda p: self.listed(r.forbid_classes, p),
+            "module": self.string,
         }
         self.text, self.line = "", 0
         self.bodies: dict[str, tuple[list[tuple[str, Any]], list[tuple[str, int, int]]]] = {}
@@ -177,6 +179,11 @@ class Reader:
     def word(self, rule: Rule, pos: int) -> tuple[tuple[str, Any], int]:
         m = self.match(self.pat.word, pos)
         return rule([self.token(m)]), m.end()
+
+    def string(self, pos: int) -> tuple[tuple[str, Any], int]:
+        m = self.match(self.pat.string, pos)
+        a, b = m.span(1)
+        return self.rule.module([Token("STRING", m.group(1), a, self.line, a + 1, self.line, b + 1, b)]), b
 
     def listed(self, rule: Rule, pos: int) -> tuple[tuple[str, Any], int]:
         toks, pos = self.names(pos)

@@ -146,7 +146,7 @@ def graph_to_json(g: Graph) -> dict:
                              "work": [{"time": w.time, "on": w.on, "batch": w.batch} for w in nd.work]}
         if nd.params:
             d["params"] = nd.params
-        for key in ("out", "comm", "group", "flops", "dtype"):
+        for key in ("out", "comm", "group", "flops", "dtype", "module"):
             if getattr(nd, key) is not None:
                 d[key] = getattr(nd, key)
         if nd.backward:
@@ -172,7 +172,7 @@ def graph_from_json(data: dict, name: str, span: Span | None = None) -> Graph:
                   backward=bool(d.get("backward", False)),
                   group=d.get("group"), only=tuple(d.get("only", ())), forbid=tuple(d.get("not", ())),
                   flops=None if d.get("flops") is None else float(d["flops"]), dtype=d.get("dtype"),
-                  span=span)
+                  module=d.get("module"), span=span)
              for d in data["nodes"]]
     edges = [(str(a), span, str(b), span) for a, b in data["edges"]]
     return assemble_graph(name, nodes, edges, span)

@@ -81,6 +81,11 @@ class GraphRules:
     def group(self, ch: list) -> tuple[str, Any]:
         return ("group", str(ch[0]))
 
+    def module(self, ch: list) -> tuple[str, Any]:
+        from partdsl.dsl.tokens import unquote
+
+        return ("module", unquote(ch[0], self.file))
+
     def backward(self, ch: list) -> tuple[str, Any]:
         return ("backward", True)
 

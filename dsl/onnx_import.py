@@ -71,6 +71,13 @@ def _bytes(shape: list[int] | None, elem_type: int) -> float:
     return float(math.prod(shape) * size)
 
 
+def _module(name: str) -> str | None:
+    """The module path in an exporter's node name: torch.onnx writes
+    `/model/layers.3/mlp/down_proj/MatMul` for module `model.layers.3.mlp.down_proj`."""
+    path = name.strip("/").rpartition("/")[0]
+    return path.replace("/", ".") or None if "/" in name else None
+
+
 def _clean(name: str, used: set[str]) -> str:
     base = re.sub(r"[^A-Za-z0-9_]", "_", name) or "op"
     if not re.match(r"[A-Za-z_]", base):
@@ -247,7 +254,7 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
         nodes.append(Node(name=label,
                           params=sum(params[i] for i in members), out=outb[last] or None,
                           flops=sum(flops[i] for i in members), dtype=dtype[h] if dtype[h] != "fp32" else None,
-                          span=span))
+                          module=_module(ops[h].name), span=span))
     index = {h: k for k, h in enumerate(heads)}
     edges = sorted({(index[group[p]], index[group[i]]) for i in range(len(ops)) for p in preds[i]
                     if group[p] != group[i]})

@@ -43,6 +43,8 @@ def _node(nd: Node) -> str:
         props.append("not " + ", ".join(nd.forbid))
     if nd.group is not None:
         props.append(f"group {nd.group}")
+    if nd.module is not None:
+        props.append(f"module {json.dumps(nd.module)}")
     if nd.backward:
         props.append("backward")
     return f"  node {nd.name} {{ " + "; ".join(props) + (" }" if props else "}")

@@ -46,6 +46,7 @@ def graphs(draw, max_nodes: int = 7, training: bool | None = None) -> Graph:
             comm=draw(times) if use_comm else None,
             backward=train and draw(st.booleans()),
             group=draw(st.one_of(st.none(), st.sampled_from(["ga", "gb"]))),
+            module=draw(st.one_of(st.none(), st.sampled_from(["model.layers.0.mlp", 'odd "quoted" \\ path']))),
             forbid=("acc",) if draw(st.integers(0, 6)) == 0 else ()))
     edges = set()
     for a in range(n):

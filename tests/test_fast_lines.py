@@ -62,6 +62,8 @@ GOOD = [  # lines the fast path takes ({} is a fresh node name)
     "node {} {{ work 1 ms }} # a comment",
     "node {} {{ work 1e-3 s on gpu batch 1; not cpu ; }}",
     "node {} {{ flops 3 TFLOP; dtype bf16 }}",
+    'node {} {{ work 1 ms; module "model.layers.3.mlp"; group g }}',
+    r'node {} {{ module "a \"quoted\" \\ path" }}',
     "a -> b -> c",
     "a->b;",
     "c -> d // a comment",
@@ -71,6 +73,9 @@ BAD = [  # lines with a mistake: Lark's error, at the same place
     "node {} {{ work 1 ms on tpu }}",  # unknown class, reported where written
     "node {} {{ params 1 B; params 2 B }}",  # given twice
     "node {} {{ dtype fp64 }}",
+    'node {} {{ module "x"; module "y" }}',  # given twice
+    r'node {} {{ module "bad \q escape" }}',
+    "node {} {{ module model.layers }}",  # not in quotes
     "node work {{ work 1 ms }}",  # a keyword as a name
     "node ms {{ work 1 ms }}",  # a unit as a name
     "node {} {{ work 1 ms # swallows the brace }}",

@@ -20,6 +20,11 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("--fuse", action="store_true", help="onnx: fuse the usual chains (Conv + BatchNormalization + Relu, ...)")
     p.add_argument("--split", default="contiguous", choices=["contiguous", "any"],
                    help="contiguous (default) or any: non-contiguous splits allowed")
+    p.add_argument("--group-by", metavar="HOW", help="collapse operators into the units people split: `layer` "
+                   "(embedding, each decoder layer, head) or `module[:DEPTH]` (module path prefix); each unit becomes "
+                   "a `group` under `colocate by group` (docs/plans.md)")
+    p.add_argument("--layers", metavar="REGEX", help="with --group-by layer: the part of a node name that is its "
+                   "decoder layer (default: `layers.3`, `h.3`, `blocks.3`, `l3_` ...)")
     p.add_argument("--output", "-o", metavar="FILE")
     p.add_argument("-D", dest="define", action="append", metavar="NAME=VALUE")
     import_arguments(p)
@@ -57,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
             raise PartError(f"unknown target format '{args.to}'", None, "use --to part or --to json")
     else:
         raise PartError(f"unknown source format '{fmt}'", None, "use --from dnn-partitioning or --from part")
+    if args.group_by:
+        text = grouped(text, src, args)
+    elif args.layers:
+        raise PartError("--layers goes with --group-by layer", None, "add --group-by layer")
     if args.output:
         Path(args.output).write_text(text)
     else:
@@ -64,6 +73,18 @@ def run(args: argparse.Namespace) -> int:
     if args.to != "json":
         print(summary(text, args.output, import_options(args)), file=sys.stderr)
     return EXIT_OK
+
+
+def grouped(text: str, src: Path, args: argparse.Namespace) -> str:
+    """The converted spec with each unit of --group-by in one colocated group (plans/grouping.py)."""
+    from partdsl.core.layers import layer_pattern
+    from partdsl.dsl.parser import parse
+    from partdsl.dsl.printer import to_part
+    from partdsl.plans.grouping import group_by
+
+    spec = parse(text, str(src), None, import_options(args))
+    spec = group_by(spec, args.group_by, layer_pattern(args.layers))
+    return to_part(spec, header=f"{src.name}, grouped by {args.group_by} by `part convert`")
 
 
 def summary(text: str, output: str | None, options) -> str:  # type: ignore[no-untyped-def]
@@ -76,6 +97,7 @@ def summary(text: str, output: str | None, options) -> str:  # type: ignore[no-u
     spec = parse(text, str(Path(output) if output else Path.cwd() / "<stdout>"), None, options)
     d, c = spec.dense, spec.constraints
     kinds = ", ".join(f"{k.count} x {k.name}" for k in spec.platform.classes)
-    rules = [r for r, on in (("contiguous", c.contiguous), (f"memory {c.memory}", c.memory != "ignore")) if on]
+    rules = [r for r, on in (("contiguous", c.contiguous), ("colocate by group", c.colocate),
+                             (f"memory {c.memory}", c.memory != "ignore")) if on]
     return (f"wrote {where}: {d.n:,} nodes, {d.m:,} edges; devices {kinds}; {objective_name(spec)}"
             + (f"; {', '.join(rules)}" if rules else ""))
