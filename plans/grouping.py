@@ -5,7 +5,8 @@ while the evaluator still scores every operator of the plan.
 
 - `layer`: the pipeline units of plans/units.py: the embedding (everything before the
   first decoder layer), each decoder layer, the head (everything after the last); and
-  `contiguous`, so that each device holds one run of consecutive units (a pipeline stage);
+  `acyclic` (Archer et al. sec. 2: the stages form a pipeline, each device one run of
+  consecutive units), under which the DP over ideals proves its split optimal;
 - `module:DEPTH`: the first DEPTH parts of each node's module path (`model.layers.3` at
   depth 3 for `/model/layers.3/mlp/down_proj/MatMul`); a node whose path is shorter (glue
   such as `/model/Constant_3`) stays free.
@@ -67,4 +68,4 @@ def group_by(spec: Spec, how: str, pattern: re.Pattern | None = None) -> Spec:
                   for nd, g in zip(spec.graph.nodes, groups))
     return replace(spec, graph=replace(spec.graph, nodes=nodes),
                    constraints=replace(spec.constraints, colocate=True,
-                                       contiguous=spec.constraints.contiguous or kind == "layer"))
+                                       acyclic=spec.constraints.acyclic or kind == "layer"))

@@ -169,7 +169,7 @@ def test_group_by_layer_plans_whole_layers_and_the_evaluator_scores_the_operator
 
     spec = decoder(6)
     grouped = group_by(spec, "layer")
-    assert grouped.constraints.colocate and grouped.constraints.contiguous
+    assert grouped.constraints.colocate and grouped.constraints.acyclic
     assert {nd.group for nd in grouped.graph.nodes} == {"embedding", "head"} | {f"l{i}" for i in range(1, 7)}
     r = solve(grouped, method="auto", time_limit=10)
     dev = np.array([spec.platform.devices.index(r.assignment[nd.name]) for nd in spec.graph.nodes])
@@ -266,7 +266,7 @@ def test_cli_convert_solve_export(tmp_path) -> None:
     grouped = tmp_path / "g.part"
     r = run_part("convert", str(src), "--group-by", "layer", "-o", str(grouped))
     assert r.returncode == 0, r.stderr
-    assert "contiguous, colocate by group" in r.stderr
+    assert "acyclic, colocate by group" in r.stderr
     plan = tmp_path / "plan.json"
     r = run_part("solve", str(grouped), "--json", "--time-limit", "5")
     assert r.returncode == 0, r.stderr
@@ -286,3 +286,56 @@ def test_cli_convert_solve_export(tmp_path) -> None:
     assert r.returncode == 2 and "one or the other" in r.stderr
     r = run_part("convert", str(src), "--group-by", "module:0")
     assert r.returncode == 2 and "not a grouping" in r.stderr
+
+
+def test_vllm_even_split_gives_the_remainder_to_the_ranks_before_the_last() -> None:
+    from partdsl.plans.baselines import _layer_counts
+
+    assert _layer_counts("vllm", 10, 4) == [2, 3, 3, 2]
+    assert _layer_counts("vllm", 32, 8) == [4] * 8
+    assert _layer_counts("uniform", 12, 4) == [3] * 4
+    with pytest.raises(PartError, match="needs the 5 stages to divide the 12 layers"):
+        _layer_counts("uniform", 12, 5)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_parameters_split_is_the_least_heaviest_part_by_brute_force(seed: int) -> None:
+    from itertools import combinations
+
+    from partdsl.plans.baselines import _min_max_cuts
+
+    rng = np.random.default_rng(seed)
+    n, p = int(rng.integers(1, 9)), int(rng.integers(1, 5))
+    w = rng.integers(0, 10, n).astype(float)
+
+    def heaviest(starts: list[int]) -> float:
+        bounds = list(starts) + [n]
+        return max(w[bounds[i]:bounds[i + 1]].sum() for i in range(p))
+
+    best = min(heaviest([0, *c]) for c in combinations(range(n + 1), p - 1) if list(c) == sorted(c))
+    got = _min_max_cuts(w, p)
+    assert got[0] == 0 and got == sorted(got) and len(got) == p
+    assert heaviest(got) == pytest.approx(best, abs=1e-6)
+
+
+def test_partdsl_is_never_worse_than_the_splits_people_make() -> None:
+    """Two GPU generations: the layer plan, proven optimal by the DP over ideals under
+    `acyclic`, against Megatron's uniform, vLLM's even and DeepSpeed's parameters splits
+    over the same ranks, each scored by the evaluator."""
+    from partdsl.dsl.decoder_graph import decoder_graph
+    from partdsl.methods.solve import solve
+    from partdsl.plans.baselines import BASELINES, baseline
+
+    model = Decoder(layers=8, hidden=256, heads=4, seq=128, vocab=32000, dtype="bf16")
+    spec = (SpecBuilder(decoder_graph(model)).device("h100", 2, profile="h100").device("a100", 2, profile="a100")
+            .minimize("bottleneck").build())
+    grouped = group_by(spec, "layer")
+    r = solve(grouped, time_limit=20)
+    assert r.status.value == "optimal"
+    ours = evaluate(spec, np.array([spec.platform.devices.index(r.assignment[nd.name]) for nd in spec.graph.nodes]))
+    u = units(grouped)
+    scores = {k: evaluate(spec, baseline(grouped, u, k, list(spec.platform.devices))) for k in BASELINES}
+    assert all(ev.feasible for ev in scores.values())
+    assert all(ours.objective <= ev.objective * (1 + 1e-9) for ev in scores.values()), \
+        (ours.objective, {k: ev.objective for k, ev in scores.items()})
+    assert min(ev.objective for ev in scores.values()) > ours.objective * 1.05  # the head and embedding weigh

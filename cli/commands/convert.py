@@ -97,7 +97,7 @@ def summary(text: str, output: str | None, options) -> str:  # type: ignore[no-u
     spec = parse(text, str(Path(output) if output else Path.cwd() / "<stdout>"), None, options)
     d, c = spec.dense, spec.constraints
     kinds = ", ".join(f"{k.count} x {k.name}" for k in spec.platform.classes)
-    rules = [r for r, on in (("contiguous", c.contiguous), ("colocate by group", c.colocate),
+    rules = [r for r, on in (("acyclic", c.acyclic), ("contiguous", c.contiguous), ("colocate by group", c.colocate),
                              (f"memory {c.memory}", c.memory != "ignore")) if on]
     return (f"wrote {where}: {d.n:,} nodes, {d.m:,} edges; devices {kinds}; {objective_name(spec)}"
             + (f"; {', '.join(rules)}" if rules else ""))
