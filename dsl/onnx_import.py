@@ -71,11 +71,19 @@ def _bytes(shape: list[int] | None, elem_type: int) -> float:
     return float(math.prod(shape) * size)
 
 
-def _module(name: str) -> str | None:
-    """The module path in an exporter's node name: torch.onnx writes
-    `/model/layers.3/mlp/down_proj/MatMul` for module `model.layers.3.mlp.down_proj`."""
-    path = name.strip("/").rpartition("/")[0]
-    return path.replace("/", ".") or None if "/" in name else None
+def _module(nd) -> str | None:  # type: ignore[no-untyped-def]
+    """A node's module path as torch.onnx records it: the dynamo exporter (the default since
+    torch 2.9) in the `namespace` metadata, `: LlamaForCausalLM/model: LlamaModel/
+    model.layers.3: LlamaDecoderLayer/.../mul_7: aten.mul.Tensor` (the path of the
+    segment before the op's own); the TorchScript exporter in the name,
+    `/model/layers.3/mlp/down_proj/MatMul` for `model.layers.3.mlp.down_proj`."""
+    for prop in nd.metadata_props:
+        if prop.key == "namespace":
+            segments = prop.value.split("/")
+            return segments[-2].partition(":")[0].strip() or None if len(segments) > 1 else None
+    if "/" not in nd.name:
+        return None
+    return nd.name.strip("/").rpartition("/")[0].replace("/", ".") or None
 
 
 def _clean(name: str, used: set[str]) -> str:
@@ -254,7 +262,7 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
         nodes.append(Node(name=label,
                           params=sum(params[i] for i in members), out=outb[last] or None,
                           flops=sum(flops[i] for i in members), dtype=dtype[h] if dtype[h] != "fp32" else None,
-                          module=_module(ops[h].name), span=span))
+                          module=_module(ops[h]), span=span))
     index = {h: k for k, h in enumerate(heads)}
     edges = sorted({(index[group[p]], index[group[i]]) for i in range(len(ops)) for p in preds[i]
                     if group[p] != group[i]})

@@ -339,3 +339,33 @@ def test_partdsl_is_never_worse_than_the_splits_people_make() -> None:
     assert all(ours.objective <= ev.objective * (1 + 1e-9) for ev in scores.values()), \
         (ours.objective, {k: ev.objective for k, ev in scores.items()})
     assert min(ev.objective for ev in scores.values()) > ours.objective * 1.05  # the head and embedding weigh
+
+
+def test_hugging_face_llama_exported_by_torch_plans_with_its_own_module_names(tmp_path) -> None:
+    """examples/llama_tiny.onnx: transformers' LlamaForCausalLM through torch.onnx's dynamo
+    exporter (module paths in the `namespace` metadata, names like `node_MatMul_12`)."""
+    from conftest import EXAMPLES
+
+    part = tmp_path / "llama.part"
+    r = run_part("convert", str(EXAMPLES / "llama_tiny.onnx"), "--objective", "bottleneck", "--group-by", "layer",
+                 "-o", str(part))
+    assert r.returncode == 0, r.stderr
+    from partdsl.dsl.parser import parse_file
+
+    spec = parse_file(part)
+    u = units(spec)
+    assert u.layers == 4
+    assert u.modules[1:5] == tuple((f"model.layers.{i}",) for i in range(4))
+    assert "model.embed_tokens" in u.modules[0] and u.modules[-1] == ("model.norm", "lm_head")
+    r = run_part("solve", str(part), "--json", "--time-limit", "10")
+    assert r.returncode == 0, r.stderr
+    answer = json.loads(r.stdout)
+    assert answer["status"] == "optimal"  # the DP over ideals, under the acyclic that --group-by layer adds
+    (tmp_path / "plan.json").write_text(r.stdout)
+    r = run_part("export", str(part), "--plan", str(tmp_path / "plan.json"), "--format", "fqn", "--json")
+    assert r.returncode == 0, r.stderr
+    flat = [m for chunk in json.loads(r.stdout)["module_fqns_per_model_part"] for m in chunk]
+    assert flat[-2:] == ["model.norm", "lm_head"] and flat.index("model.embed_tokens") < flat.index("model.layers.0")
+    assert [m for m in flat if m.startswith("model.layers")] == [f"model.layers.{i}" for i in range(4)]
+    grouped = group_by(parse_file(part), "module:3")
+    assert "model_layers_2" in {nd.group for nd in grouped.graph.nodes}
