@@ -65,17 +65,34 @@ def onnx_to_part(path: Path, objective: str = "latency", fuse: bool = False,
     output bytes per sample, from dsl/onnx_import.py), on two A100s and a Xeon by device
     profile, with the objective asked for."""
     from partdsl.dsl.onnx_import import import_onnx
+
+    graph = import_onnx(path, _graph_name(path), fuse=fuse, options=options)
+    return model_to_part(graph, f"{path.name}, converted from ONNX by `part convert`" + (" (chains fused)" if fuse
+                                                                                           else ""), objective)
+
+
+def torch_export_to_part(path: Path, objective: str = "latency", options: ImportOptions = ImportOptions()) -> str:
+    """The same for a torch.export program (.pt2, dsl/torch_export.py), read without torch."""
+    from partdsl.dsl.torch_export import import_torch_export
+
+    graph = import_torch_export(path, _graph_name(path), options=options)
+    return model_to_part(graph, f"{path.name}, converted from torch.export by `part convert`", objective)
+
+
+def _graph_name(path: Path) -> str:
+    name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in path.stem) or "g"
+    return "g_" + name if name[0].isdigit() else name
+
+
+def model_to_part(graph, title: str, objective: str) -> str:  # type: ignore[no-untyped-def]
+    """An imported model's graph on two A100s and a Xeon by device profile."""
     from partdsl.dsl.printer import _node
 
-    name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in path.stem) or "g"
-    if name[0].isdigit():
-        name = "g_" + name
-    graph = import_onnx(path, name, fuse=fuse, options=options)
     objectives = {"bottleneck": "minimize bottleneck", "latency": "minimize latency",
                   "tasks": "minimize latency by tasks", "throughput": "maximize throughput batch 16 split 4"}
     if objective not in objectives:
         raise PartError(f"unknown objective '{objective}'", None, "use " + ", ".join(objectives))
-    lines = [f"# {path.name}, converted from ONNX by `part convert`" + (" (chains fused)" if fuse else ""),
+    lines = [f"# {title}",
              f"# {len(graph.nodes)} nodes, {len(graph.edges)} edges; per sample: flops, params and out bytes;",
              "# the work on each device class comes from its profile (dsl/device_profiles.json)",
              "param k = 2", f"graph {graph.name} {{"]

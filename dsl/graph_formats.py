@@ -21,7 +21,7 @@ from partdsl.core.limits import MAX_IMPORT_BYTES, MAX_JSON_DEPTH, check_count
 from partdsl.dsl.assemble import assemble_graph
 from partdsl.dsl.import_options import ImportOptions
 
-FORMATS = ("dnn-partitioning", "partdsl", "onnx", "onnx-fused")
+FORMATS = ("dnn-partitioning", "partdsl", "onnx", "onnx-fused", "torch-export")
 ACC, CPU = "acc", "cpu"
 
 
@@ -78,6 +78,10 @@ def import_graph(path: Path, fmt: str | None, name: str, span: Span | None = Non
         from partdsl.dsl.onnx_import import import_onnx
 
         return import_onnx(path, name, span, fuse=fmt == "onnx-fused", options=options)
+    if fmt == "torch-export" or (fmt is None and path.suffix.lower() == ".pt2"):
+        from partdsl.dsl.torch_export import import_torch_export
+
+        return import_torch_export(path, name, span, options=options)
     data = load_json(path, span)
     fmt = fmt or detect_format(data)
     if fmt not in FORMATS:

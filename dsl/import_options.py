@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
-from partdsl.core.errors import PartError
+from partdsl.core.errors import PartError, Span
 
 UNKNOWN_OPS = ("warn", "zero", "error")
 
@@ -49,3 +50,20 @@ def input_shape(text: str) -> tuple[str, tuple[int, ...]]:
         raise PartError(f"--input-shape '{text}': every dimension must be >= 1", None,
                         "write e.g. --input-shape pixel_values=1x3x224x224")
     return m.group(1), dims
+
+
+def report_uncosted(uncosted: dict[tuple[str, str], int], options: ImportOptions, path: Path,
+                    span: Span | None) -> None:
+    """Operators costed 0 FLOPs because the cost model cannot cost them, by --unknown-ops."""
+    if not uncosted or options.unknown_ops == "zero":
+        return
+    total = sum(uncosted.values())
+    listed = "; ".join(f"{op} x{n} ({why})" for (op, why), n in sorted(uncosted.items(), key=lambda kv: -kv[1]))
+    what = f"{total} operator{'s' if total > 1 else ''} of '{path.name}' the cost model cannot cost: {listed}"
+    if options.unknown_ops == "error":
+        raise PartError(f"import: {what}", span, "--unknown-ops zero (or warn) costs them 0 FLOPs; "
+                        "--input-shape resolves unknown shapes")
+    import warnings
+
+    warnings.warn(f"{what}; costed 0 FLOPs (--unknown-ops error refuses them, zero keeps quiet)",
+                  UncostedOperators, stacklevel=2)

@@ -24,13 +24,13 @@ its own shape inference and counts MACs with its own conventions (see the README
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node
 from partdsl.dsl import onnx_ops
-from partdsl.dsl.import_options import ImportOptions, UncostedOperators
+from partdsl.dsl.import_options import ImportOptions, report_uncosted
+from partdsl.dsl.names import identifier
 
 FUSABLE = {"BatchNormalization", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Add", "Mul", "Gelu",
            "HardSigmoid", "HardSwish", "Erf", "Div"}
@@ -84,18 +84,6 @@ def _module(nd) -> str | None:  # type: ignore[no-untyped-def]
     if "/" not in nd.name:
         return None
     return nd.name.strip("/").rpartition("/")[0].replace("/", ".") or None
-
-
-def _clean(name: str, used: set[str]) -> str:
-    base = re.sub(r"[^A-Za-z0-9_]", "_", name) or "op"
-    if not re.match(r"[A-Za-z_]", base):
-        base = "n_" + base
-    out, i = base, 1
-    while out in used:
-        i += 1
-        out = f"{base}_{i}"
-    used.add(out)
-    return out
 
 
 def _fix_inputs(model, options: ImportOptions, path: Path, span: Span | None) -> None:  # type: ignore[no-untyped-def]
@@ -166,22 +154,6 @@ def _shapes(onnx, model, path: Path, span: Span | None):  # type: ignore[no-unty
     return model, shapes, types
 
 
-def _report(uncosted: dict[tuple[str, str], int], options: ImportOptions, path: Path, span: Span | None) -> None:
-    """Operators costed 0 FLOPs because the cost model cannot cost them, by --unknown-ops."""
-    if not uncosted or options.unknown_ops == "zero":
-        return
-    total = sum(uncosted.values())
-    listed = "; ".join(f"{op} x{n} ({why})" for (op, why), n in sorted(uncosted.items(), key=lambda kv: -kv[1]))
-    what = f"{total} operator{'s' if total > 1 else ''} of '{path.name}' the cost model cannot cost: {listed}"
-    if options.unknown_ops == "error":
-        raise PartError(f"import: {what}", span, "--unknown-ops zero (or warn) costs them 0 FLOPs; "
-                        "--input-shape resolves unknown shapes")
-    import warnings
-
-    warnings.warn(f"{what}; costed 0 FLOPs (--unknown-ops error refuses them, zero keeps quiet)",
-                  UncostedOperators, stacklevel=2)
-
-
 def _label(node) -> str:  # type: ignore[no-untyped-def]
     k = onnx_ops.key(node)
     return k if isinstance(k, str) else f"{k[0]}:{k[1]}"
@@ -219,7 +191,7 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
                         "export the model with its graph (torch.onnx.export or onnx.save)")
     producer = {o: i for i, nd in enumerate(ops) for o in nd.output}
     used: set[str] = set()
-    names = [_clean(nd.name or f"{nd.op_type}_{i}", used) for i, nd in enumerate(ops)]
+    names = [identifier(nd.name or f"{nd.op_type}_{i}", used) for i, nd in enumerate(ops)]
     uncosted: dict[tuple[str, str], int] = {}
     flops: list[float] = []
     read = {x for nd in ops for x in nd.input} | {vi.name for vi in g.output}  # outputs whose bytes matter
@@ -229,7 +201,7 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
             why = onnx_ops.unmodelled_reason(nd) or "shapes unknown"
             uncosted[(_label(nd), why)] = uncosted.get((_label(nd), why), 0) + 1
         flops.append(f or 0.0)
-    _report(uncosted, options, path, span)
+    report_uncosted(uncosted, options, path, span)
     params = [sum(_bytes(list(inits[x].dims), inits[x].data_type) for x in nd.input if x in inits)
               + sum(consts.get(x, 0.0) for x in nd.input) for nd in ops]
     outb = [sum(_bytes(shapes.get(o), types.get(o, 1)) for o in nd.output) for nd in ops]

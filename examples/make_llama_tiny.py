@@ -1,7 +1,8 @@
-"""Write examples/llama_tiny.onnx: Hugging Face transformers' LlamaForCausalLM (4 decoder
-layers, hidden 32, vocabulary 512, random weights, 16 tokens) exported by torch.onnx's
-default (dynamo) exporter, which names nodes `node_MatMul_12` and records each node's
-module path in its `namespace` metadata. A model partdsl did not write: its graph is
+"""Write examples/llama_tiny.onnx and examples/llama_tiny.pt2: Hugging Face transformers'
+LlamaForCausalLM (4 decoder layers, hidden 32, vocabulary 512, random weights, 16 tokens)
+exported by torch.onnx's default (dynamo) exporter, which names nodes `node_MatMul_12` and
+records each node's module path in its `namespace` metadata, and saved by
+torch.export.save (the program as JSON in a zip, each node's `nn_module_stack`). A model partdsl did not write: its graph is
 transformers' code (Apache-2.0), traced by torch. torch, transformers and onnxscript are
 needed to regenerate it only, never to run partdsl:
 
@@ -31,6 +32,9 @@ def main() -> None:
     onnx.save(onnx.load(str(out)), str(out), save_as_external_data=False)  # one file
     Path(str(out) + ".data").unlink(missing_ok=True)
     print(f"wrote {out} ({out.stat().st_size:,} bytes)")
+    pt2 = HERE / "llama_tiny.pt2"
+    torch.export.save(torch.export.export(model, (ids,), kwargs={"use_cache": False}), str(pt2))
+    print(f"wrote {pt2} ({pt2.stat().st_size:,} bytes)")
 
 
 if __name__ == "__main__":

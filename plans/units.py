@@ -128,9 +128,10 @@ def units(spec: Spec, pattern: re.Pattern | None = None) -> Units:
     for k, i in number.items():
         mods[i][module_path(k)] = None
     layer_paths = [module_path(k) for k in order]
+    named = any(nd.module for nd in nodes)  # then a node without a module path (an alias) names no module
     for v in np.flatnonzero((unit == HEAD) | (unit == tail)).tolist():
         nd = nodes[v]
-        m = nd.module or module_path(layer_of(nd.name, None))
-        if not any(contains(m, p) for p in layer_paths):  # a container of the layers (`model`) is not a unit
+        m = nd.module or (None if named else module_path(layer_of(nd.name, None)))
+        if m and not any(contains(m, p) for p in layer_paths):  # a container of the layers (`model`) is not one
             mods[int(unit[v])][m] = None
     return Units(unit=unit, layers=len(order), modules=tuple(tuple(m) for m in mods))

@@ -10,9 +10,10 @@ from partdsl.cli.common import EXIT_OK, defines, import_arguments, import_option
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
-    p = sub.add_parser("convert", help="dnn-partitioning JSON or ONNX -> .part spec; .part -> normalized .part or graph JSON")
+    p = sub.add_parser("convert", help="dnn-partitioning JSON, ONNX or torch.export (.pt2) -> .part spec; .part -> "
+                       "normalized .part or graph JSON")
     p.add_argument("file")
-    p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "onnx", "part"])
+    p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "onnx", "torch-export", "part"])
     p.add_argument("--to", choices=["part", "json"])
     p.add_argument("--objective", choices=["bottleneck", "latency", "tasks", "throughput"],
                    help="bottleneck (default for dnn-partitioning), latency (default for onnx), tasks, throughput "
@@ -34,10 +35,15 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
 def run(args: argparse.Namespace) -> int:
     from partdsl.cli.convert import dnn_partitioning_to_part, graph_json
     from partdsl.core.errors import PartError
+    from partdsl.core.layers import layer_pattern
+    from partdsl.dsl.parser import parse
+    from partdsl.dsl.printer import to_part
+    from partdsl.plans.grouping import group_by
 
     src = Path(args.file)
     fmt = args.from_format or ("dnn-partitioning" if src.suffix == ".json" else
-                               "onnx" if src.suffix.lower() == ".onnx" else "part")
+                               "onnx" if src.suffix.lower() == ".onnx" else
+                               "torch-export" if src.suffix.lower() == ".pt2" else "part")
     out_dir = Path(args.output).parent if args.output else None
     if fmt == "onnx":
         from partdsl.cli.convert import onnx_to_part
@@ -45,26 +51,35 @@ def run(args: argparse.Namespace) -> int:
         if args.to not in (None, "part"):
             raise PartError(f"cannot convert onnx to '{args.to}'", None, "use --to part")
         text = onnx_to_part(src, args.objective or "latency", args.fuse, import_options(args))
+    elif fmt == "torch-export":
+        from partdsl.cli.convert import torch_export_to_part
+
+        if args.to not in (None, "part"):
+            raise PartError(f"cannot convert torch-export to '{args.to}'", None, "use --to part")
+        text = torch_export_to_part(src, args.objective or "latency", import_options(args))
     elif fmt == "dnn-partitioning":
         if args.to not in (None, "part"):
             raise PartError(f"cannot convert dnn-partitioning to '{args.to}'", None, "use --to part")
         text = dnn_partitioning_to_part(src, args.objective or "bottleneck", args.split, out_dir)
     elif fmt == "part":
         from partdsl.dsl.parser import parse_file
-        from partdsl.dsl.printer import to_part
 
         spec = parse_file(src, defines(args.define), import_options(args))
+        if args.group_by:  # grouped here, without printing and parsing the spec again
+            spec = group_by(spec, args.group_by, layer_pattern(args.layers))
+        how = f"grouped by {args.group_by}" if args.group_by else "normalized"
         if args.to in (None, "part"):
-            text = to_part(spec, header=f"{src.name}, normalized by `part convert`")
+            text = to_part(spec, header=f"{src.name}, {how} by `part convert`")
         elif args.to == "json":
             text = graph_json(spec.graph)
         else:
             raise PartError(f"unknown target format '{args.to}'", None, "use --to part or --to json")
     else:
         raise PartError(f"unknown source format '{fmt}'", None, "use --from dnn-partitioning or --from part")
-    if args.group_by:
-        text = grouped(text, src, args)
-    elif args.layers:
+    if args.group_by and fmt != "part":
+        spec = group_by(parse(text, str(src), None, import_options(args)), args.group_by, layer_pattern(args.layers))
+        text = to_part(spec, header=f"{src.name}, grouped by {args.group_by} by `part convert`")
+    elif args.layers and not args.group_by:
         raise PartError("--layers goes with --group-by layer", None, "add --group-by layer")
     if args.output:
         Path(args.output).write_text(text)
@@ -73,18 +88,6 @@ def run(args: argparse.Namespace) -> int:
     if args.to != "json":
         print(summary(text, args.output, import_options(args)), file=sys.stderr)
     return EXIT_OK
-
-
-def grouped(text: str, src: Path, args: argparse.Namespace) -> str:
-    """The converted spec with each unit of --group-by in one colocated group (plans/grouping.py)."""
-    from partdsl.core.layers import layer_pattern
-    from partdsl.dsl.parser import parse
-    from partdsl.dsl.printer import to_part
-    from partdsl.plans.grouping import group_by
-
-    spec = parse(text, str(src), None, import_options(args))
-    spec = group_by(spec, args.group_by, layer_pattern(args.layers))
-    return to_part(spec, header=f"{src.name}, grouped by {args.group_by} by `part convert`")
 
 
 def summary(text: str, output: str | None, options) -> str:  # type: ignore[no-untyped-def]

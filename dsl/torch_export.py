@@ -1,0 +1,185 @@
+"""torch.export programs -> graphs, without torch (`part convert model.pt2 --from
+torch-export`). A `.pt2` file (torch.export.save) is a zip holding the serialized
+ExportedProgram as JSON (`<name>/models/model.json`, torch/_export/serde/schema.py, major
+version 8): graph nodes calling ATen operators, tensor metadata (sizes, dtype), the
+signature saying which inputs are parameters, and each node's `nn_module_stack`.
+
+One node per operator call (a getitem of a multi-output call folds into its producer), an
+edge from each tensor's producer to each consumer, and per sample: output bytes from the
+tensors' sizes and dtypes, parameter bytes from the parameters and buffers the call reads,
+FLOPs from the same analytic rules as the ONNX import (a multiply-add counts 2; shape ops
+0; elementwise 1 per output element), its module path from the innermost entry of its
+`nn_module_stack`. An ATen operator the catalogue does not know is costed by
+`--unknown-ops` (dsl/import_options.py)."""
+from __future__ import annotations
+
+import json
+import math
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from partdsl.core.errors import PartError, Span
+from partdsl.core.ir import Graph, Node
+from partdsl.dsl.import_options import ImportOptions, report_uncosted
+from partdsl.dsl.names import identifier
+
+SCHEMA_MAJOR = 8  # torch 2.5 to 2.13 write 8.x
+BYTES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 2, 7: 4, 8: 8, 12: 1, 13: 2}  # serde ScalarType -> bytes
+DTYPES = {6: "fp16", 13: "bf16"}
+ZERO = frozenset("""view _unsafe_view reshape expand expand_as permute transpose t slice select unsqueeze squeeze
+clone contiguous alias detach cat stack split split_with_sizes chunk unbind embedding index index_select gather
+arange full full_like zeros zeros_like ones ones_like empty empty_like _to_copy to copy lift_fresh_copy
+scalar_tensor type_as sym_size sym_numel flatten unflatten repeat narrow as_strided dropout native_dropout
+masked_fill where clamp triu tril bitwise_not eq ne lt le gt ge logical_not _assert_tensor_metadata
+sym_constrain_range_for_size new_ones new_zeros new_full __and__ __or__ bitwise_and bitwise_or""".split())
+ELEMENTWISE = frozenset("""add sub mul div neg pow rsqrt sqrt exp log cos sin tanh sigmoid relu abs reciprocal
+mean sum amax max min rsub square erf diff cumsum""".split())
+PER_ELEMENT = {"softmax": 5, "_softmax": 5, "log_softmax": 5, "_log_softmax": 5, "layer_norm": 8,
+               "native_layer_norm": 8, "rms_norm": 8, "_fused_rms_norm": 8, "gelu": 8, "silu": 4,
+               "group_norm": 8, "native_group_norm": 8, "batch_norm": 4, "_native_batch_norm_legit_no_training": 4}
+
+
+def _bad(message: str, span: Span | None, hint: str) -> PartError:
+    return PartError(f"import: {message}", span, hint)
+
+
+def _program(path: Path, span: Span | None) -> dict:
+    try:
+        z = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise _bad(f"'{path}' is not a .pt2 archive ({e})", span,
+                   "save the program with torch.export.save(ep, 'model.pt2'), a zip file") from None
+    with z:
+        found = [n for n in z.namelist() if re.fullmatch(r"(?:[^/]+/)?models/[^/]+\.json", n)]
+        if not found:
+            raise _bad(f"'{path}' holds no serialized program (no models/*.json)", span,
+                       "save it with torch.export.save (torch 2.5 or newer)")
+        try:
+            data = json.loads(z.read(found[0]))
+        except ValueError as e:
+            raise _bad(f"'{path}': {found[0]} is not JSON ({e})", span, "save it again with torch.export.save") \
+                from None
+    version = (data.get("schema_version") or {}).get("major")
+    if version != SCHEMA_MAJOR:
+        raise _bad(f"'{path}' has torch.export schema version {version}, and partdsl reads {SCHEMA_MAJOR}.x", span,
+                   "export with a torch from 2.5 to 2.13, or convert the model through ONNX")
+    return data
+
+
+def _size(dim: dict, where: str, span: Span | None) -> int:
+    if "as_int" in dim:
+        return int(dim["as_int"])
+    hint = (dim.get("as_expr") or {}).get("hint") or {}
+    if "as_int" in hint:
+        return int(hint["as_int"])
+    raise _bad(f"{where} has a symbolic size with no example value", span,
+               "export with static shapes (no dynamic_shapes), or give the size a hint")
+
+
+def _module(meta: dict) -> str | None:
+    """The innermost `nn_module_stack` entry's path: `L__self__model.layers.0,model.layers.0,...;...`."""
+    stack = meta.get("nn_module_stack") or ""
+    entries = [e.split(",") for e in stack.split(";") if e]
+    return (entries[-1][1] or None) if entries and len(entries[-1]) > 1 else None
+
+
+def _flops(op: str, ins: list[list[int]], outs: list[list[int]]) -> float | None:
+    """Analytic FLOPs of one ATen call (None: not in the catalogue)."""
+    out = math.prod(outs[0]) if outs else 0
+    if op in ZERO:
+        return 0.0
+    if op in ("linear", "mm", "addmm", "bmm", "matmul", "baddbmm"):
+        a = ins[1] if op in ("addmm", "baddbmm") else ins[0]
+        return 2.0 * out * a[-1]
+    if op in ("convolution", "conv1d", "conv2d", "conv3d"):
+        w = ins[1]
+        return 2.0 * out * math.prod(w[1:])
+    if op in ("scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
+              "_scaled_dot_product_efficient_attention"):
+        q, k, v = ins[0], ins[1], ins[2]
+        heads = math.prod(q[:-2])
+        return heads * (2.0 * q[-2] * k[-2] * q[-1] + 5.0 * q[-2] * k[-2] + 2.0 * q[-2] * k[-2] * v[-1])
+    if op in ELEMENTWISE:
+        return float(max(out, max((math.prod(s) for s in ins), default=0)))
+    if op in PER_ELEMENT:
+        return PER_ELEMENT[op] * float(out)
+    return None
+
+
+def import_torch_export(path: Path, name: str, span: Span | None = None,
+                        options: ImportOptions = ImportOptions()) -> Graph:
+    from partdsl.dsl.assemble import assemble_graph
+
+    module = _program(path, span)["graph_module"]
+    g = module["graph"]
+    tensors: dict[str, Any] = g.get("tensor_values") or {}
+    weights = _weights(module.get("signature") or {})
+
+    def dims(t: str) -> list[int]:
+        meta = tensors.get(t)
+        return [] if meta is None else [_size(d, f"tensor '{t}'", span) for d in meta.get("sizes", [])]
+
+    def nbytes(t: str) -> float:
+        meta = tensors.get(t)
+        return 0.0 if meta is None else float(math.prod(dims(t)) * BYTES.get(meta.get("dtype"), 4))
+
+    producer: dict[str, int] = {}
+    nodes: list[Node] = []
+    edges: set[tuple[int, int]] = set()
+    used: set[str] = set()
+    uncosted: dict[tuple[str, str], int] = {}
+    for nd in g["nodes"]:
+        target = str(nd.get("target", ""))
+        ins = [t for a in nd.get("inputs", []) for t in _tensors(a.get("arg", {}))]
+        outs = [t for o in nd.get("outputs", []) for t in _tensors(o)]
+        if not outs:  # an assertion, or a call for its effect on no tensor
+            continue
+        if target.startswith("_operator.getitem") or target == "operator.getitem":
+            src = next((producer[t] for t in ins if t in producer), None)
+            if src is not None:
+                for t in outs:
+                    producer[t] = src
+            continue
+        op = target.split(".")[-2] if target.count(".") >= 2 else target
+        flops = _flops(op, [dims(t) for t in ins], [dims(t) for t in outs])
+        if flops is None:  # reported below, by --unknown-ops
+            why = (op, "not in the ATen catalogue")
+            uncosted[why] = uncosted.get(why, 0) + 1
+            flops = 0.0
+        k = len(nodes)
+        dtype = (tensors.get(outs[0]) or {}).get("dtype")
+        nodes.append(Node(name=identifier(outs[0], used), params=sum(nbytes(t) for t in ins if t in weights),
+                          out=sum(nbytes(t) for t in outs) or None, flops=flops, dtype=DTYPES.get(dtype),
+                          module=_module(nd.get("metadata") or {}), span=span))
+        for t in ins:
+            if t in producer and producer[t] != k:
+                edges.add((producer[t], k))
+        for t in outs:
+            producer[t] = k
+    if not nodes:
+        raise _bad(f"'{path}' has no operator calls", span, "export a model with torch.export.export")
+    report_uncosted(uncosted, options, path, span)
+    return assemble_graph(name, nodes, [(nodes[a].name, span, nodes[b].name, span) for a, b in sorted(edges)], span)
+
+
+def _tensors(arg: dict) -> list[str]:
+    """The tensor names an argument or output refers to."""
+    if "as_tensor" in arg:
+        return [arg["as_tensor"]["name"]]
+    if "as_tensors" in arg:
+        return [t["name"] for t in arg["as_tensors"]]
+    if "as_optional_tensors" in arg:
+        return [t["as_tensor"]["name"] for t in arg["as_optional_tensors"] if "as_tensor" in t]
+    return []
+
+
+def _weights(signature: dict) -> set[str]:
+    """The graph inputs that are parameters, buffers or constants (not the user's inputs)."""
+    out = set()
+    for spec in signature.get("input_specs", []):
+        for kind in ("parameter", "buffer", "tensor_constant"):
+            if kind in spec:
+                out.add(spec[kind]["arg"]["name"])
+    return out

@@ -1,0 +1,97 @@
+"""torch.export programs in, without torch (dsl/torch_export.py): examples/llama_tiny.pt2
+is transformers' LlamaForCausalLM saved by torch.export.save (examples/make_llama_tiny.py
+regenerates it with torch, a dev-only tool). The import's FLOPs and parameter bytes against
+the model's analytic counts, module paths from nn_module_stack, the plan it leads to, and
+every bad file refused with the file and what is wrong, exit 2, nothing written."""
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLES, run_part
+
+from partdsl.core.errors import PartError
+from partdsl.dsl.import_options import ImportOptions, UncostedOperators
+from partdsl.dsl.torch_export import import_torch_export
+
+PT2 = EXAMPLES / "llama_tiny.pt2"
+HIDDEN, FFN, LAYERS, VOCAB, SEQ = 32, 86, 4, 512, 16  # examples/make_llama_tiny.py
+
+
+def test_flops_params_and_modules_of_a_llama() -> None:
+    g = import_torch_export(PT2, "llama")
+    linear = [nd for nd in g.nodes if re.fullmatch(r"linear(_\d+)?", nd.name)]
+    per_layer = 4 * 2 * SEQ * HIDDEN * HIDDEN + 3 * 2 * SEQ * HIDDEN * FFN  # q k v o, gate up down
+    assert sum(nd.flops for nd in linear) == LAYERS * per_layer + 2 * SEQ * HIDDEN * VOCAB
+    weights = VOCAB * HIDDEN * 2 + LAYERS * (4 * HIDDEN * HIDDEN + 3 * HIDDEN * FFN + 2 * HIDDEN) + HIDDEN
+    assert abs(sum(nd.params for nd in g.nodes) - 4 * weights) <= 64  # fp32; the rotary table is a 16-byte buffer
+    mods = {nd.module for nd in linear}
+    assert {f"model.layers.{i}.self_attn.q_proj" for i in range(LAYERS)} <= mods and "lm_head" in mods
+    attn = [nd for nd in g.nodes if nd.name.startswith("scaled_dot_product_attention")]
+    assert len(attn) == LAYERS
+    assert all(nd.flops == 4 * (4 * SEQ * SEQ * (HIDDEN // 4) + 5 * SEQ * SEQ) for nd in attn)  # 4 heads
+    names = {nd.name for nd in g.nodes}
+    assert "to" not in names and "n_to" in names  # `to` is a keyword of the language
+
+
+def test_a_pt2_plans_to_hugging_face_module_lists(tmp_path: Path) -> None:
+    part = tmp_path / "llama.part"
+    r = run_part("convert", str(PT2), "--objective", "bottleneck", "--group-by", "layer", "-o", str(part))
+    assert r.returncode == 0, r.stderr
+    r = run_part("solve", str(part), "--json", "--time-limit", "10")
+    assert r.returncode == 0 and json.loads(r.stdout)["status"] == "optimal", r.stderr
+    (tmp_path / "plan.json").write_text(r.stdout)
+    r = run_part("export", str(part), "--plan", str(tmp_path / "plan.json"), "--format", "fqn", "--json")
+    assert r.returncode == 0, r.stderr
+    flat = [m for chunk in json.loads(r.stdout)["module_fqns_per_model_part"] for m in chunk]
+    assert flat == ["model.embed_tokens", "model.rotary_emb"] + [f"model.layers.{i}" for i in range(LAYERS)] \
+        + ["model.norm", "lm_head"]
+
+
+def rewritten(tmp_path: Path, change) -> Path:  # type: ignore[no-untyped-def]
+    """A copy of the example with its program JSON changed."""
+    out = tmp_path / "changed.pt2"
+    with zipfile.ZipFile(PT2) as src, zipfile.ZipFile(out, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename.endswith("models/model.json"):
+                doc = json.loads(data)
+                change(doc)
+                data = json.dumps(doc).encode()
+            dst.writestr(item, data)
+    return out
+
+
+def test_bad_files_are_refused_by_name(tmp_path: Path) -> None:
+    def version(doc: dict) -> None:
+        doc["schema_version"]["major"] = 99
+
+    not_zip = tmp_path / "model.pt2"
+    not_zip.write_text("not a zip")
+    empty = tmp_path / "empty.pt2"
+    with zipfile.ZipFile(empty, "w") as z:
+        z.writestr("m/archive_format", "pt2")
+    cases = [(not_zip, "is not a .pt2 archive"), (empty, "holds no serialized program"),
+             (rewritten(tmp_path, version), "schema version 99, and partdsl reads 8.x")]
+    for path, says in cases:
+        out = tmp_path / "out.part"
+        r = run_part("convert", str(path), "-o", str(out))
+        assert r.returncode == 2 and says in r.stderr and path.name in r.stderr, r.stderr
+        assert not out.exists()
+
+
+def test_an_operator_the_catalogue_does_not_know(tmp_path: Path) -> None:
+    def rename(doc: dict) -> None:
+        nodes = doc["graph_module"]["graph"]["nodes"]
+        first = next(n for n in nodes if n["target"] == "torch.ops.aten.silu.default")
+        first["target"] = "torch.ops.aten.frobnicate.default"
+
+    path = rewritten(tmp_path, rename)
+    with pytest.warns(UncostedOperators, match="frobnicate x1"):
+        g = import_torch_export(path, "g")
+    assert g.nodes
+    with pytest.raises(PartError, match="frobnicate x1 .not in the ATen catalogue."):
+        import_torch_export(path, "g", options=ImportOptions(unknown_ops="error"))
