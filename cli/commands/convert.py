@@ -13,7 +13,7 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p = sub.add_parser("convert", help="dnn-partitioning JSON, ONNX or torch.export (.pt2) -> .part spec; .part -> "
                        "normalized .part or graph JSON")
     p.add_argument("file")
-    p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "onnx", "torch-export", "part"])
+    p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "onnx", "torch-export", "layers", "part"])
     p.add_argument("--to", choices=["part", "json"])
     p.add_argument("--objective", choices=["bottleneck", "latency", "tasks", "throughput"],
                    help="bottleneck (default for dnn-partitioning), latency (default for onnx), tasks, throughput "
@@ -51,6 +51,16 @@ def run(args: argparse.Namespace) -> int:
         if args.to not in (None, "part"):
             raise PartError(f"cannot convert onnx to '{args.to}'", None, "use --to part")
         text = onnx_to_part(src, args.objective or "latency", args.fuse, import_options(args))
+    elif fmt == "layers":
+        from partdsl.dsl.layer_profile import profile_spec
+
+        if args.to not in (None, "part"):
+            raise PartError(f"cannot convert layers to '{args.to}'", None, "use --to part")
+        objective = args.objective or "bottleneck"
+        if objective not in ("bottleneck", "latency"):
+            raise PartError(f"a layer profile plans for bottleneck or latency, not '{objective}'", None,
+                            "--objective bottleneck (default) or latency")
+        text = to_part(profile_spec(src, objective), header=f"{src.name}, a layer profile converted by `part convert`")
     elif fmt == "torch-export":
         from partdsl.cli.convert import torch_export_to_part
 
