@@ -3,6 +3,7 @@ measures of each layer, in partdsl's own JSON format (docs/importers.md):
 
     {"format": "partdsl-layers", "version": 1, "model": "llama-8b",
      "devices": {"h100": {"count": 4, "memory_bytes": 80e9, "link_bytes_per_s": 50e9}, ...},
+     (or {"count": 4, "profile": "h100"}: memory and link from a device profile)
      "layers": [{"name": "embed", "module": "model.embed_tokens",
                  "forward_ms": {"h100": 0.4, "a100": {"1": 0.7, "4": 2.5}},
                  "backward_ms": {"h100": 0.8, "a100": 1.4},
@@ -23,6 +24,7 @@ from typing import Any
 from partdsl.core.errors import PartError, Span, did_you_mean
 from partdsl.core.ir import Spec
 from partdsl.dsl.builder import GraphBuilder, SpecBuilder
+from partdsl.dsl.cost_model import names as profile_names
 from partdsl.dsl.names import identifier
 
 FORMAT, VERSION = "partdsl-layers", 1
@@ -83,7 +85,12 @@ def _load(path: Path, span: Span | None) -> dict:
 
 
 def profile_spec(path: Path, objective: str = "bottleneck", span: Span | None = None) -> Spec:
-    data, r = _load(path, span), Reader(path, span)
+    return layers_spec(_load(path, span), path, objective, span)
+
+
+def layers_spec(data: dict, path: Path, objective: str = "bottleneck", span: Span | None = None) -> Spec:
+    """A partdsl-layers document (read from `path`, named in errors) as a spec."""
+    r = Reader(path, span)
     devices = r.need(data, "devices", "devices")
     if not isinstance(devices, dict) or not devices:
         raise r.bad("devices", "expected {device type: {count, memory_bytes, link_bytes_per_s}}")
@@ -119,9 +126,12 @@ def profile_spec(path: Path, objective: str = "bottleneck", span: Span | None = 
         count = r.need(facts, "count", where)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise r.bad(f"{where}.count", f"{count!r} is not a positive integer")
-        mem, link = facts.get("memory_bytes"), facts.get("link_bytes_per_s")
+        mem, link, profile = facts.get("memory_bytes"), facts.get("link_bytes_per_s"), facts.get("profile")
+        if profile is not None and profile not in profile_names():
+            raise r.bad(f"{where}.profile", f"unknown device profile '{profile}'",
+                        did_you_mean(str(profile), profile_names()) + " (profiles give memory and link by default)")
         b.device(cls[dev], count, memory=None if mem is None else r.number(mem, f"{where}.memory_bytes", True),
-                 link=None if link is None else r.number(link, f"{where}.link_bytes_per_s", True))
+                 link=None if link is None else r.number(link, f"{where}.link_bytes_per_s", True), profile=profile)
     b.minimize(objective)
     if training:
         b.subject_to(colocate=True)

@@ -113,3 +113,76 @@ def test_every_gpu_generation_has_a_cited_profile_and_mixes_in_one_platform() ->
     by = dict(zip(kinds, times))
     assert by["h200"] < by["h100"] < by["a100"] and by["mi300x"] < by["mi250x"]  # faster generations are faster
     assert [k.memory for k in spec.platform.classes][kinds.index("mi300x")] == 192e9
+
+
+def metis_files(folder: Path, layers: int = 8) -> None:
+    """Profiles in Metis's format (the fields its ProfileDataLoader reads), numbers of ours:
+    an embedding, `layers - 2` decoder layers and the post-process, per device type."""
+    folder.mkdir()
+    for gpu, speed in (("A100", 1.0), ("H100", 0.4)):
+        for tp in (1, 2):
+            times = [3.0 * speed] + [20.0 * speed / tp] * (layers - 2) + [30.0 * speed]
+            doc = {"model": {"model_name": "gpt", "num_layers": layers,
+                             "parameters": {"total_parameters_bytes": 1e9,
+                                            "parameters_per_layer_bytes": [1e8] * layers}},
+                   "execution_time": {"total_time_ms": sum(times), "forward_backward_time_ms": sum(times),
+                                      "batch_generator_time_ms": 1.0, "optimizer_time_ms": 5.0,
+                                      "layer_compute_total_ms": times},
+                   "execution_memory": {"total_memory_mb": 8000, "layer_memory_total_mb": [1000.0] * layers}}
+            (folder / f"DeviceType.{gpu}_tp{tp}_bs1.json").write_text(json.dumps(doc))
+
+
+def test_metis_profiles_plan_as_layers(tmp_path: Path) -> None:
+    folder = tmp_path / "gpt"
+    metis_files(folder)
+    out = tmp_path / "m.part"
+    r = run_part("convert", str(folder), "--from", "metis", "--devices", "A100=2,H100=2", "--output-bytes", "16MB",
+                 "--group-by", "layer", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    spec = parse_file(out)
+    g = spec.graph
+    assert [nd.name for nd in g.nodes] == ["embedding"] + [f"layers_{i}" for i in range(6)] + ["post_process"]
+    layer = g.nodes[1]
+    assert {w.on: w.time for w in layer.work} == {"A100": 20.0, "H100": 8.0}
+    assert layer.params == 1000 * 2**20 and layer.out == 16e6
+    assert {k.name: k.count for k in spec.platform.classes} == {"A100": 2, "H100": 2}
+    plan = tmp_path / "plan.json"
+    r = run_part("solve", str(out), "--json", "--time-limit", "5")
+    assert r.returncode == 0 and json.loads(r.stdout)["status"] == "optimal", r.stderr
+    plan.write_text(r.stdout)
+    r = run_part("export", str(out), "--plan", str(plan), "--format", "megatron", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["num_layers"] == 6
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--devices", "A100=2", "--output-bytes", "1MB"], "the profiles are of A100, H100, the devices given A100"),
+    (["--devices", "A100=2,H100=2", "--output-bytes", "1MB", "--tp", "4"], "no DeviceType.<GPU>_tp4_bs1.json"),
+    (["--devices", "A100=2,H100=2"], "needs --devices and --output-bytes"),
+    (["--devices", "A100=x", "--output-bytes", "1MB"], "'A100=x' is not GPU=COUNT"),
+    (["--devices", "A100=2,H100=2", "--output-bytes", "3ms"], "not a size"),
+], ids=["devices", "tp", "output-bytes", "count", "unit"])
+def test_metis_mistakes(tmp_path: Path, args: list[str], says: str) -> None:
+    folder = tmp_path / "gpt"
+    metis_files(folder)
+    r = run_part("convert", str(folder), "--from", "metis", *args, "-o", str(tmp_path / "m.part"))
+    assert r.returncode == 2 and says in r.stderr, r.stderr
+    assert not (tmp_path / "m.part").exists()
+
+
+def test_metis_files_that_disagree_or_lack_a_field(tmp_path: Path) -> None:
+    from partdsl.core.errors import PartError
+    from partdsl.dsl.metis_profile import metis_layers
+
+    folder = tmp_path / "gpt"
+    metis_files(folder)
+    path = folder / "DeviceType.H100_tp1_bs1.json"
+    doc = json.loads(path.read_text())
+    doc["execution_time"]["layer_compute_total_ms"].pop()
+    path.write_text(json.dumps(doc))
+    with pytest.raises(PartError, match="different numbers of layers"):
+        metis_layers(folder, 1, 1, 1e6, {"A100": 1, "H100": 1})
+    del doc["execution_memory"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(PartError, match="DeviceType.H100_tp1_bs1.json: missing field 'execution_memory.layer_memory_total_mb'"):
+        metis_layers(folder, 1, 1, 1e6, {"A100": 1, "H100": 1})

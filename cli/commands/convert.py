@@ -13,7 +13,7 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p = sub.add_parser("convert", help="dnn-partitioning JSON, ONNX or torch.export (.pt2) -> .part spec; .part -> "
                        "normalized .part or graph JSON")
     p.add_argument("file")
-    p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "onnx", "torch-export", "layers", "part"])
+    p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "onnx", "torch-export", "layers", "metis", "part"])
     p.add_argument("--to", choices=["part", "json"])
     p.add_argument("--objective", choices=["bottleneck", "latency", "tasks", "throughput"],
                    help="bottleneck (default for dnn-partitioning), latency (default for onnx), tasks, throughput "
@@ -26,6 +26,12 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
                    "a `group` under `colocate by group` (docs/plans.md)")
     p.add_argument("--layers", metavar="REGEX", help="with --group-by layer: the part of a node name that is its "
                    "decoder layer (default: `layers.3`, `h.3`, `blocks.3`, `l3_` ...)")
+    m = p.add_argument_group("metis: a folder of Metis's DeviceType.<GPU>_tp<T>_bs<B>.json profiles")
+    m.add_argument("--devices", metavar="GPU=N,...", help="how many devices of each profiled type, e.g. A100=4,H100=4")
+    m.add_argument("--output-bytes", metavar="SIZE", help="the tensor one layer passes the next (micro-batch x "
+                   "sequence x hidden x bytes), e.g. 16MB: Metis's profiles do not record it")
+    m.add_argument("--tp", type=int, default=1, help="the tensor-parallel degree of the files to read (default 1)")
+    m.add_argument("--mbs", type=int, default=1, help="the micro-batch size of the files to read (default 1)")
     p.add_argument("--output", "-o", metavar="FILE")
     p.add_argument("-D", dest="define", action="append", metavar="NAME=VALUE")
     import_arguments(p)
@@ -41,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from partdsl.plans.grouping import group_by
 
     src = Path(args.file)
-    fmt = args.from_format or ("dnn-partitioning" if src.suffix == ".json" else
+    fmt = args.from_format or ("metis" if src.is_dir() else "dnn-partitioning" if src.suffix == ".json" else
                                "onnx" if src.suffix.lower() == ".onnx" else
                                "torch-export" if src.suffix.lower() == ".pt2" else "part")
     out_dir = Path(args.output).parent if args.output else None
@@ -51,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
         if args.to not in (None, "part"):
             raise PartError(f"cannot convert onnx to '{args.to}'", None, "use --to part")
         text = onnx_to_part(src, args.objective or "latency", args.fuse, import_options(args))
-    elif fmt == "layers":
-        from partdsl.dsl.layer_profile import profile_spec
+    elif fmt in ("layers", "metis"):
+        from partdsl.dsl.layer_profile import layers_spec, profile_spec
 
         if args.to not in (None, "part"):
             raise PartError(f"cannot convert layers to '{args.to}'", None, "use --to part")
@@ -60,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
         if objective not in ("bottleneck", "latency"):
             raise PartError(f"a layer profile plans for bottleneck or latency, not '{objective}'", None,
                             "--objective bottleneck (default) or latency")
-        text = to_part(profile_spec(src, objective), header=f"{src.name}, a layer profile converted by `part convert`")
+        spec = profile_spec(src, objective) if fmt == "layers" else layers_spec(metis(src, args), src, objective)
+        text = to_part(spec, header=f"{src.name}, a {'Metis ' if fmt == 'metis' else ''}layer profile converted by "
+                       "`part convert`")
     elif fmt == "torch-export":
         from partdsl.cli.convert import torch_export_to_part
 
@@ -98,6 +106,27 @@ def run(args: argparse.Namespace) -> int:
     if args.to != "json":
         print(summary(text, args.output, import_options(args)), file=sys.stderr)
     return EXIT_OK
+
+
+def metis(src: Path, args: argparse.Namespace) -> dict:
+    """Metis's profiles in `src` as a partdsl-layers document (dsl/metis_profile.py)."""
+    from partdsl.core.errors import PartError
+    from partdsl.dsl.metis_profile import metis_layers
+    from partdsl.dsl.parser import parse_override
+
+    if not args.devices or not args.output_bytes:
+        raise PartError("--from metis needs --devices and --output-bytes", None,
+                        "e.g. --devices A100=4,H100=4 --output-bytes 16MB (Metis's profiles record neither)")
+    counts = {}
+    for item in args.devices.split(","):
+        name, _, n = item.partition("=")
+        if not n.isdigit() or int(n) < 1:
+            raise PartError(f"--devices {args.devices}: '{item}' is not GPU=COUNT", None, "e.g. --devices A100=4,H100=4")
+        counts[name.strip()] = int(n)
+    size = parse_override("output-bytes", args.output_bytes)
+    if isinstance(size, str) or size.dim not in ("size", "number"):
+        raise PartError(f"--output-bytes {args.output_bytes}: not a size", None, "e.g. --output-bytes 16MB")
+    return metis_layers(src, args.tp, args.mbs, size.value, counts)
 
 
 def summary(text: str, output: str | None, options) -> str:  # type: ignore[no-untyped-def]
