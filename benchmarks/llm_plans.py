@@ -1,13 +1,14 @@
 """partdsl's pipeline plan beside the splits people make today (issue 31, item 6): a
 Llama-style decoder (hidden 4096, 32 layers, vocabulary 128,256; analytic costs, a GELU MLP
 of width 14,336) on 2 x 4 GPUs of two generations, planned layer by layer
-(`--group-by layer`) for pipelined throughput (bottleneck), against Megatron's uniform
+(`--group-by layer`) for pipelined throughput (bottleneck) or serving latency, against Megatron's uniform
 split, vLLM's even split and DeepSpeed's `parameters` split over the same ranks (the faster
 GPUs first), each scored by the evaluator. Prints a markdown table: the layers per stage,
-the bottleneck, its ratio to partdsl's, and partdsl's certificate; then the Megatron layout
+the objective, its ratio to partdsl's, and partdsl's certificate; then the Megatron layout
 and torchtitan module lists of partdsl's plan.
 
     .venv/bin/python benchmarks/llm_plans.py --time-limit 30
+    .venv/bin/python benchmarks/llm_plans.py --objective latency --seq 512 --time-limit 30
     .venv/bin/python benchmarks/llm_plans.py --layers 16 --fast h100 --slow a100 --time-limit 10
 """
 from __future__ import annotations
@@ -29,6 +30,8 @@ def main() -> None:
     ap.add_argument("--seq", type=int, default=4096)
     ap.add_argument("--fast", default="h100", help="device profile of the first server (4 GPUs)")
     ap.add_argument("--slow", default="a100", help="device profile of the second server (4 GPUs)")
+    ap.add_argument("--objective", choices=("bottleneck", "latency"), default="bottleneck",
+                    help="bottleneck: training throughput (pipelined); latency: one request served end to end")
     ap.add_argument("--time-limit", type=float, default=30.0)
     args = ap.parse_args()
 
@@ -45,7 +48,7 @@ def main() -> None:
     model = Decoder(layers=args.layers, hidden=args.hidden, heads=32, seq=args.seq, ffn=args.ffn,
                     vocab=args.vocab, dtype="bf16")
     spec = (SpecBuilder(decoder_graph(model, "llama")).device(args.fast, 4, profile=args.fast)
-            .device(args.slow, 4, profile=args.slow).minimize("bottleneck").build())
+            .device(args.slow, 4, profile=args.slow).minimize(args.objective).build())
     grouped = group_by(spec, "layer")
     u = units(grouped)
     ranks = list(spec.platform.devices)
@@ -56,7 +59,7 @@ def main() -> None:
     ours = evaluate(spec, devs).objective
     print(f"{args.layers}-layer decoder, hidden {args.hidden}, vocabulary {args.vocab:,}, seq {args.seq}: "
           f"{spec.dense.n:,} operators on 4 x {args.fast} + 4 x {args.slow}\n")
-    print("| split | layers per stage | bottleneck (ms) | / partdsl |")
+    print(f"| split | layers per stage | {args.objective} (ms) | / partdsl |")
     print("|---|---|---|---|")
     for kind in BASELINES:
         dev = baseline(grouped, u, kind, ranks)

@@ -4,9 +4,10 @@ nodes in one `group` and adding `colocate by group`. The methods contract coloca
 while the evaluator still scores every operator of the plan.
 
 - `layer`: the pipeline units of plans/units.py: the embedding (everything before the
-  first decoder layer), each decoder layer, the head (everything after the last); and
-  `acyclic` (Archer et al. sec. 2: the stages form a pipeline, each device one run of
-  consecutive units), under which the DP over ideals proves its split optimal;
+  first decoder layer), each decoder layer, the head (everything after the last); and,
+  under `minimize bottleneck`, `acyclic` (Archer et al. sec. 2: the stages form a
+  pipeline, each device one run of consecutive units), under which the DP over ideals
+  proves its split optimal (the latency model has no `acyclic`: its IP proves there);
 - `module:DEPTH`: the first DEPTH parts of each node's module path (`model.layers.3` at
   depth 3 for `/model/layers.3/mlp/down_proj/MatMul`); a node whose path is shorter (glue
   such as `/model/Constant_3`) stays free.
@@ -59,6 +60,7 @@ def _layer_groups(spec: Spec, pattern: re.Pattern | None) -> list[str | None]:
 
 def group_by(spec: Spec, how: str, pattern: re.Pattern | None = None) -> Spec:
     kind, depth = parse_group_by(how)
+    pipelined = spec.objective.kind == "bottleneck"  # Tarnawski's latency model takes no `acyclic`
     groups = _layer_groups(spec, pattern) if kind == "layer" else _module_groups(spec, depth)
     distinct = {g for g in groups if g is not None}
     if len(distinct) < 2:
@@ -68,4 +70,4 @@ def group_by(spec: Spec, how: str, pattern: re.Pattern | None = None) -> Spec:
                   for nd, g in zip(spec.graph.nodes, groups))
     return replace(spec, graph=replace(spec.graph, nodes=nodes),
                    constraints=replace(spec.constraints, colocate=True,
-                                       acyclic=spec.constraints.acyclic or kind == "layer"))
+                                       acyclic=spec.constraints.acyclic or (kind == "layer" and pipelined)))
