@@ -141,3 +141,16 @@ def test_a_body_read_again_names_its_classes_where_this_line_writes_them() -> No
     ref.transform(parse_tree(text, "t.part"))
     assert sorted(tr.class_refs, key=str) == sorted(ref.class_refs, key=str)
     assert len({sp.line for _, sp in tr.class_refs}) == 3
+
+
+def test_imported_names_avoid_what_the_lexer_reads_otherwise() -> None:
+    """dsl/names.py reads the keywords and units from the grammar file: the same verdict as
+    the fast path's, which asks the Lark parser, on every keyword and unit and a few names."""
+    from partdsl.dsl.names import identifier, plain
+
+    pat = patterns(grammar())
+    words = sorted(pat.keywords) + ["ms", "GB", "GiB/s", "TFLOP", "h", "s", "B", "add", "to_x", "node_1", "l3_q"]
+    assert [plain(w) for w in words] == [pat.plain(w) for w in words]
+    used: set[str] = set()
+    assert [identifier(w, used) for w in ("to", "to", "ms", "/m/x.0/y", "3d")] == ["n_to", "n_to_2", "n_ms",
+                                                                                    "_m_x_0_y", "n_3d"]
