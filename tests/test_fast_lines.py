@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
 from partdsl.dsl.fast_lines import Reader, patterns, splice
