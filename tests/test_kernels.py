@@ -323,6 +323,31 @@ def test_the_ideal_dp_stops_at_its_deadline_and_sums_units_by_word() -> None:
     assert ideal_split(spec)[0] == 20.0
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_ideal_frontiers_match_their_definition(seed: int) -> None:
+    """The producers crossing each ideal's border (out of it, and into it), as the DP reads
+    them from `_frontiers_until` (only producers with a consumer in another unit, only the
+    words holding their consumers), against a direct count over the edges."""
+    from partdsl.kernels.bottleneck.ideal_dp import _frontiers_until, _words
+    from partdsl.runtime.deadline import NEVER
+
+    rng = np.random.default_rng(seed)
+    U = int(rng.integers(2, 200))
+    edges = sorted({(int(a), int(b)) for a, b in rng.integers(0, U, (3 * U, 2)) if a < b})
+    unit_of_prod = np.arange(U, dtype=np.int64)  # one producer per unit, unit u's
+    cons = np.zeros((U, (U + 63) // 64), dtype=np.uint64)
+    for a, b in edges:
+        cons[a, b // 64] |= np.uint64(1) << np.uint64(b % 64)
+    ideals = [0] + [int(rng.integers(0, 2**62)) % (1 << U) for _ in range(40)]  # any sets: the scan is per set
+    bits = _words(ideals, U)
+    for inward in (False, True):
+        ptr, idx = _frontiers_until(bits, unit_of_prod, cons, inward, NEVER)
+        for i, ideal in enumerate(ideals):
+            inside = [bool(ideal >> v & 1) for v in range(U)]
+            want = sorted({a for a, b in edges if (inside[a] != inward) and (inside[b] == inward)})
+            assert sorted(idx[ptr[i]:ptr[i + 1]].tolist()) == want
+
+
 def test_the_ideal_dp_refuses_by_its_bitsets_size_before_enumerating() -> None:
     """The DP keeps at least U + 1 bitsets of U units: the limit follows IDEAL_BYTES, and
     enumeration stops at it (a diamond has 6 ideals: 5 are refused)."""

@@ -36,7 +36,7 @@ from typing import Callable
 
 import numpy as np
 from partdsl.core.ir import Spec
-from partdsl.kernels.bottleneck.ideal_dp import _frontiers, _words
+from partdsl.kernels.bottleneck.ideal_dp import _frontiers_until, _words
 from partdsl.kernels.bottleneck.libstdcxx_hash import unordered_order
 from partdsl.kernels.graph.contraction import colocation_blocks
 from partdsl.kernels.jit import njit
@@ -205,7 +205,7 @@ def split(spec: Spec, bound: float, limit_ideals: int = IDEAL_LIMIT, deadline: D
     for p, b in zip(index[d.src[keep]].tolist(), cd[keep].tolist()):
         cons[p, b // 64] |= np.uint64(1) << np.uint64(b % 64)
     prod_unit = unit[prods].astype(np.int64)
-    fptr, fidx = _frontiers(bits, prod_unit, cons, False)
+    fptr, fidx = _frontiers_until(bits, prod_unit, cons, False, NEVER)
     comm = _fixed(d.comm[prods, acc], scale) if len(prods) else np.zeros(0, np.int64)
     pptr = np.r_[0, np.cumsum([len(p) for p in parents])].astype(np.int64)
     pidx = np.array([t for p in parents for t in p], dtype=np.int64)
