@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+from partdsl.core.dense import adjacency
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Node, Spec
 from partdsl.core.layers import layer_of
@@ -74,13 +75,10 @@ def _reach(spec: Spec, seed: np.ndarray, forward: bool) -> np.ndarray:
     out = np.zeros(d.n, dtype=bool)
     carry = seed.copy()
     order = d.topo if forward else d.topo[::-1]
-    src, dst = (d.src, d.dst) if forward else (d.dst, d.src)
-    succ = [[] for _ in range(d.n)]
-    for a, b in zip(src.tolist(), dst.tolist()):
-        succ[a].append(b)
+    nxt = adjacency(d.n, d.src, d.dst) if forward else d.preds
     for v in order.tolist():
         if carry[v]:
-            for w in succ[v]:
+            for w in nxt[v]:
                 out[w] = carry[w] = True
     return out
 
