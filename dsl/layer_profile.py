@@ -13,8 +13,16 @@ The layers run in the order listed, each feeding the next. A time is per micro-b
 device type may give one per micro-batch size (`{"1": 0.7, "4": 2.5}`). With backward
 times, each layer gets a backward node in its group (Tarnawski et al.'s training graphs:
 backward layers in reverse order, after the last forward layer) and the spec asks for
-`colocate by group`. The cost model has one memory figure per node: a layer's
-`activation_bytes` (what it stashes for its backward pass) are added to its parameters."""
+`colocate by group`. Memory: a forward node holds the layer's `params_bytes` (`part
+convert --optimizer adam` scales them, dsl/memory_model.py); under training its backward
+node holds the `activation_bytes` the layer stashes for its backward pass; without
+backward times (serving) the forward node also holds the layer's `kv_cache_bytes`.
+`"dtype"` (top level, default bf16) is the weights' dtype, for the optimizer factor.
+
+Tensor-parallel variants: a layer may list `"tensor_parallel": {"2": {...}}`, the fields
+measured on one GPU of a 2-way tensor-parallel group (times of the group, bytes of one
+GPU's share). `tp=2` (`--tp 2`) reads those; every 2 GPUs of a type form one pipeline
+rank, so each type's count must be a multiple of 2."""
 from __future__ import annotations
 
 import math
@@ -25,6 +33,7 @@ from partdsl.core.errors import PartError, Span, did_you_mean
 from partdsl.core.ir import Spec
 from partdsl.dsl.builder import GraphBuilder, SpecBuilder
 from partdsl.dsl.cost_model import names as profile_names
+from partdsl.dsl.memory_model import DTYPE_BYTES
 from partdsl.dsl.names import identifier
 
 FORMAT, VERSION = "partdsl-layers", 1
@@ -84,12 +93,26 @@ def _load(path: Path, span: Span | None) -> dict:
     return data
 
 
-def profile_spec(path: Path, objective: str = "bottleneck", span: Span | None = None) -> Spec:
-    return layers_spec(_load(path, span), path, objective, span)
+def profile_spec(path: Path, objective: str = "bottleneck", span: Span | None = None, tp: int = 1) -> Spec:
+    return layers_spec(_load(path, span), path, objective, span, tp)
 
 
-def layers_spec(data: dict, path: Path, objective: str = "bottleneck", span: Span | None = None) -> Spec:
-    """A partdsl-layers document (read from `path`, named in errors) as a spec."""
+def _variant(r: Reader, layer: Any, where: str, tp: int) -> tuple[dict, str]:
+    """The layer's fields at tensor-parallel degree `tp` (its own fields at 1)."""
+    if tp == 1:
+        return layer, where
+    tps = r.need(layer, "tensor_parallel", where)
+    if not isinstance(tps, dict) or str(tp) not in tps:
+        raise r.bad(f"{where}.tensor_parallel", f"no variant for tp {tp}",
+                    f"add \"{tp}\": {{forward_ms, ...}} or pick a degree the profile has"
+                    + (f": {', '.join(map(str, tps))}" if isinstance(tps, dict) else ""))
+    return tps[str(tp)], f"{where}.tensor_parallel.{tp}"
+
+
+def layers_spec(data: dict, path: Path, objective: str = "bottleneck", span: Span | None = None,
+                tp: int = 1) -> Spec:
+    """A partdsl-layers document (read from `path`, named in errors) as a spec, at
+    tensor-parallel degree `tp` (module docstring)."""
     r = Reader(path, span)
     devices = r.need(data, "devices", "devices")
     if not isinstance(devices, dict) or not devices:
@@ -97,25 +120,30 @@ def layers_spec(data: dict, path: Path, objective: str = "bottleneck", span: Spa
     layers = r.need(data, "layers", "layers")
     if not isinstance(layers, list) or not layers:
         raise r.bad("layers", "expected a list of layers, first to last")
+    dtype = data.get("dtype", "bf16")
+    if dtype not in DTYPE_BYTES:
+        raise r.bad("dtype", f"unknown dtype {dtype!r}", "use one of " + ", ".join(DTYPE_BYTES))
     g, used = GraphBuilder(identifier(str(data.get("model", path.stem)), set())), set()
     cls = {dev: identifier(str(dev), set()) for dev in devices}
     names, training = [], any(isinstance(x, dict) and "backward_ms" in x for x in layers)
     for i, layer in enumerate(layers):
-        where = f"layers[{i}]"
-        name = identifier(str(r.need(layer, "name", where)), used)
-        fw = r.times(r.need(layer, "forward_ms", where), f"{where}.forward_ms", devices)
-        params = r.number(layer.get("params_bytes", 0), f"{where}.params_bytes")
-        act = r.number(layer.get("activation_bytes", 0), f"{where}.activation_bytes")
-        out = r.number(r.need(layer, "output_bytes", where), f"{where}.output_bytes")
+        name = identifier(str(r.need(layer, "name", f"layers[{i}]")), used)
         module = layer.get("module")
         if module is not None and not isinstance(module, str):
-            raise r.bad(f"{where}.module", f"{module!r} is not a module path", 'write e.g. "model.layers.3"')
-        g.node(name, params=params + (act if training else 0.0), out=out, module=module,
+            raise r.bad(f"layers[{i}].module", f"{module!r} is not a module path", 'write e.g. "model.layers.3"')
+        fields, where = _variant(r, layer, f"layers[{i}]", tp)
+        fw = r.times(r.need(fields, "forward_ms", where), f"{where}.forward_ms", devices)
+        params = r.number(fields.get("params_bytes", 0), f"{where}.params_bytes")
+        act = r.number(fields.get("activation_bytes", 0), f"{where}.activation_bytes")
+        kv = r.number(fields.get("kv_cache_bytes", 0), f"{where}.kv_cache_bytes")
+        out = r.number(r.need(fields, "output_bytes", where), f"{where}.output_bytes")
+        g.node(name, params=params + (0.0 if training else kv), out=out, module=module, dtype=dtype,
                group=name if training else None, **_work(fw, cls))
         names.append(name)
         if training:
-            bw = r.times(r.need(layer, "backward_ms", where), f"{where}.backward_ms", devices)
-            g.node(identifier(name + "_bw", used), backward=True, group=name, module=module, out=out, **_work(bw, cls))
+            bw = r.times(r.need(fields, "backward_ms", where), f"{where}.backward_ms", devices)
+            g.node(identifier(name + "_bw", used), backward=True, group=name, module=module, out=out, params=act,
+                   dtype=dtype, **_work(bw, cls))
     g.chain(*names)
     if training:
         bws = [n + "_bw" for n in names]
@@ -126,11 +154,14 @@ def layers_spec(data: dict, path: Path, objective: str = "bottleneck", span: Spa
         count = r.need(facts, "count", where)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise r.bad(f"{where}.count", f"{count!r} is not a positive integer")
+        if count % tp:
+            raise r.bad(f"{where}.count", f"{count} GPUs do not form groups of tp {tp}",
+                        f"give a multiple of {tp}: every {tp} GPUs form one pipeline rank")
         mem, link, profile = facts.get("memory_bytes"), facts.get("link_bytes_per_s"), facts.get("profile")
         if profile is not None and profile not in profile_names():
             raise r.bad(f"{where}.profile", f"unknown device profile '{profile}'",
                         did_you_mean(str(profile), profile_names()) + " (profiles give memory and link by default)")
-        b.device(cls[dev], count, memory=None if mem is None else r.number(mem, f"{where}.memory_bytes", True),
+        b.device(cls[dev], count // tp, memory=None if mem is None else r.number(mem, f"{where}.memory_bytes", True),
                  link=None if link is None else r.number(link, f"{where}.link_bytes_per_s", True), profile=profile)
     b.minimize(objective)
     if training:

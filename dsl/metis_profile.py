@@ -58,7 +58,8 @@ def _profile(gpu: str) -> dict:
 
 def metis_layers(folder: Path, tp: int, mbs: int, output_bytes: float, counts: dict[str, int]) -> dict:
     """The files of `folder` for tensor-parallel degree `tp` and micro-batch size `mbs`, one
-    per device type, as a partdsl-layers document with `counts` devices of each type."""
+    per device type, as a partdsl-layers document: `counts` GPUs of each type, every `tp` of
+    them one pipeline rank."""
     if not folder.is_dir():
         raise _bad(str(folder), "not a folder of Metis profiles", "give the folder holding DeviceType.*_tp*_bs*.json")
     files = {m[1]: folder / m[0] for m in (FILE.fullmatch(p.name) for p in sorted(folder.iterdir()))
@@ -71,6 +72,10 @@ def metis_layers(folder: Path, tp: int, mbs: int, output_bytes: float, counts: d
         raise _bad("--devices", f"the profiles are of {', '.join(sorted(files))}, the devices given "
                    f"{', '.join(sorted(counts)) or 'none'}", "give a count for each profiled type, e.g. --devices "
                    + ",".join(f"{t}=4" for t in sorted(files)))
+    if any(n % tp for n in counts.values()):
+        raise _bad("--devices", f"with --tp {tp}, every {tp} GPUs form one pipeline rank: "
+                   + ", ".join(f"{t}={n}" for t, n in counts.items() if n % tp) + f" is not a multiple of {tp}",
+                   f"give GPU counts that are multiples of {tp}")
     per: dict[str, tuple[list[float], list[float]]] = {}
     for gpu, path in files.items():
         try:
@@ -86,7 +91,7 @@ def metis_layers(folder: Path, tp: int, mbs: int, output_bytes: float, counts: d
     n = next(iter(sizes.values()))
     names = ["embedding"] + [f"layers.{i}" for i in range(n - 2)] + ["post_process"]
     return {"format": "partdsl-layers", "version": 1, "model": folder.name,
-            "devices": {gpu: {"count": counts[gpu], **_profile(gpu)} for gpu in per},
+            "devices": {gpu: {"count": counts[gpu] // tp, **_profile(gpu)} for gpu in per},
             "layers": [{"name": names[i], "output_bytes": output_bytes,
                         "forward_ms": {gpu: t[i] for gpu, (t, _) in per.items()},
                         "params_bytes": max(m[i] for _, m in per.values()) * 2**20}

@@ -30,8 +30,12 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     m.add_argument("--devices", metavar="GPU=N,...", help="how many devices of each profiled type, e.g. A100=4,H100=4")
     m.add_argument("--output-bytes", metavar="SIZE", help="the tensor one layer passes the next (micro-batch x "
                    "sequence x hidden x bytes), e.g. 16MB: Metis's profiles do not record it")
-    m.add_argument("--tp", type=int, default=1, help="the tensor-parallel degree of the files to read (default 1)")
     m.add_argument("--mbs", type=int, default=1, help="the micro-batch size of the files to read (default 1)")
+    p.add_argument("--tp", type=int, default=1, metavar="T", help="layers, metis: tensor-parallel degree T (default 1): "
+                   "each layer's tensor_parallel variant, or Metis's _tp<T> files; every T GPUs form one pipeline rank")
+    p.add_argument("--optimizer", choices=["none", "sgd", "momentum", "adam"],
+                   help="memory for training: each node's parameters count weights, gradients and optimizer state "
+                        "(adam: 16 bytes per bf16 parameter, ZeRO's count; docs/importers.md)")
     p.add_argument("--output", "-o", metavar="FILE")
     p.add_argument("-D", dest="define", action="append", metavar="NAME=VALUE")
     import_arguments(p)
@@ -42,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from partdsl.cli.convert import dnn_partitioning_to_part, graph_json
     from partdsl.core.errors import PartError
     from partdsl.core.layers import layer_pattern
+    from partdsl.dsl.memory_model import with_optimizer
     from partdsl.dsl.parser import parse
     from partdsl.dsl.printer import to_part
     from partdsl.plans.grouping import group_by
@@ -50,55 +55,54 @@ def run(args: argparse.Namespace) -> int:
     fmt = args.from_format or ("metis" if src.is_dir() else "dnn-partitioning" if src.suffix == ".json" else
                                "onnx" if src.suffix.lower() == ".onnx" else
                                "torch-export" if src.suffix.lower() == ".pt2" else "part")
-    out_dir = Path(args.output).parent if args.output else None
+    if fmt != "part" and args.to not in (None, "part"):
+        raise PartError(f"cannot convert {fmt} to '{args.to}'", None, "use --to part")
+    if args.tp < 1:
+        raise PartError(f"--tp {args.tp}: the tensor-parallel degree is a positive integer", None, "e.g. --tp 2")
+    if args.tp != 1 and fmt not in ("layers", "metis"):
+        raise PartError(f"--tp goes with --from layers or metis, not {fmt}", None,
+                        "an operator graph has no tensor-parallel variants: leave --tp out")
+    if args.layers and not args.group_by:
+        raise PartError("--layers goes with --group-by layer", None, "add --group-by layer")
+    spec, text, header = None, "", f"{src.name}, converted by `part convert`"
     if fmt == "onnx":
         from partdsl.cli.convert import onnx_to_part
 
-        if args.to not in (None, "part"):
-            raise PartError(f"cannot convert onnx to '{args.to}'", None, "use --to part")
         text = onnx_to_part(src, args.objective or "latency", args.fuse, import_options(args))
     elif fmt in ("layers", "metis"):
         from partdsl.dsl.layer_profile import layers_spec, profile_spec
 
-        if args.to not in (None, "part"):
-            raise PartError(f"cannot convert layers to '{args.to}'", None, "use --to part")
         objective = args.objective or "bottleneck"
         if objective not in ("bottleneck", "latency"):
             raise PartError(f"a layer profile plans for bottleneck or latency, not '{objective}'", None,
                             "--objective bottleneck (default) or latency")
-        spec = profile_spec(src, objective) if fmt == "layers" else layers_spec(metis(src, args), src, objective)
-        text = to_part(spec, header=f"{src.name}, a {'Metis ' if fmt == 'metis' else ''}layer profile converted by "
-                       "`part convert`")
+        spec = profile_spec(src, objective, tp=args.tp) if fmt == "layers" else \
+            layers_spec(metis(src, args), src, objective)
+        header = f"{src.name}, a {'Metis ' if fmt == 'metis' else ''}layer profile converted by `part convert`"
     elif fmt == "torch-export":
         from partdsl.cli.convert import torch_export_to_part
 
-        if args.to not in (None, "part"):
-            raise PartError(f"cannot convert torch-export to '{args.to}'", None, "use --to part")
         text = torch_export_to_part(src, args.objective or "latency", import_options(args))
     elif fmt == "dnn-partitioning":
-        if args.to not in (None, "part"):
-            raise PartError(f"cannot convert dnn-partitioning to '{args.to}'", None, "use --to part")
-        text = dnn_partitioning_to_part(src, args.objective or "bottleneck", args.split, out_dir)
+        text = dnn_partitioning_to_part(src, args.objective or "bottleneck", args.split,
+                                        Path(args.output).parent if args.output else None)
     elif fmt == "part":
         from partdsl.dsl.parser import parse_file
 
-        spec = parse_file(src, defines(args.define), import_options(args))
-        if args.group_by:  # grouped here, without printing and parsing the spec again
-            spec = group_by(spec, args.group_by, layer_pattern(args.layers))
-        how = f"grouped by {args.group_by}" if args.group_by else "normalized"
-        if args.to in (None, "part"):
-            text = to_part(spec, header=f"{src.name}, {how} by `part convert`")
-        elif args.to == "json":
-            text = graph_json(spec.graph)
-        else:
-            raise PartError(f"unknown target format '{args.to}'", None, "use --to part or --to json")
+        spec, header = parse_file(src, defines(args.define), import_options(args)), f"{src.name}, normalized by `part convert`"
     else:
         raise PartError(f"unknown source format '{fmt}'", None, "use --from dnn-partitioning or --from part")
-    if args.group_by and fmt != "part":
-        spec = group_by(parse(text, str(src), None, import_options(args)), args.group_by, layer_pattern(args.layers))
-        text = to_part(spec, header=f"{src.name}, grouped by {args.group_by} by `part convert`")
-    elif args.layers and not args.group_by:
-        raise PartError("--layers goes with --group-by layer", None, "add --group-by layer")
+    if args.group_by or args.optimizer:
+        if spec is None:
+            spec = parse(text, str(src), None, import_options(args))
+        if args.optimizer:
+            spec = with_optimizer(spec, args.optimizer)
+            header += f", memory for training with {args.optimizer}"
+        if args.group_by:  # grouped here, without printing and parsing the spec again
+            spec = group_by(spec, args.group_by, layer_pattern(args.layers))
+            header += f", grouped by {args.group_by}"
+    if spec is not None:
+        text = graph_json(spec.graph) if args.to == "json" else to_part(spec, header=header)
     if args.output:
         Path(args.output).write_text(text)
     else:
@@ -111,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
 def metis(src: Path, args: argparse.Namespace) -> dict:
     """Metis's profiles in `src` as a partdsl-layers document (dsl/metis_profile.py)."""
     from partdsl.core.errors import PartError
+    from partdsl.core.quantities import NUMBER, SIZE
     from partdsl.dsl.metis_profile import metis_layers
     from partdsl.dsl.parser import parse_override
 
@@ -124,7 +129,7 @@ def metis(src: Path, args: argparse.Namespace) -> dict:
             raise PartError(f"--devices {args.devices}: '{item}' is not GPU=COUNT", None, "e.g. --devices A100=4,H100=4")
         counts[name.strip()] = int(n)
     size = parse_override("output-bytes", args.output_bytes)
-    if isinstance(size, str) or size.dim not in ("size", "number"):
+    if isinstance(size, str) or size.dim not in (SIZE, NUMBER):
         raise PartError(f"--output-bytes {args.output_bytes}: not a size", None, "e.g. --output-bytes 16MB")
     return metis_layers(src, args.tp, args.mbs, size.value, counts)
 
