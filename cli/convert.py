@@ -5,7 +5,7 @@ import json
 import os
 from pathlib import Path
 
-from partdsl.core.errors import PartError
+from partdsl.core.errors import PartError, did_you_mean
 from partdsl.dsl.graph_formats import graph_from_dnn_partitioning, graph_to_json, load_json, platform_fields
 from partdsl.dsl.import_options import ImportOptions
 
@@ -60,7 +60,7 @@ def dnn_partitioning_to_part(path: Path, objective: str = "bottleneck", split: s
 
 
 def onnx_to_part(path: Path, objective: str = "latency", fuse: bool = False,
-                 options: ImportOptions = ImportOptions()) -> str:
+                 options: ImportOptions = ImportOptions(), devices: dict[str, int] | None = None) -> str:
     """A spec for an ONNX model: its graph written out (nodes with FLOPs, parameter and
     output bytes per sample, from dsl/onnx_import.py), on two A100s and a Xeon by device
     profile, with the objective asked for."""
@@ -68,15 +68,16 @@ def onnx_to_part(path: Path, objective: str = "latency", fuse: bool = False,
 
     graph = import_onnx(path, _graph_name(path), fuse=fuse, options=options)
     return model_to_part(graph, f"{path.name}, converted from ONNX by `part convert`" + (" (chains fused)" if fuse
-                                                                                           else ""), objective)
+                                                                                           else ""), objective, devices)
 
 
-def torch_export_to_part(path: Path, objective: str = "latency", options: ImportOptions = ImportOptions()) -> str:
+def torch_export_to_part(path: Path, objective: str = "latency", options: ImportOptions = ImportOptions(),
+                         devices: dict[str, int] | None = None) -> str:
     """The same for a torch.export program (.pt2, dsl/torch_export.py), read without torch."""
     from partdsl.dsl.torch_export import import_torch_export
 
     graph = import_torch_export(path, _graph_name(path), options=options)
-    return model_to_part(graph, f"{path.name}, converted from torch.export by `part convert`", objective)
+    return model_to_part(graph, f"{path.name}, converted from torch.export by `part convert`", objective, devices)
 
 
 def _graph_name(path: Path) -> str:
@@ -84,9 +85,23 @@ def _graph_name(path: Path) -> str:
     return "g_" + name if name[0].isdigit() else name
 
 
-def model_to_part(graph, title: str, objective: str) -> str:  # type: ignore[no-untyped-def]
-    """An imported model's graph on two A100s and a Xeon by device profile."""
+def model_to_part(graph, title: str, objective: str,  # type: ignore[no-untyped-def]
+                  devices: dict[str, int] | None = None) -> str:
+    """An imported model's graph on `devices` ({profile: count}; default two A100s and a
+    Xeon), each class's work from its device profile."""
+    from partdsl.dsl.cost_model import names
+    from partdsl.dsl.names import identifier
     from partdsl.dsl.printer import _node
+
+    platform = ["  device gpu[k] { profile a100 }", "  device cpu[1] { profile xeon }"]
+    if devices:
+        known, used = names(), set()
+        for dev in devices:
+            if dev.lower().replace("-", "_") not in known:
+                raise PartError(f"--devices: '{dev}' is not a device profile", None,
+                                did_you_mean(dev.lower(), known) + " (profiles: " + ", ".join(known) + ")")
+        platform = [f"  device {identifier(dev.lower().replace('-', '_'), used)}[{n}] "
+                    f"{{ profile {dev.lower().replace('-', '_')} }}" for dev, n in devices.items()]
 
     objectives = {"bottleneck": "minimize bottleneck", "latency": "minimize latency",
                   "tasks": "minimize latency by tasks", "throughput": "maximize throughput batch 16 split 4"}
@@ -98,8 +113,7 @@ def model_to_part(graph, title: str, objective: str) -> str:  # type: ignore[no-
              "param k = 2", f"graph {graph.name} {{"]
     lines += [_node(nd) for nd in graph.nodes]
     lines += [f"  {graph.nodes[a].name} -> {graph.nodes[b].name}" for a, b in graph.edges]
-    lines += ["}", "platform {", "  device gpu[k] { profile a100 }", "  device cpu[1] { profile xeon }", "}",
-              objectives[objective], "subject to { memory hard }"]
+    lines += ["}", "platform {", *platform, "}", objectives[objective], "subject to { memory hard }"]
     return "\n".join(lines) + "\n"
 
 

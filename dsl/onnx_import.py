@@ -165,7 +165,7 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
 
     onnx = _onnx()
     try:
-        model = onnx.load(str(path))
+        model = onnx.load(str(path), load_external_data=False)  # shapes only: a 16 GB .data file stays on disk
     except FileNotFoundError:
         raise PartError(f"import: no such file '{path}'", span, "paths are relative to the spec file's folder") from None
     except Exception as e:  # onnx raises its own errors (DecodeError, ValidationError, ...)

@@ -26,8 +26,10 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
                    "a `group` under `colocate by group` (docs/plans.md)")
     p.add_argument("--layers", metavar="REGEX", help="with --group-by layer: the part of a node name that is its "
                    "decoder layer (default: `layers.3`, `h.3`, `blocks.3`, `l3_` ...)")
+    p.add_argument("--devices", metavar="TYPE=N,...", help="onnx, torch-export: the platform, N devices of each "
+                   "device profile (e.g. h100=4,a100=4; default two A100s and a Xeon); metis: how many GPUs of each "
+                   "profiled type, e.g. A100=4,H100=4")
     m = p.add_argument_group("metis: a folder of Metis's DeviceType.<GPU>_tp<T>_bs<B>.json profiles")
-    m.add_argument("--devices", metavar="GPU=N,...", help="how many devices of each profiled type, e.g. A100=4,H100=4")
     m.add_argument("--output-bytes", metavar="SIZE", help="the tensor one layer passes the next (micro-batch x "
                    "sequence x hidden x bytes), e.g. 16MB: Metis's profiles do not record it")
     m.add_argument("--mbs", type=int, default=1, help="the micro-batch size of the files to read (default 1)")
@@ -64,11 +66,15 @@ def run(args: argparse.Namespace) -> int:
                         "an operator graph has no tensor-parallel variants: leave --tp out")
     if args.layers and not args.group_by:
         raise PartError("--layers goes with --group-by layer", None, "add --group-by layer")
+    if args.devices and fmt not in ("onnx", "torch-export", "metis"):
+        raise PartError(f"--devices goes with --from onnx, torch-export or metis, not {fmt}", None,
+                        "a layer profile lists its devices; a spec has its platform")
+    devices = device_counts(args.devices) if args.devices and fmt != "metis" else None
     spec, text, header = None, "", f"{src.name}, converted by `part convert`"
     if fmt == "onnx":
         from partdsl.cli.convert import onnx_to_part
 
-        text = onnx_to_part(src, args.objective or "latency", args.fuse, import_options(args))
+        text = onnx_to_part(src, args.objective or "latency", args.fuse, import_options(args), devices)
     elif fmt in ("layers", "metis"):
         from partdsl.dsl.layer_profile import layers_spec, profile_spec
 
@@ -82,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     elif fmt == "torch-export":
         from partdsl.cli.convert import torch_export_to_part
 
-        text = torch_export_to_part(src, args.objective or "latency", import_options(args))
+        text = torch_export_to_part(src, args.objective or "latency", import_options(args), devices)
     elif fmt == "dnn-partitioning":
         text = dnn_partitioning_to_part(src, args.objective or "bottleneck", args.split,
                                         Path(args.output).parent if args.output else None)
@@ -122,16 +128,24 @@ def metis(src: Path, args: argparse.Namespace) -> dict:
     if not args.devices or not args.output_bytes:
         raise PartError("--from metis needs --devices and --output-bytes", None,
                         "e.g. --devices A100=4,H100=4 --output-bytes 16MB (Metis's profiles record neither)")
-    counts = {}
-    for item in args.devices.split(","):
-        name, _, n = item.partition("=")
-        if not n.isdigit() or int(n) < 1:
-            raise PartError(f"--devices {args.devices}: '{item}' is not GPU=COUNT", None, "e.g. --devices A100=4,H100=4")
-        counts[name.strip()] = int(n)
+    counts = device_counts(args.devices)
     size = parse_override("output-bytes", args.output_bytes)
     if isinstance(size, str) or size.dim not in (SIZE, NUMBER):
         raise PartError(f"--output-bytes {args.output_bytes}: not a size", None, "e.g. --output-bytes 16MB")
     return metis_layers(src, args.tp, args.mbs, size.value, counts)
+
+
+def device_counts(given: str) -> dict[str, int]:
+    """`--devices h100=4,a100=4` -> {"h100": 4, "a100": 4}."""
+    from partdsl.core.errors import PartError
+
+    counts = {}
+    for item in given.split(","):
+        name, _, n = item.partition("=")
+        if not name.strip() or not n.isdigit() or int(n) < 1:
+            raise PartError(f"--devices {given}: '{item}' is not TYPE=COUNT", None, "e.g. --devices h100=4,a100=4")
+        counts[name.strip()] = int(n)
+    return counts
 
 
 def summary(text: str, output: str | None, options) -> str:  # type: ignore[no-untyped-def]

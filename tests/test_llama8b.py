@@ -1,0 +1,84 @@
+"""The end-to-end LLM example (issue 31, item 6; docs/plans.md): transformers' Llama 3 8B
+shape as torch.export and ONNX programs (examples/llama8b.*, weights left out), converted
+with Adam's memory and grouped by layer on four H100s and four A100s, planned for training
+throughput and for serving latency, exported as Megatron's layout and torchtitan's module
+lists; the plan is never worse than the splits users make today."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import EXAMPLES, run_part
+from partdsl.core.evaluate import evaluate
+from partdsl.dsl.parser import parse_file
+
+DEVICES = "h100=4,a100=4"
+
+
+def convert(tmp_path: Path, src: str, objective: str) -> Path:
+    out = tmp_path / f"{Path(src).stem}_{objective}.part"
+    extra = ["--optimizer", "adam"] if objective == "bottleneck" else []
+    r = run_part("convert", str(EXAMPLES / src), "--objective", objective, "--devices", DEVICES, *extra,
+                 "--group-by", "layer", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_both_programs_are_the_same_8b_model(tmp_path: Path) -> None:
+    pt2, onnx = (parse_file(convert(tmp_path, f"llama8b.{x}", "latency")) for x in ("pt2", "onnx"))
+    for spec in (pt2, onnx):
+        params = sum(nd.params for nd in spec.graph.nodes)
+        assert params == pytest.approx(8.03e9 * 2, rel=1e-3)  # Llama 3 8B's parameters, bf16
+        # a forward pass of 4,096 tokens: 2 FLOPs per parameter and token (bar the embedding's gather),
+        # plus the attention's 4 s^2 h per layer
+        flops = sum(nd.flops or 0 for nd in spec.graph.nodes)
+        assert flops == pytest.approx(2 * (8.03e9 - 128256 * 4096) * 4096 + 32 * 4 * 4096**2 * 4096, rel=0.02)
+        assert len({nd.group for nd in spec.graph.nodes}) == 34  # the embedding, 32 layers, norm and head
+    assert [k.name for k in pt2.platform.classes] == ["h100", "a100"]
+
+
+def test_training_throughput_plan_is_proven_and_beats_todays_splits(tmp_path: Path) -> None:
+    from partdsl.plans.baselines import BASELINES, baseline
+    from partdsl.plans.units import units
+
+    spec_path = convert(tmp_path, "llama8b.pt2", "bottleneck")
+    r = run_part("solve", str(spec_path), "--time-limit", "30", "--json")
+    assert r.returncode == 0, r.stderr
+    answer = json.loads(r.stdout)
+    assert answer["status"] == "optimal"
+    plan = tmp_path / "plan.json"
+    plan.write_text(r.stdout)
+    spec = parse_file(spec_path)
+    ours = evaluate(spec, np.array([spec.platform.devices.index(answer["assignment"][nd.name])
+                                    for nd in spec.graph.nodes]))
+    assert ours.feasible and ours.objective == pytest.approx(answer["objective"])
+    u, ranks = units(spec), list(spec.platform.devices)
+    for kind in BASELINES:
+        theirs = evaluate(spec, baseline(spec, u, kind, ranks))
+        assert not theirs.feasible or theirs.objective >= ours.objective - 1e-6, kind
+    r = run_part("export", str(spec_path), "--plan", str(plan), "--format", "megatron", "--json")
+    assert r.returncode == 0, r.stderr
+    layout = json.loads(r.stdout)["pipeline_model_parallel_layout"]
+    stages = layout.split("|")
+    assert len(stages) == 8 and stages[0].startswith("E") and stages[-1].endswith("L")
+    assert sum(int(s.split("*")[1].rstrip("L")) if "*" in s else s.count("t") for s in stages) == 32
+    r = run_part("export", str(spec_path), "--plan", str(plan), "--format", "fqn", "--json")
+    assert r.returncode == 0, r.stderr
+    parts = json.loads(r.stdout)["module_fqns_per_model_part"]
+    assert parts[0][0] == "model.embed_tokens" and parts[-1][-2:] == ["model.norm", "lm_head"]
+
+
+def test_serving_latency_plan_holds_its_certificate(tmp_path: Path) -> None:
+    spec_path = convert(tmp_path, "llama8b.pt2", "latency")
+    r = run_part("solve", str(spec_path), "--time-limit", "10", "--json")
+    assert r.returncode == 0, r.stderr
+    answer = json.loads(r.stdout)
+    spec = parse_file(spec_path)
+    dev = np.array([spec.platform.devices.index(answer["assignment"][nd.name]) for nd in spec.graph.nodes])
+    ours = evaluate(spec, dev)
+    assert ours.feasible and ours.objective == pytest.approx(answer["objective"])
+    assert answer["bound"] <= answer["objective"]
+    h100 = evaluate(spec, np.zeros(spec.dense.n, dtype=np.int64)).objective  # the whole model on one H100
+    assert ours.objective <= h100 + 1e-6
