@@ -82,3 +82,33 @@ def test_serving_latency_plan_holds_its_certificate(tmp_path: Path) -> None:
     assert answer["bound"] <= answer["objective"]
     h100 = evaluate(spec, np.zeros(spec.dense.n, dtype=np.int64)).objective  # the whole model on one H100
     assert ours.objective <= h100 + 1e-6
+
+
+def test_its_layer_profile_sums_the_operators_and_plans_as_layers(tmp_path: Path) -> None:
+    """`--to layers` writes the 8B's partdsl-layers profile (what a profiler would measure,
+    estimated): per class, its layers' times add up to the operators'; it converts back
+    with backward times and Adam's memory into a training spec whose plan exports."""
+    profile = tmp_path / "llama8b_layers.json"
+    r = run_part("convert", str(EXAMPLES / "llama8b.pt2"), "--devices", DEVICES, "--to", "layers",
+                 "--backward", "2", "-o", str(profile))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(profile.read_text())
+    names = [layer["name"] for layer in doc["layers"]]
+    assert names[:3] == ["model.embed_tokens", "model.rotary_emb", "model.layers.0"]
+    assert names[-3:] == ["model.layers.31", "model.norm", "lm_head"]
+    ops = parse_file(convert(tmp_path, "llama8b.pt2", "latency"))
+    for c, k in enumerate(ops.platform.classes):
+        assert sum(layer["forward_ms"][k.name] for layer in doc["layers"]) == pytest.approx(ops.dense.work[:, c].sum())
+    assert sum(layer["params_bytes"] for layer in doc["layers"]) == pytest.approx(ops.dense.params.sum())
+    hidden = 4096 * 4096 * 2  # bf16 activations of 4,096 tokens
+    assert doc["layers"][-3]["output_bytes"] == hidden  # after the last layer only the hidden state crosses
+    assert all(layer["backward_ms"]["h100"] == 2 * layer["forward_ms"]["h100"] for layer in doc["layers"])
+    spec = tmp_path / "train.part"
+    r = run_part("convert", str(profile), "--from", "layers", "--optimizer", "adam", "--group-by", "layer",
+                 "-o", str(spec))
+    assert r.returncode == 0, r.stderr
+    r = run_part("solve", str(spec), "--time-limit", "10", "-o", str(tmp_path / "plan.json"))
+    assert r.returncode == 0, r.stderr
+    r = run_part("export", str(spec), "--plan", str(tmp_path / "plan.json"), "--format", "vllm", "--json")
+    assert r.returncode == 0, r.stderr
+    assert sum(map(int, json.loads(r.stdout)["VLLM_PP_LAYER_PARTITION"].split(","))) == 32

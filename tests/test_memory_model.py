@@ -122,3 +122,18 @@ def test_metis_tp_files_make_ranks_of_tp_gpus(tmp_path: Path) -> None:
     assert {w.on: w.time for w in spec.graph.nodes[1].work} == {"A100": 10.0, "H100": 4.0}
     r = run_part(*args, "--devices", "A100=3,H100=2")
     assert r.returncode == 2 and "A100=3 is not a multiple of 2" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args,says", [
+    (["llama_tiny.onnx", "--to", "layers", "--optimizer", "adam"], "--to layers writes what a profiler measures"),
+    (["llama_tiny.onnx", "--backward", "2"], "--backward goes with --to layers"),
+    (["llama_tiny.onnx", "--to", "layers", "--backward", "-1"], "--backward -1.0: not a non-negative ratio"),
+    (["tiny.part", "--to", "layers"], "no node of graph"),
+    (["llama_tiny.pt2", "--devices", "h100=4,b200=2"], "--devices: 'b200' is not a device profile"),
+    (["llama_tiny.pt2", "--devices", "h100"], "'h100' is not TYPE=COUNT"),
+], ids=["optimizer", "backward", "ratio", "no-layers", "profile", "count"])
+def test_profile_out_and_devices_mistakes(tmp_path: Path, args: list[str], says: str) -> None:
+    out = tmp_path / "out"
+    r = run_part("convert", str(EXAMPLES / args[0]), *args[1:], "-o", str(out))
+    assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not out.exists()

@@ -3,6 +3,7 @@ normalized .part or graph JSON (cli/convert.py)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -14,7 +15,11 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
                        "normalized .part or graph JSON")
     p.add_argument("file")
     p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "onnx", "torch-export", "layers", "metis", "part"])
-    p.add_argument("--to", choices=["part", "json"])
+    p.add_argument("--to", choices=["part", "json", "layers"],
+                   help="part (default), json (a spec's graph) or layers: a partdsl-layers profile of the model's "
+                        "layers, estimated by the cost model, to edit or plan from (docs/importers.md)")
+    p.add_argument("--backward", type=float, metavar="RATIO", help="with --to layers: write backward times, "
+                   "RATIO x forward (2 is the usual estimate), and the stashed activations, for training")
     p.add_argument("--objective", choices=["bottleneck", "latency", "tasks", "throughput"],
                    help="bottleneck (default for dnn-partitioning), latency (default for onnx), tasks, throughput "
                         "(onnx only: batch 16 split 4)")
@@ -57,15 +62,20 @@ def run(args: argparse.Namespace) -> int:
     fmt = args.from_format or ("metis" if src.is_dir() else "dnn-partitioning" if src.suffix == ".json" else
                                "onnx" if src.suffix.lower() == ".onnx" else
                                "torch-export" if src.suffix.lower() == ".pt2" else "part")
-    if fmt != "part" and args.to not in (None, "part"):
+    if fmt != "part" and args.to not in (None, "part", "layers") or fmt in ("layers", "metis") and args.to == "layers":
         raise PartError(f"cannot convert {fmt} to '{args.to}'", None, "use --to part")
+    if args.to == "layers" and (args.optimizer or args.group_by):
+        raise PartError("--to layers writes what a profiler measures: no --optimizer or --group-by", None,
+                        "give them when you convert the profile to a spec")
+    if args.backward is not None and args.to != "layers":
+        raise PartError("--backward goes with --to layers", None, "add --to layers")
     if args.tp < 1:
         raise PartError(f"--tp {args.tp}: the tensor-parallel degree is a positive integer", None, "e.g. --tp 2")
     if args.tp != 1 and fmt not in ("layers", "metis"):
         raise PartError(f"--tp goes with --from layers or metis, not {fmt}", None,
                         "an operator graph has no tensor-parallel variants: leave --tp out")
-    if args.layers and not args.group_by:
-        raise PartError("--layers goes with --group-by layer", None, "add --group-by layer")
+    if args.layers and not args.group_by and args.to != "layers":
+        raise PartError("--layers goes with --group-by layer or --to layers", None, "add --group-by layer")
     if args.devices and fmt not in ("onnx", "torch-export", "metis"):
         raise PartError(f"--devices goes with --from onnx, torch-export or metis, not {fmt}", None,
                         "a layer profile lists its devices; a spec has its platform")
@@ -98,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         spec, header = parse_file(src, defines(args.define), import_options(args)), f"{src.name}, normalized by `part convert`"
     else:
         raise PartError(f"unknown source format '{fmt}'", None, "use --from dnn-partitioning or --from part")
-    if args.group_by or args.optimizer:
+    if args.group_by or args.optimizer or args.to == "layers":
         if spec is None:
             spec = parse(text, str(src), None, import_options(args))
         if args.optimizer:
@@ -107,13 +117,18 @@ def run(args: argparse.Namespace) -> int:
         if args.group_by:  # grouped here, without printing and parsing the spec again
             spec = group_by(spec, args.group_by, layer_pattern(args.layers))
             header += f", grouped by {args.group_by}"
-    if spec is not None:
+    if args.to == "layers":
+        from partdsl.plans.profile_out import layer_profile
+        from partdsl.plans.units import units
+
+        text = json.dumps(layer_profile(spec, units(spec, layer_pattern(args.layers)), args.backward), indent=1) + "\n"
+    elif spec is not None:
         text = graph_json(spec.graph) if args.to == "json" else to_part(spec, header=header)
     if args.output:
         Path(args.output).write_text(text)
     else:
         sys.stdout.write(text)
-    if args.to != "json":
+    if args.to not in ("json", "layers"):
         print(summary(text, args.output, import_options(args)), file=sys.stderr)
     return EXIT_OK
 
