@@ -10,6 +10,12 @@ and torchtitan module lists of partdsl's plan.
     .venv/bin/python benchmarks/llm_plans.py --time-limit 30
     .venv/bin/python benchmarks/llm_plans.py --objective latency --seq 512 --time-limit 30
     .venv/bin/python benchmarks/llm_plans.py --layers 16 --fast h100 --slow a100 --time-limit 10
+
+or any spec `part convert --group-by layer` wrote, e.g. Llama 3 8B's program (docs/plans.md):
+
+    part convert examples/llama8b.pt2 --objective bottleneck --devices h100=4,a100=4 \
+        --optimizer adam --group-by layer -o llama8b.part
+    .venv/bin/python benchmarks/llm_plans.py --spec llama8b.part --time-limit 30
 """
 from __future__ import annotations
 
@@ -33,6 +39,8 @@ def main() -> None:
     ap.add_argument("--objective", choices=("bottleneck", "latency"), default="bottleneck",
                     help="bottleneck: training throughput (pipelined); latency: one request served end to end")
     ap.add_argument("--time-limit", type=float, default=30.0)
+    ap.add_argument("--spec", metavar="FILE", help="a spec grouped by layer instead of the analytic decoder "
+                    "(its objective and platform are used)")
     args = ap.parse_args()
 
     from partdsl.core.evaluate import evaluate
@@ -45,11 +53,21 @@ def main() -> None:
     from partdsl.plans.stages import pipeline
     from partdsl.plans.units import units
 
-    model = Decoder(layers=args.layers, hidden=args.hidden, heads=32, seq=args.seq, ffn=args.ffn,
-                    vocab=args.vocab, dtype="bf16")
-    spec = (SpecBuilder(decoder_graph(model, "llama")).device(args.fast, 4, profile=args.fast)
-            .device(args.slow, 4, profile=args.slow).minimize(args.objective).build())
-    grouped = group_by(spec, "layer")
+    if args.spec:
+        from partdsl.dsl.parser import parse_file
+
+        spec = grouped = parse_file(args.spec)
+        args.objective = spec.objective.kind
+        what = f"{args.spec}: {spec.dense.n:,} operators on " + " + ".join(
+            f"{k.count} x {k.name}" for k in spec.platform.classes)
+    else:
+        model = Decoder(layers=args.layers, hidden=args.hidden, heads=32, seq=args.seq, ffn=args.ffn,
+                        vocab=args.vocab, dtype="bf16")
+        spec = (SpecBuilder(decoder_graph(model, "llama")).device(args.fast, 4, profile=args.fast)
+                .device(args.slow, 4, profile=args.slow).minimize(args.objective).build())
+        grouped = group_by(spec, "layer")
+        what = (f"{args.layers}-layer decoder, hidden {args.hidden}, vocabulary {args.vocab:,}, seq {args.seq}: "
+                f"{spec.dense.n:,} operators on 4 x {args.fast} + 4 x {args.slow}")
     u = units(grouped)
     ranks = list(spec.platform.devices)
     t = time.perf_counter()
@@ -57,8 +75,7 @@ def main() -> None:
     took = time.perf_counter() - t
     devs = np.array([spec.platform.devices.index(r.assignment[nd.name]) for nd in spec.graph.nodes])
     ours = evaluate(spec, devs).objective
-    print(f"{args.layers}-layer decoder, hidden {args.hidden}, vocabulary {args.vocab:,}, seq {args.seq}: "
-          f"{spec.dense.n:,} operators on 4 x {args.fast} + 4 x {args.slow}\n")
+    print(what + "\n")
     print(f"| split | layers per stage | {args.objective} (ms) | / partdsl |")
     print("|---|---|---|---|")
     for kind in BASELINES:

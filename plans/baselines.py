@@ -56,19 +56,26 @@ def _min_max_cuts(weights: np.ndarray, p: int) -> list[int]:
 
 
 def baseline(spec: Spec, units: Units, kind: str, ranks: list[str]) -> np.ndarray:
-    """A device per node: the split `kind` over `ranks`."""
+    """A device per node: the split `kind` over `ranks`; a backward node goes with the
+    forward nodes it is colocated with (its layer's group)."""
     if kind not in BASELINES:
         raise PartError(f"unknown baseline '{kind}'", None, "baselines: " + ", ".join(BASELINES))
-    if (units.unit < 0).any():
-        raise PartError("the baselines split forward graphs; this one has backward nodes", None,
-                        "compare on the forward graph")
+    unit, fw = units.unit.copy(), units.unit >= 0
+    if not fw.all():
+        colo = spec.dense.colo
+        of_component = np.full(len(unit), -1, dtype=np.int64)
+        of_component[colo[fw]] = unit[fw]
+        unit[~fw] = of_component[colo[~fw]]
+        if (unit < 0).any():
+            raise PartError("the baselines move whole layers; a backward node is in no layer's group", None,
+                            "group each backward node with its layer (part convert --group-by layer)")
     p, idx = len(ranks), {d: i for i, d in enumerate(spec.platform.devices)}
     if kind == "parameters":
         params = np.array([nd.params for nd in spec.graph.nodes])
-        per_unit = np.bincount(units.unit, weights=params, minlength=units.tail + 1)
+        per_unit = np.bincount(units.unit[fw], weights=params[fw], minlength=units.tail + 1)
         starts = _min_max_cuts(per_unit, p) + [units.tail + 1]
         rank_of = np.concatenate([np.full(starts[r + 1] - starts[r], r) for r in range(p)])
     else:
         counts = _layer_counts(kind, units.layers, p)
         rank_of = np.concatenate([[0], np.repeat(np.arange(p), counts), [p - 1]])
-    return np.array([idx[ranks[r]] for r in rank_of[units.unit]], dtype=np.int64)
+    return np.array([idx[ranks[r]] for r in rank_of[unit]], dtype=np.int64)

@@ -20,7 +20,7 @@ from dataclasses import replace
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
 from partdsl.core.layers import layer_of
-from partdsl.plans.units import HEAD, module_path, units
+from partdsl.plans.units import module_path, units
 
 EMBEDDING, OUTPUT = "embedding", "head"
 
@@ -55,7 +55,7 @@ def _module_groups(spec: Spec, depth: int | None) -> list[str | None]:
 def _layer_groups(spec: Spec, pattern: re.Pattern | None) -> list[str | None]:
     u = units(spec, pattern)
     names = [EMBEDDING] + [m[0] for m in u.modules[1:u.tail]] + [OUTPUT]
-    return [None if k < 0 else names[k] if k != HEAD else EMBEDDING for k in u.unit.tolist()]
+    return [None if k < 0 else names[k] for k in u.unit.tolist()]
 
 
 def group_by(spec: Spec, how: str, pattern: re.Pattern | None = None) -> Spec:
@@ -66,7 +66,14 @@ def group_by(spec: Spec, how: str, pattern: re.Pattern | None = None) -> Spec:
     if len(distinct) < 2:
         raise PartError(f"--group-by {how} leaves {len(distinct)} group(s) of {len(groups):,} nodes: nothing "
                         "left to split", None, "group deeper (module:DEPTH with a larger DEPTH) or by layer")
-    nodes = tuple(nd if nd.backward and g is None else replace(nd, group=None if g is None else _name(g))
+    # a backward node follows its forward nodes: their old group's new one (a layer profile's
+    # `embed_bw` in group `embed` joins `embedding`), else it keeps its own
+    follow: dict[str, str] = {}
+    for nd, g in zip(spec.graph.nodes, groups):
+        if not nd.backward and nd.group is not None and g is not None:
+            follow.setdefault(nd.group, g)
+    nodes = tuple(replace(nd, group=_name(follow[nd.group])) if nd.backward and g is None and nd.group in follow
+                  else nd if nd.backward and g is None else replace(nd, group=None if g is None else _name(g))
                   for nd, g in zip(spec.graph.nodes, groups))
     return replace(spec, graph=replace(spec.graph, nodes=nodes),
                    constraints=replace(spec.constraints, colocate=True,
