@@ -117,8 +117,9 @@ def test_its_layer_profile_sums_the_operators_and_plans_as_layers(tmp_path: Path
     group = {nd.name: nd.group for nd in train.graph.nodes}
     assert all(group[nd.name] == group[nd.name[:-3]] for nd in train.graph.nodes if nd.backward)  # with its layer
     assert group["model_embed_tokens_bw"] == group["model_rotary_emb"] == "embedding"
-    r = run_part("solve", str(spec), "--time-limit", "10", "-o", str(tmp_path / "plan.json"))
+    r = run_part("solve", str(spec), "--time-limit", "10", "--json", "-o", str(tmp_path / "plan.json"))
     assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["status"] == "optimal"  # backward layers ride with their forward ones: the DP proves it
     never_worse(train, json.loads((tmp_path / "plan.json").read_text())["assignment"])
     r = run_part("export", str(spec), "--plan", str(tmp_path / "plan.json"), "--format", "vllm", "--json")
     assert r.returncode == 0, r.stderr

@@ -221,12 +221,28 @@ def _dp_pairs(bits, size, lo, W, BAD, MEM, memcap, hard, ovrate, prod_unit, prod
 
 
 def exact_for(spec: Spec) -> bool:
-    """Whether an exhausted DP proves optimality for this spec."""
+    """Whether an exhausted DP proves optimality for this spec: under `acyclic`, where a
+    feasible split's forward stages are a chain of ideals of the unit DAG. A training
+    graph qualifies when every backward node is colocated with a forward node: its units
+    are then ordered by forward edges alone, and a split whose full quotient (forward and
+    backward parts) is acyclic has an acyclic forward quotient, so the DP's space holds
+    every feasible split and its stage costs are the evaluator's (backward edges counted
+    on node-level edges). Orphan backward nodes are ordered by mirroring, a restriction."""
     c, o = spec.constraints, spec.objective
     devices = set(spec.platform.devices)
     device_level = any(t.name in devices for _, ts in c.pins + c.forbids for t in ts)
-    return (c.acyclic and not spec.graph.is_training and o.kind == "bottleneck"
+    return (c.acyclic and not _orphans(spec) and o.kind == "bottleneck"
             and o.training != "gpipe" and not device_level)
+
+
+def _orphans(spec: Spec) -> bool:
+    """Whether some backward node shares no colocation component with a forward node."""
+    d = spec.dense
+    if not d.backward.any():
+        return False
+    has_fw = np.zeros(d.n, dtype=bool)
+    has_fw[d.colo[~d.backward]] = True
+    return bool((~has_fw[d.colo[d.backward]]).any())
 
 
 def units(spec: Spec) -> Contraction:
@@ -269,8 +285,8 @@ def why_not_exact(spec: Spec) -> str:
     c, o = spec.constraints, spec.objective
     if not c.acyclic:
         return "contiguous blocks may form a cyclic quotient; add `acyclic` to get a proof"
-    if spec.graph.is_training:
-        return "training graphs are ordered on their forward part"
+    if _orphans(spec):
+        return "a backward node colocated with no forward node is ordered by mirroring; colocate each with its layer"
     if o.training == "gpipe":
         return "the DP minimizes the PipeDream load, not the GPipe objective"
     return "device-level pins or forbids are not modelled by the DP"
