@@ -60,6 +60,22 @@ def test_an_onnx_import_counts_optimizer_state_by_its_dtype(tmp_path: Path) -> N
     assert with_optimizer(a, "none") is a
 
 
+def test_a_kv_cache_is_spread_over_the_decoder_layers(tmp_path: Path) -> None:
+    from partdsl.plans.units import units
+
+    src = str(EXAMPLES / "llama_tiny.pt2")
+    plain, kv = tmp_path / "p.part", tmp_path / "kv.part"
+    assert run_part("convert", src, "-o", str(plain)).returncode == 0
+    r = run_part("convert", src, "--kv-cache", "4MB", "-o", str(kv))
+    assert r.returncode == 0, r.stderr
+    a, b = parse_file(plain), parse_file(kv)
+    u = units(b)
+    added = b.dense.params - a.dense.params
+    assert added.sum() == pytest.approx(4e6)
+    per_layer = np.bincount(u.unit[u.unit >= 0], added[u.unit >= 0], minlength=u.tail + 1)
+    assert per_layer[0] == per_layer[-1] == 0 and np.allclose(per_layer[1:-1], 1e6)  # 4 layers, 1 MB each
+
+
 def test_a_serving_profile_holds_its_kv_cache(tmp_path: Path) -> None:
     doc = copy.deepcopy(PROFILE)
     for layer in doc["layers"][1:-1]:
@@ -131,7 +147,9 @@ def test_metis_tp_files_make_ranks_of_tp_gpus(tmp_path: Path) -> None:
     (["tiny.part", "--to", "layers"], "no node of graph"),
     (["llama_tiny.pt2", "--devices", "h100=4,b200=2"], "--devices: 'b200' is not a device profile"),
     (["llama_tiny.pt2", "--devices", "h100"], "'h100' is not TYPE=COUNT"),
-], ids=["optimizer", "backward", "ratio", "no-layers", "profile", "count"])
+    (["llama_tiny.pt2", "--kv-cache", "3ms"], "--kv-cache 3ms: not a size"),
+    (["tiny.part", "--kv-cache", "1GB"], "no node of graph"),
+], ids=["optimizer", "backward", "ratio", "no-layers", "profile", "count", "kv-unit", "kv-no-layers"])
 def test_profile_out_and_devices_mistakes(tmp_path: Path, args: list[str], says: str) -> None:
     out = tmp_path / "out"
     r = run_part("convert", str(EXAMPLES / args[0]), *args[1:], "-o", str(out))

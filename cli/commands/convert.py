@@ -43,6 +43,8 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("--optimizer", choices=["none", "sgd", "momentum", "adam"],
                    help="memory for training: each node's parameters count weights, gradients and optimizer state "
                         "(adam: 16 bytes per bf16 parameter, ZeRO's count; docs/importers.md)")
+    p.add_argument("--kv-cache", metavar="SIZE", help="serving: the KV cache of the batch and context you serve "
+                   "(e.g. 8GiB), spread evenly over the decoder layers' memory (docs/importers.md)")
     p.add_argument("--output", "-o", metavar="FILE")
     p.add_argument("-D", dest="define", action="append", metavar="NAME=VALUE")
     import_arguments(p)
@@ -64,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
                                "torch-export" if src.suffix.lower() == ".pt2" else "part")
     if fmt != "part" and args.to not in (None, "part", "layers") or fmt in ("layers", "metis") and args.to == "layers":
         raise PartError(f"cannot convert {fmt} to '{args.to}'", None, "use --to part")
-    if args.to == "layers" and (args.optimizer or args.group_by):
-        raise PartError("--to layers writes what a profiler measures: no --optimizer or --group-by", None,
+    if args.to == "layers" and (args.optimizer or args.group_by or args.kv_cache):
+        raise PartError("--to layers writes what a profiler measures: no --optimizer, --kv-cache or --group-by", None,
                         "give them when you convert the profile to a spec")
     if args.backward is not None and args.to != "layers":
         raise PartError("--backward goes with --to layers", None, "add --to layers")
@@ -74,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
     if args.tp != 1 and fmt not in ("layers", "metis"):
         raise PartError(f"--tp goes with --from layers or metis, not {fmt}", None,
                         "an operator graph has no tensor-parallel variants: leave --tp out")
-    if args.layers and not args.group_by and args.to != "layers":
-        raise PartError("--layers goes with --group-by layer or --to layers", None, "add --group-by layer")
+    if args.layers and not args.group_by and args.to != "layers" and not args.kv_cache:
+        raise PartError("--layers goes with --group-by layer, --kv-cache or --to layers", None, "add --group-by layer")
     if args.devices and fmt not in ("onnx", "torch-export", "metis"):
         raise PartError(f"--devices goes with --from onnx, torch-export or metis, not {fmt}", None,
                         "a layer profile lists its devices; a spec has its platform")
@@ -108,12 +110,18 @@ def run(args: argparse.Namespace) -> int:
         spec, header = parse_file(src, defines(args.define), import_options(args)), f"{src.name}, normalized by `part convert`"
     else:
         raise PartError(f"unknown source format '{fmt}'", None, "use --from dnn-partitioning or --from part")
-    if args.group_by or args.optimizer or args.to == "layers":
+    if args.group_by or args.optimizer or args.kv_cache or args.to == "layers":
         if spec is None:
             spec = parse(text, str(src), None, import_options(args))
         if args.optimizer:
             spec = with_optimizer(spec, args.optimizer)
             header += f", memory for training with {args.optimizer}"
+        if args.kv_cache:
+            from partdsl.plans.serving import with_kv_cache
+            from partdsl.plans.units import units
+
+            spec = with_kv_cache(spec, size_of("kv-cache", args.kv_cache), units(spec, layer_pattern(args.layers)))
+            header += f", a {args.kv_cache} KV cache"
         if args.group_by:  # grouped here, without printing and parsing the spec again
             spec = group_by(spec, args.group_by, layer_pattern(args.layers))
             header += f", grouped by {args.group_by}"
@@ -136,18 +144,25 @@ def run(args: argparse.Namespace) -> int:
 def metis(src: Path, args: argparse.Namespace) -> dict:
     """Metis's profiles in `src` as a partdsl-layers document (dsl/metis_profile.py)."""
     from partdsl.core.errors import PartError
-    from partdsl.core.quantities import NUMBER, SIZE
     from partdsl.dsl.metis_profile import metis_layers
-    from partdsl.dsl.parser import parse_override
 
     if not args.devices or not args.output_bytes:
         raise PartError("--from metis needs --devices and --output-bytes", None,
                         "e.g. --devices A100=4,H100=4 --output-bytes 16MB (Metis's profiles record neither)")
     counts = device_counts(args.devices)
-    size = parse_override("output-bytes", args.output_bytes)
-    if isinstance(size, str) or size.dim not in (SIZE, NUMBER):
-        raise PartError(f"--output-bytes {args.output_bytes}: not a size", None, "e.g. --output-bytes 16MB")
-    return metis_layers(src, args.tp, args.mbs, size.value, counts)
+    return metis_layers(src, args.tp, args.mbs, size_of("output-bytes", args.output_bytes), counts)
+
+
+def size_of(option: str, text: str) -> float:
+    """`--option 16MB` -> 16e6 bytes (a plain number is bytes)."""
+    from partdsl.core.errors import PartError
+    from partdsl.core.quantities import NUMBER, SIZE
+    from partdsl.dsl.parser import parse_override
+
+    size = parse_override(option, text)
+    if isinstance(size, str) or size.dim not in (SIZE, NUMBER) or size.value < 0:
+        raise PartError(f"--{option} {text}: not a size", None, f"e.g. --{option} 16MB")
+    return float(size.value)
 
 
 def device_counts(given: str) -> dict[str, int]:
