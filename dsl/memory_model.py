@@ -14,8 +14,10 @@ SC'20, sec. 3.1: Adam under mixed precision holds 2 + 2 + 12 = 16 bytes per para
     adam          8          8                 4
 
 Backward nodes are left alone: they carry what the importers put there (a layer profile's
-stashed activations, docs/importers.md). Activations and a serving KV cache are the
-importers' part (dsl/layer_profile.py); ONNX and torch.export graphs carry neither."""
+stashed activations, docs/importers.md). `--activations` (with_activations) adds to each
+forward node of an operator graph its output, stashed for the backward pass: one
+micro-batch in flight, no recomputation (PipeDream's several in-flight micro-batches per
+stage depend on the stage's place in the pipeline: issue 30)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -43,5 +45,15 @@ def with_optimizer(spec: Spec, optimizer: str) -> Spec:
     if STATE_BYTES.get(optimizer, 0) is None:
         return spec
     nodes = tuple(nd if nd.backward or not nd.params else replace(nd, params=nd.params * factor(optimizer, nd.dtype))
+                  for nd in spec.graph.nodes)
+    return replace(spec, graph=replace(spec.graph, nodes=nodes))
+
+
+def with_activations(spec: Spec) -> Spec:
+    """`spec` (a forward graph) with each node holding its output bytes as well."""
+    if spec.graph.is_training:
+        raise PartError("--activations is for forward graphs: this one has backward nodes", None,
+                        "a layer profile's backward nodes hold its activation_bytes already; leave --activations out")
+    nodes = tuple(nd if nd.backward or not nd.out else replace(nd, params=nd.params + nd.out)
                   for nd in spec.graph.nodes)
     return replace(spec, graph=replace(spec.graph, nodes=nodes))

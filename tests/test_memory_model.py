@@ -60,6 +60,22 @@ def test_an_onnx_import_counts_optimizer_state_by_its_dtype(tmp_path: Path) -> N
     assert with_optimizer(a, "none") is a
 
 
+def test_activations_add_each_operators_output(tmp_path: Path) -> None:
+    src = str(EXAMPLES / "llama_tiny.onnx")
+    plain, act = tmp_path / "p.part", tmp_path / "a.part"
+    assert run_part("convert", src, "-o", str(plain)).returncode == 0
+    r = run_part("convert", src, "--optimizer", "adam", "--activations", "-o", str(act))
+    assert r.returncode == 0, r.stderr
+    a, b = parse_file(plain), parse_file(act)
+    for x, y in zip(a.graph.nodes, b.graph.nodes):
+        assert y.params == pytest.approx(x.params * factor("adam", x.dtype) + (x.out or 0)), x.name
+    doc = copy.deepcopy(PROFILE)
+    for layer in doc["layers"]:
+        layer["backward_ms"] = layer["forward_ms"]
+    r, out = convert(tmp_path, doc, "--activations")
+    assert r.returncode == 2 and "--activations is for forward graphs" in r.stderr, r.stderr
+
+
 def test_a_kv_cache_is_spread_over_the_decoder_layers(tmp_path: Path) -> None:
     from partdsl.plans.units import units
 

@@ -43,6 +43,8 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("--optimizer", choices=["none", "sgd", "momentum", "adam"],
                    help="memory for training: each node's parameters count weights, gradients and optimizer state "
                         "(adam: 16 bytes per bf16 parameter, ZeRO's count; docs/importers.md)")
+    p.add_argument("--activations", action="store_true", help="training: each operator also holds its output, "
+                   "stashed for the backward pass (one micro-batch in flight, no recomputation)")
     p.add_argument("--kv-cache", metavar="SIZE", help="serving: the KV cache of the batch and context you serve "
                    "(e.g. 8GiB), spread evenly over the decoder layers' memory (docs/importers.md)")
     p.add_argument("--output", "-o", metavar="FILE")
@@ -55,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from partdsl.cli.convert import dnn_partitioning_to_part, graph_json
     from partdsl.core.errors import PartError
     from partdsl.core.layers import layer_pattern
-    from partdsl.dsl.memory_model import with_optimizer
+    from partdsl.dsl.memory_model import with_activations, with_optimizer
     from partdsl.dsl.parser import parse
     from partdsl.dsl.printer import to_part
     from partdsl.plans.grouping import group_by
@@ -66,8 +68,9 @@ def run(args: argparse.Namespace) -> int:
                                "torch-export" if src.suffix.lower() == ".pt2" else "part")
     if fmt != "part" and args.to not in (None, "part", "layers") or fmt in ("layers", "metis") and args.to == "layers":
         raise PartError(f"cannot convert {fmt} to '{args.to}'", None, "use --to part")
-    if args.to == "layers" and (args.optimizer or args.group_by or args.kv_cache):
-        raise PartError("--to layers writes what a profiler measures: no --optimizer, --kv-cache or --group-by", None,
+    if args.to == "layers" and (args.optimizer or args.group_by or args.kv_cache or args.activations):
+        raise PartError("--to layers writes what a profiler measures: no --optimizer, --activations, --kv-cache or "
+                        "--group-by", None,
                         "give them when you convert the profile to a spec")
     if args.backward is not None and args.to != "layers":
         raise PartError("--backward goes with --to layers", None, "add --to layers")
@@ -110,12 +113,15 @@ def run(args: argparse.Namespace) -> int:
         spec, header = parse_file(src, defines(args.define), import_options(args)), f"{src.name}, normalized by `part convert`"
     else:
         raise PartError(f"unknown source format '{fmt}'", None, "use --from dnn-partitioning or --from part")
-    if args.group_by or args.optimizer or args.kv_cache or args.to == "layers":
+    if args.group_by or args.optimizer or args.kv_cache or args.activations or args.to == "layers":
         if spec is None:
             spec = parse(text, str(src), None, import_options(args))
         if args.optimizer:
             spec = with_optimizer(spec, args.optimizer)
             header += f", memory for training with {args.optimizer}"
+        if args.activations:
+            spec = with_activations(spec)
+            header += ", stashed activations"
         if args.kv_cache:
             from partdsl.plans.serving import with_kv_cache
             from partdsl.plans.units import units
