@@ -160,7 +160,7 @@ def test_metis_profiles_plan_as_layers(tmp_path: Path) -> None:
     (["--devices", "A100=2", "--output-bytes", "1MB"], "the profiles are of A100, H100, the devices given A100"),
     (["--devices", "A100=2,H100=2", "--output-bytes", "1MB", "--tp", "4"], "no DeviceType.<GPU>_tp4_bs1.json"),
     (["--devices", "A100=2,H100=2"], "needs --devices and --output-bytes"),
-    (["--devices", "A100=x", "--output-bytes", "1MB"], "'A100=x' is not GPU=COUNT"),
+    (["--devices", "A100=x", "--output-bytes", "1MB"], "'A100=x' is not TYPE=COUNT"),
     (["--devices", "A100=2,H100=2", "--output-bytes", "3ms"], "not a size"),
 ], ids=["devices", "tp", "output-bytes", "count", "unit"])
 def test_metis_mistakes(tmp_path: Path, args: list[str], says: str) -> None:

@@ -27,10 +27,8 @@ def test_the_factor_is_zeros_count() -> None:
 def test_adam_scales_the_weights_and_moves_the_plan(tmp_path: Path) -> None:
     """Weights of 2 x 1.05 GB + 6 x 0.43 GB and 1.2 GB of stashed activations fit on one
     30 GB GPU; with Adam's 16 bytes per bf16 parameter (37.4 GB of weights and state) not."""
-    doc = copy.deepcopy(PROFILE)
+    doc = training(PROFILE)
     doc["devices"]["a100"]["memory_bytes"] = 30e9
-    for layer in doc["layers"]:
-        layer["backward_ms"] = layer["forward_ms"]
     r, plain = convert(tmp_path, doc)
     assert r.returncode == 0, r.stderr
     adam = tmp_path / "adam.part"
@@ -48,43 +46,42 @@ def test_adam_scales_the_weights_and_moves_the_plan(tmp_path: Path) -> None:
     assert evaluate(b, dev).feasible and len(set(dev.tolist())) >= 2
 
 
-def test_an_onnx_import_counts_optimizer_state_by_its_dtype(tmp_path: Path) -> None:
-    src = str(EXAMPLES / "llama_tiny.onnx")
-    plain, adam = tmp_path / "p.part", tmp_path / "a.part"
-    assert run_part("convert", src, "-o", str(plain)).returncode == 0
-    r = run_part("convert", src, "--optimizer", "adam", "-o", str(adam))
+def before_after(tmp_path: Path, example: str, *flags: str):  # type: ignore[no-untyped-def]
+    """An example converted plainly and with `flags`, both parsed."""
+    plain, flagged = tmp_path / "plain.part", tmp_path / "flagged.part"
+    assert run_part("convert", str(EXAMPLES / example), "-o", str(plain)).returncode == 0
+    r = run_part("convert", str(EXAMPLES / example), *flags, "-o", str(flagged))
     assert r.returncode == 0, r.stderr
-    a, b = parse_file(plain), parse_file(adam)
+    return parse_file(plain), parse_file(flagged)
+
+
+def training(doc: dict) -> dict:
+    """The profile with backward times (equal to the forward ones)."""
+    doc = copy.deepcopy(doc)
+    for layer in doc["layers"]:
+        layer["backward_ms"] = layer["forward_ms"]
+    return doc
+
+
+def test_an_onnx_import_counts_optimizer_state_by_its_dtype(tmp_path: Path) -> None:
+    a, b = before_after(tmp_path, "llama_tiny.onnx", "--optimizer", "adam")
     weighted = [(x, y) for x, y in zip(a.graph.nodes, b.graph.nodes) if x.params]
     assert weighted and all(y.params == pytest.approx(x.params * factor("adam", x.dtype)) for x, y in weighted)
     assert with_optimizer(a, "none") is a
 
 
 def test_activations_add_each_operators_output(tmp_path: Path) -> None:
-    src = str(EXAMPLES / "llama_tiny.onnx")
-    plain, act = tmp_path / "p.part", tmp_path / "a.part"
-    assert run_part("convert", src, "-o", str(plain)).returncode == 0
-    r = run_part("convert", src, "--optimizer", "adam", "--activations", "-o", str(act))
-    assert r.returncode == 0, r.stderr
-    a, b = parse_file(plain), parse_file(act)
+    a, b = before_after(tmp_path, "llama_tiny.onnx", "--optimizer", "adam", "--activations")
     for x, y in zip(a.graph.nodes, b.graph.nodes):
         assert y.params == pytest.approx(x.params * factor("adam", x.dtype) + (x.out or 0)), x.name
-    doc = copy.deepcopy(PROFILE)
-    for layer in doc["layers"]:
-        layer["backward_ms"] = layer["forward_ms"]
-    r, out = convert(tmp_path, doc, "--activations")
+    r, out = convert(tmp_path, training(PROFILE), "--activations")
     assert r.returncode == 2 and "--activations is for forward graphs" in r.stderr, r.stderr
 
 
 def test_a_kv_cache_is_spread_over_the_decoder_layers(tmp_path: Path) -> None:
     from partdsl.plans.units import units
 
-    src = str(EXAMPLES / "llama_tiny.pt2")
-    plain, kv = tmp_path / "p.part", tmp_path / "kv.part"
-    assert run_part("convert", src, "-o", str(plain)).returncode == 0
-    r = run_part("convert", src, "--kv-cache", "4MB", "-o", str(kv))
-    assert r.returncode == 0, r.stderr
-    a, b = parse_file(plain), parse_file(kv)
+    a, b = before_after(tmp_path, "llama_tiny.pt2", "--kv-cache", "4MB")
     u = units(b)
     added = b.dense.params - a.dense.params
     assert added.sum() == pytest.approx(4e6)

@@ -48,7 +48,7 @@ def training_specs(draw, orphans: bool = False):  # type: ignore[no-untyped-def]
     return spec
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(training_specs())
 def test_the_dp_proves_training_graphs_with_partners(spec) -> None:  # type: ignore[no-untyped-def]
     assert exact_for(spec) or any(t for _, t in spec.constraints.pins + spec.constraints.forbids)
