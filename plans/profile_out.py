@@ -16,11 +16,12 @@ Linear in the graph."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
-from partdsl.plans.units import HEAD, Units
+from partdsl.plans.units import HEAD, Units, units
 
 FORMAT, VERSION = "partdsl-layers", 1
 
@@ -42,12 +43,16 @@ def _entries(spec: Spec, u: Units) -> tuple[np.ndarray, list[str]]:
     return entry, [m for _, m in order]
 
 
-def layer_profile(spec: Spec, u: Units, backward: float | None = None) -> dict:
-    """The profile (module docstring) of `spec`'s forward graph on its device classes."""
+def layer_profile(spec: Spec, backward: float | None = None, pattern: re.Pattern | None = None) -> dict:
+    """The profile (module docstring) of `spec`'s forward graph on its device classes, its
+    layers found by plans/units.py (`pattern`: a user's --layers)."""
     d = spec.dense
     if backward is not None and (not math.isfinite(backward) or backward < 0):
         raise PartError(f"--backward {backward}: not a non-negative ratio", None, "e.g. --backward 2")
-    entry, modules = _entries(spec, u)
+    if spec.graph.is_training:
+        raise PartError(f"--to layers reads a forward graph; '{spec.graph.name}' has backward nodes", None,
+                        "convert the forward model, with --backward R for backward times")
+    entry, modules = _entries(spec, units(spec, pattern))
     fw = entry >= 0
     n = len(modules)
     work = np.zeros((n, len(d.class_names)))

@@ -158,11 +158,12 @@ def test_metis_tp_files_make_ranks_of_tp_gpus(tmp_path: Path) -> None:
     (["llama_tiny.onnx", "--backward", "2"], "--backward goes with --to layers"),
     (["llama_tiny.onnx", "--to", "layers", "--backward", "-1"], "--backward -1.0: not a non-negative ratio"),
     (["tiny.part", "--to", "layers"], "no node of graph"),
+    (["bert24_training.part", "--to", "layers"], "--to layers reads a forward graph"),
     (["llama_tiny.pt2", "--devices", "h100=4,b200=2"], "--devices: 'b200' is not a device profile"),
     (["llama_tiny.pt2", "--devices", "h100"], "'h100' is not TYPE=COUNT"),
     (["llama_tiny.pt2", "--kv-cache", "3ms"], "--kv-cache 3ms: not a size"),
     (["tiny.part", "--kv-cache", "1GB"], "no node of graph"),
-], ids=["optimizer", "backward", "ratio", "no-layers", "profile", "count", "kv-unit", "kv-no-layers"])
+], ids=["optimizer", "backward", "ratio", "no-layers", "training", "profile", "count", "kv-unit", "kv-no-layers"])
 def test_profile_out_and_devices_mistakes(tmp_path: Path, args: list[str], says: str) -> None:
     out = tmp_path / "out"
     r = run_part("convert", str(EXAMPLES / args[0]), *args[1:], "-o", str(out))

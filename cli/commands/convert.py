@@ -133,9 +133,8 @@ def run(args: argparse.Namespace) -> int:
             header += f", grouped by {args.group_by}"
     if args.to == "layers":
         from partdsl.plans.profile_out import layer_profile
-        from partdsl.plans.units import units
 
-        text = json.dumps(layer_profile(spec, units(spec, layer_pattern(args.layers)), args.backward), indent=1) + "\n"
+        text = json.dumps(layer_profile(spec, args.backward, layer_pattern(args.layers)), indent=1) + "\n"
     elif spec is not None:
         text = graph_json(spec.graph) if args.to == "json" else to_part(spec, header=header)
     if args.output:
