@@ -222,7 +222,8 @@ def test_a_schedule_mip_stopped_with_a_dual_bound_proves_that_bound_as_throughpu
 def test_exact_refuses_a_diviml_milp_too_large_to_build_before_building_it() -> None:
     """300 independent tasks on 3 devices: 44,850 pairs on no common path, each with two
     no-overlap rows per device, about 269,100 rows: refused with the count and the methods
-    that scale (at 5,000 tasks the build took 25 s past a 10 s limit); 7 tasks are solved."""
+    that scale (at 5,000 tasks the build took 25 s past a 10 s limit); 5 tasks are solved (7
+    took HiGHS 9 s to prove under a loaded CI, and once more than 30 s: the MILP is symmetric)."""
     from partdsl import parse, solve
     from partdsl.core.errors import PartError
     from partdsl.models.diviml_size import MAX_ROWS, rows_estimate
@@ -234,5 +235,5 @@ def test_exact_refuses_a_diviml_milp_too_large_to_build_before_building_it() -> 
     with pytest.raises(PartError, match="the DiviML MILP would have about 269,100 rows") as e:
         solve(big, method="exact", time_limit=5)
     assert "heft" in (e.value.hint or "")
-    r = solve(parse(text.format(n=7)), method="exact", time_limit=30)
-    assert r.status.value == "optimal" and abs(r.objective - 3.0) < 1e-6  # 7 tasks of 1 ms on 3 devices
+    r = solve(parse(text.format(n=5)), method="exact", time_limit=30)
+    assert r.status.value == "optimal" and abs(r.objective - 2.0) < 1e-6  # 5 tasks of 1 ms on 3 devices
