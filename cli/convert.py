@@ -89,7 +89,7 @@ def model_to_part(graph, title: str, objective: str,  # type: ignore[no-untyped-
                   devices: dict[str, int] | None = None) -> str:
     """An imported model's graph on `devices` ({profile: count}; default two A100s and a
     Xeon), each class's work from its device profile."""
-    from partdsl.dsl.cost_model import names
+    from partdsl.dsl.cost_model import names, profile_key
     from partdsl.dsl.names import identifier
     from partdsl.dsl.printer import _node
 
@@ -97,11 +97,11 @@ def model_to_part(graph, title: str, objective: str,  # type: ignore[no-untyped-
     if devices:
         known, used = names(), set()
         for dev in devices:
-            if dev.lower().replace("-", "_") not in known:
+            if profile_key(dev) not in known:
                 raise PartError(f"--devices: '{dev}' is not a device profile", None,
                                 did_you_mean(dev.lower(), known) + " (profiles: " + ", ".join(known) + ")")
-        platform = [f"  device {identifier(dev.lower().replace('-', '_'), used)}[{n}] "
-                    f"{{ profile {dev.lower().replace('-', '_')} }}" for dev, n in devices.items()]
+        platform = [f"  device {identifier(profile_key(dev), used)}[{n}] {{ profile {profile_key(dev)} }}"
+                    for dev, n in devices.items()]
 
     objectives = {"bottleneck": "minimize bottleneck", "latency": "minimize latency",
                   "tasks": "minimize latency by tasks", "throughput": "maximize throughput batch 16 split 4"}

@@ -67,6 +67,11 @@ def names() -> list[str]:
     return sorted(_library())
 
 
+def profile_key(device: str) -> str:
+    """The profile a device type's name means: `A100-80` -> `a100_80`."""
+    return device.lower().replace("-", "_")
+
+
 def profile(name: str, **override: float) -> DeviceProfile:
     """A profile from the library, with any field overridden."""
     lib = _library()

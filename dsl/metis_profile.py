@@ -50,9 +50,9 @@ def _list(doc: Any, keys: tuple[str, ...], name: str) -> list[float]:
 
 def _profile(gpu: str) -> dict:
     """A device profile of the same name (`A100-80` -> `a100_80`) gives memory and link."""
-    from partdsl.dsl.cost_model import names
+    from partdsl.dsl.cost_model import names, profile_key
 
-    key = gpu.lower().replace("-", "_")
+    key = profile_key(gpu)
     return {"profile": key} if key in names() else {}
 
 

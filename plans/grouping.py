@@ -18,7 +18,7 @@ import re
 from dataclasses import replace
 
 from partdsl.core.errors import PartError
-from partdsl.core.ir import Spec
+from partdsl.core.ir import Node, Spec
 from partdsl.core.layers import layer_of
 from partdsl.plans.units import module_path, units
 
@@ -72,9 +72,14 @@ def group_by(spec: Spec, how: str, pattern: re.Pattern | None = None) -> Spec:
     for nd, g in zip(spec.graph.nodes, groups):
         if not nd.backward and nd.group is not None and g is not None:
             follow.setdefault(nd.group, g)
-    nodes = tuple(replace(nd, group=_name(follow[nd.group])) if nd.backward and g is None and nd.group in follow
-                  else nd if nd.backward and g is None else replace(nd, group=None if g is None else _name(g))
-                  for nd, g in zip(spec.graph.nodes, groups))
+    def regroup(nd: Node, g: str | None) -> Node:
+        if g is not None:
+            return replace(nd, group=_name(g))
+        if not nd.backward:
+            return replace(nd, group=None)  # outside every unit: free
+        return replace(nd, group=_name(follow[nd.group])) if nd.group in follow else nd
+
+    nodes = tuple(regroup(nd, g) for nd, g in zip(spec.graph.nodes, groups))
     return replace(spec, graph=replace(spec.graph, nodes=nodes),
                    constraints=replace(spec.constraints, colocate=True,
                                        acyclic=spec.constraints.acyclic or (kind == "layer" and pipelined)))

@@ -33,7 +33,7 @@ from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.ideals import TOO_BIG_HINT, enumerate_ideals, too_big
 from partdsl.kernels.bottleneck.segment_dp import state_table
 from partdsl.kernels.bottleneck.topo_split import assign_masks, best_split
-from partdsl.kernels.graph.contraction import Contraction, absorbable_sinks, contract, memory_can_bind
+from partdsl.kernels.graph.contraction import Contraction, absorbable_sinks, contract, has_forward, memory_can_bind
 from partdsl.kernels.jit import njit
 from partdsl.runtime.deadline import NEVER, Deadline, timed_chunks
 
@@ -238,11 +238,7 @@ def exact_for(spec: Spec) -> bool:
 def _orphans(spec: Spec) -> bool:
     """Whether some backward node shares no colocation component with a forward node."""
     d = spec.dense
-    if not d.backward.any():
-        return False
-    has_fw = np.zeros(d.n, dtype=bool)
-    has_fw[d.colo[~d.backward]] = True
-    return bool((~has_fw[d.colo[d.backward]]).any())
+    return bool(d.backward.any() and (~has_forward(d, d.colo)[d.colo[d.backward]]).any())
 
 
 def units(spec: Spec) -> Contraction:

@@ -60,6 +60,14 @@ def absorbable_sinks(dense: Dense, memory_binds: bool) -> list[tuple[int, int]]:
     return pairs
 
 
+def has_forward(dense: Dense, comp: np.ndarray) -> np.ndarray:
+    """[labels] whether each component label of `comp` holds a forward node; a backward
+    node whose component holds none is an orphan (ordered by mirroring)."""
+    out = np.zeros(int(comp.max()) + 1 if len(comp) else 0, dtype=bool)
+    out[comp[~dense.backward]] = True
+    return out
+
+
 def memory_can_bind(dense: Dense, mode: str) -> bool:
     """False when every node together fits on any single memory-limited device."""
     if mode == "ignore":
@@ -92,8 +100,7 @@ def contract(dense: Dense, absorb: list[tuple[int, int]] | None = None) -> Contr
     k = int(comp.max()) + 1 if n else 0
     src, dst = dense.src, dense.dst
     if dense.backward.any():
-        has_fw = np.zeros(k, dtype=bool)
-        has_fw[comp[~dense.backward]] = True
+        has_fw = has_forward(dense, comp)
         fw_edge = ~dense.backward[src] & ~dense.backward[dst]
         orphan_edge = dense.backward[src] & dense.backward[dst] & (~has_fw[comp[src]] | ~has_fw[comp[dst]])
         a = np.concatenate([comp[src[fw_edge]], comp[dst[orphan_edge]]])
