@@ -5,7 +5,9 @@ colocated component's cheapest compute, and >= total cheapest compute / devices 
 and, on platforms of several classes, OPT >= the least T of the LP "each node's compute
 spread over the classes it may run on, class c's total <= its k_c devices x T" (a slow
 host takes the nodes it runs least badly, not an equal share), taken through the dual
-as below: for class weights w_c >= 0 with sum_c k_c w_c = 1, T >= sum_v min_c w_c t_vc.
+as below: for class weights w_c >= 0 with sum_c k_c w_c = 1, T >= sum_v min_c w_c t_vc;
+on two classes the same weights with the transfers of every tensor that crosses between
+them charged, by minimum cut (methods/cut_bound.py).
 latency: OPT >= the critical path with each node at its cheapest allowed time (Tarnawski
 sec. 4: a subgraph's finish includes every node of it on the path).
 throughput and latency by tasks (DiviML schedules, core/schedule.py): every sample passes
@@ -27,6 +29,8 @@ from partdsl.core.dense import INF, work_time
 from partdsl.core.ir import Spec
 from partdsl.core.schedule_eval import as_objective
 from partdsl.kernels.graph.orders import kahn, successors
+from partdsl.methods.cut_bound import crossing_bound
+from partdsl.runtime.deadline import NEVER, Deadline
 
 
 def _cheapest(spec: Spec, times: np.ndarray) -> np.ndarray:
@@ -52,7 +56,9 @@ def _spread(spec: Spec, w: np.ndarray) -> float:
     return float(w.sum() / max(usable, 1))
 
 
-def bound(spec: Spec) -> float:
+def bound(spec: Spec, deadline: Deadline = NEVER) -> float:
+    """The objective's cheap bound; a bottleneck's crossing bound (methods/cut_bound.py)
+    stops at `deadline` with what it has."""
     d = spec.dense
     kind = spec.objective.kind
     if kind == "bottleneck":
@@ -60,7 +66,8 @@ def bound(spec: Spec) -> float:
         _, comp = np.unique(d.colo, return_inverse=True)
         per = np.zeros((comp.max() + 1, d.D))
         np.add.at(per, comp, t)
-        return float(max(per.min(axis=1).max(), _spread(spec, _cheapest(spec, d.work)), class_spread(spec)))
+        return float(max(per.min(axis=1).max(), _spread(spec, _cheapest(spec, d.work)), class_spread(spec),
+                         crossing_bound(spec, deadline)))
     if kind == "latency":
         return _critical_path(spec, _cheapest(spec, d.work))
     makespan = makespan_bound(spec)

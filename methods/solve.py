@@ -31,7 +31,7 @@ from partdsl.runtime.deadline import Deadline
 from partdsl.solvers import registry as solver_registry
 
 ABS_TOL = 1e-5  # ms: 10 ns, above HiGHS's default feasibility tolerances
-BOUND_SHARE = 0.25  # of a time limit, at most, for the latency path bound before the method starts
+BOUND_SHARE = 0.25  # of a time limit, at most, for a cheap bound (bottleneck crossings, latency path) before the method starts
 
 
 def assignment_array(spec: Spec, assignment: Mapping[str, str]) -> np.ndarray:
@@ -153,11 +153,11 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
         if not m.takes_solver:
             log.append(f"method {m.name} uses no MIP solver; solver {opts.solver} not needed")
     deadline = Deadline.after(opts.time_limit)
-    run = _Run(spec, trivial_bound(spec), log=log)
+    share = deadline.share(BOUND_SHARE) if deadline.limited else deadline  # the method keeps the rest
+    run = _Run(spec, trivial_bound(spec, share), log=log)
     if spec.objective.kind == "latency":  # every latency answer gets the path segmentation bound (kept per spec)
         from partdsl.kernels.latency.path_bound import path_bound
 
-        share = deadline.share(BOUND_SHARE) if deadline.limited else deadline  # the method keeps the rest
         run.bound = max(run.bound, path_bound(spec, seed=opts.seed or 0, deadline=share)[0])
     start = assignment_array(spec, warm_start) if warm_start else None
 
