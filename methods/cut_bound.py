@@ -19,8 +19,10 @@ a minimum s-t cut with one hyperedge per tensor (Lawler's gadget: two auxiliary 
 joined by an arc of capacity h_u, arcs of unbounded capacity from each member into the
 first and from the second to each member). Capacities are floored to integers (scipy's
 max flow takes int32), which lowers every cut, so the bound stays a bound. The best
-weights are searched by golden section (the cut value is concave in them: a minimum of
-linear functions); every value tried is a valid bound and the largest is returned.
+weights are searched by golden section over the logit of lambda_0 k_0 (the cut value is
+concave in the weights, a minimum of linear functions, so unimodal in any monotone
+parameter; the logit reaches the splits near 0 or 1 where a slow host puts the best one
+in few steps); every value tried is a valid bound and the largest is returned.
 
 Pins, colocation, memory and stage limits only shrink the feasible set, so dropping them
 keeps the bound. Under `overlap` a load is a max, not a sum, of compute and transfers,
@@ -37,7 +39,8 @@ from partdsl.core.ir import Spec
 from partdsl.runtime.deadline import NEVER, Deadline
 
 SCALE = 2.0 ** 28  # integer capacity units for the finite total; int32 leaves room for sums
-ITERATIONS = 30  # golden-section steps over the weight split (down to 1e-6 of its range)
+SPAN = 25.0  # the weight split theta = lambda_0 k_0 searched as logit(theta) in [-SPAN, SPAN]
+ITERATIONS = 24  # golden-section steps: logit(theta) to 1e-3, which finds a split near 0 or 1
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
@@ -56,10 +59,10 @@ def crossing_bound(spec: Spec, deadline: Deadline = NEVER) -> float:
         return 0.0
     cut = _CutProblem(d)
 
-    def value(theta: float) -> float:
-        return cut.value(np.array([theta / k[0], (1.0 - theta) / k[1]]))
+    def value(z: float) -> float:  # theta = 1 / (1 + e^-z), 1 - theta = 1 / (1 + e^z)
+        return cut.value(np.array([1.0 / (1.0 + math.exp(-z)) / k[0], 1.0 / (1.0 + math.exp(z)) / k[1]]))
 
-    lo, hi = 0.0, 1.0
+    lo, hi = -SPAN, SPAN
     a, b = hi - GOLDEN * (hi - lo), lo + GOLDEN * (hi - lo)
     fa, fb = value(a), value(b)
     best = max(fa, fb)

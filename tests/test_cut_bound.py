@@ -62,3 +62,15 @@ def test_the_crossing_bound_is_below_the_brute_force_optimum(spec: Spec, link: f
     if brute.status.has_solution():
         value = crossing_bound(spec)
         assert value <= brute.objective * (1 + 1e-9) + 1e-12, (value, brute.objective)
+
+
+def test_check_prints_the_bound_with_what_it_rests_on(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from partdsl.cli.main import main
+
+    for cpu, overlap, basis, value in (("host", "", "from compute and the transfers between the two device classes", 3),
+                                       ("host", "overlap", "from compute alone", 2)):
+        f = tmp_path / "chain.part"
+        f.write_text(CHAIN.format(cpu=cpu, overlap=overlap))
+        assert main(["check", str(f)]) == 0
+        line = [x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("bound")][0]
+        assert basis in line and f"bound      {value}" in line, line

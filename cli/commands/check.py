@@ -7,6 +7,8 @@ import argparse
 from partdsl.cli.common import EXIT_OK, emit, load_spec, spec_arguments
 from partdsl.cli.cost_table import SORT_KEYS
 
+BOUND_SECONDS = 0.5  # the bound `part check` prints: its cuts stop after this (a solve gives them a quarter of --time-limit)
+
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
     p = sub.add_parser("check", help="parse and validate a spec, print a summary")
@@ -26,6 +28,7 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
 def run(args: argparse.Namespace) -> int:
     from partdsl.cli.report import describe
     from partdsl.methods.bounds import bound
+    from partdsl.runtime.deadline import Deadline
 
     spec = load_spec(args)
     if args.table:
@@ -38,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         obj, text = cost_table(spec, args.sort, args.top or None, args.layers)
         emit(args, {"ok": True, "file": spec.file, **obj}, text)
         return EXIT_OK
-    b = bound(spec)
+    b = bound(spec, Deadline.after(BOUND_SECONDS))
     d = spec.dense
     emit(args, {"ok": True, "file": spec.file, "graph": spec.graph.name, "nodes": d.n, "edges": d.m,
                  "devices": list(d.devices), "objective": spec.objective.kind,
