@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from effort import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from partdsl import parse, solve
@@ -48,7 +49,7 @@ def test_where_the_bound_does_not_apply_it_gives_nothing() -> None:
     assert 0.0 < crossing_bound(spec, Deadline(at=0.0)) <= 3.0
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(specs(max_nodes=7, kinds=("bottleneck",), max_devices=4), st.one_of(st.none(), st.floats(1e8, 1e10)))
 def test_the_crossing_bound_is_below_the_brute_force_optimum(spec: Spec, link: float | None) -> None:
     """On random mixed platforms (pins, forbids, memory, stage limits, colocation, training

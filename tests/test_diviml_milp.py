@@ -122,7 +122,7 @@ def test_the_milp_splits_the_batch_where_it_pays() -> None:
     assert r.assignment is None  # some node's samples run on both GPUs
 
 
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=list(HealthCheck))
 @given(tiny())
 @example(SAMPLE)
 def test_the_cheap_bounds_hold_against_brute_force_over_schedules(spec: Spec) -> None:

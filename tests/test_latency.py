@@ -231,12 +231,12 @@ def test_exact_ip_equals_brute_force_on_every_backend(spec: Spec) -> None:
             assert r.bound <= opt + 1e-6
 
 
-@settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=list(HealthCheck))
 @given(latency_specs(max_nodes=4))
 @example(_presolve_infeasible_case())
 @example(_tiny_cost_case())
 def test_every_latency_bound_is_below_the_brute_force_optimum(spec: Spec) -> None:
-    """300 generated cases (tests/effort.py), each bound checked on each: the critical path, the path
+    """150 generated cases (tests/effort.py), each bound checked on each: the critical path, the path
     segmentation bound, the LP relaxation of the IP and the IP's dual bound. HiGHS's dual
     bound is held to twice its feasibility tolerance (2e-6 ms), since it does not tell
     costs apart below that (`_tiny_cost_case`); solve()'s certificate is held to 1e-6."""

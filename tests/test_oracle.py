@@ -8,13 +8,14 @@ import subprocess
 import sys
 
 import pytest
+from effort import examples
 from hypothesis import HealthCheck, given, settings
 from partdsl.core.ir import Spec
 from partdsl.dsl.parser import parse
 
 from tests.oracle import KINDS, check_case, tiny_specs
 
-CASES = 50  # per objective: 200 in all
+CASES = examples(30)  # per objective: 120 in all (the campaign, benchmarks/oracle.py, runs thousands)
 
 
 @pytest.mark.parametrize("kind", KINDS)
