@@ -106,8 +106,10 @@ def greedy(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -
     share = np.full(d.D, total / max(d.D, 1))
     if total > 0:
         cls_work = np.where(finite[:, None], d.work, 0.0).sum(axis=0)  # per class, over the nodes that run somewhere
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             speed = np.where(np.isfinite(cls_work) & (cls_work > 0), total / cls_work, 0.0)[d.dev_class]
+        if np.isinf(speed).any():  # a class of subnormal work: the infinitely fast ones share it all
+            speed = np.isinf(speed).astype(float)
         if speed.sum() > 0:
             share = total * speed / speed.sum()
     dev = np.full(d.n, -1, dtype=np.int64)
