@@ -65,7 +65,7 @@ def regal_graph(n: int, model: str = "er", seed: int = 0, degree: float = 3.0) -
     return Graph(f"regal_{model}_{n}_{seed}", tuple(nodes), tuple(edges))
 
 
-def regal_spec(n: int, k: int, model: str = "er", seed: int = 0) -> Spec:
+def regal_spec(n: int, k: int, model: str = "er", seed: int = 0, degree: float = 3.0) -> Spec:
     """MTPP on k identical stages (Archer sec. 2): acyclic quotient graph."""
-    return Spec(regal_graph(n, model, seed), Platform((DeviceClass("stage", k, link=None),)),
+    return Spec(regal_graph(n, model, seed, degree), Platform((DeviceClass("stage", k, link=None),)),
                 Objective("bottleneck"), Constraints(acyclic=True, memory="ignore"))

@@ -1,5 +1,6 @@
-"""`part generate randwire|transformer`: a RandWire network (DiviML's RWNNs, dsl/randwire.py)
-or an LLM-like decoder's operator graph (dsl/decoder_graph.py) as a .part spec."""
+"""`part generate randwire|transformer|regal`: a RandWire network (DiviML's RWNNs,
+dsl/randwire.py), an LLM-like decoder's operator graph (dsl/decoder_graph.py) or a
+REGAL-style MTPP instance (Archer App. C.2, dsl/regal.py) as a .part spec."""
 from __future__ import annotations
 
 import argparse
@@ -11,10 +12,12 @@ from partdsl.cli.common import EXIT_OK
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
     p = sub.add_parser("generate", help="write a generated workload as a .part spec (randwire: DiviML's RWNNs; "
-                       "transformer: a GPT-style decoder, operator by operator)")
-    p.add_argument("kind", choices=["randwire", "transformer"])
+                       "transformer: a GPT-style decoder, operator by operator; regal: Archer et al.'s "
+                       "REGAL-style MTPP graphs)")
+    p.add_argument("kind", choices=["randwire", "transformer", "regal"])
     p.add_argument("--model", default="er", choices=["er", "ws", "ba"], help="random graph of each module (default er)")
-    p.add_argument("--size", type=int, default=10, metavar="N", help="nodes per module (default 10)")
+    p.add_argument("--size", type=int, metavar="N", help="randwire: nodes per module (default 10); regal: nodes "
+                   "(default 100; the paper's graphs have 50-200)")
     p.add_argument("--modules", type=int, default=1, metavar="Q", help="modules in a chain (default 1)")
     p.add_argument("--channels", type=int, default=1, metavar="C", help="edges between modules (default 1)")
     p.add_argument("--variant", default="sdep", choices=["sdep", "wdep"], help="channel dependence (Fig. 2)")
@@ -31,6 +34,9 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     t.add_argument("--dtype", default="fp16", choices=["fp16", "bf16", "fp32"])
     t.add_argument("--gpus", type=int, default=8, help="GPUs of --profile, beside one host CPU (default 8)")
     t.add_argument("--profile", default="a100", help="the GPUs' device profile (default a100)")
+    r = p.add_argument_group("regal (Archer et al. App. C.2; --model er|ba|ws, --size, --seed)")
+    r.add_argument("--stages", type=int, default=4, metavar="K", help="identical pipeline stages (default 4)")
+    r.add_argument("--degree", type=float, default=3.0, help="mean degree of the random graph (default 3)")
     p.add_argument("--objective", choices=["latency", "throughput", "bottleneck"],
                    help="randwire: latency (default) or throughput; transformer: bottleneck (default) or latency")
     p.add_argument("--batch", type=int, default=1, metavar="B", help="throughput batch (default 1)")
@@ -46,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.kind == "transformer":
         spec, what = _transformer(args)
+    elif args.kind == "regal":
+        spec, what = _regal(args)
     else:
         spec, what = _randwire(args)
     validate(spec)
@@ -78,6 +86,7 @@ def _randwire(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         from partdsl.core.errors import PartError
 
         raise PartError("randwire specs are DiviML's: --objective latency or throughput", None)
+    args.size = 10 if args.size is None else args.size
     rw = RandWire(model=args.model, size=args.size, modules=args.modules, channels=args.channels,
                   variant=args.variant, p=args.p, k=args.k, m=args.m, seed=args.seed)
     spec = randwire_spec(rw, args.objective, args.batch, args.split)
@@ -86,4 +95,21 @@ def _randwire(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             f"--modules {args.modules} --channels {args.channels} --variant {args.variant} -p {args.p:g} "
             f"-k {args.k} -m {args.m} --objective {args.objective} --batch {args.batch} --split {args.split} "
             f"--seed {args.seed}")
+    return spec, what
+
+
+def _regal(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from partdsl.core.errors import PartError
+    from partdsl.dsl.regal import regal_spec
+
+    n = 100 if args.size is None else args.size
+    for flag, value, least in (("--size", n, 2), ("--stages", args.stages, 1)):
+        if value < least:
+            raise PartError(f"{flag} {value}: must be at least {least}", None, f"e.g. {flag} {max(least, 4)}")
+    if args.objective not in (None, "bottleneck"):
+        raise PartError("regal specs are Archer et al.'s MTPP: --objective bottleneck (or leave it out)", None)
+    spec = regal_spec(n, args.stages, args.model, args.seed, args.degree)
+    what = (f"A REGAL-style MTPP instance (Archer et al. App. C.2): {args.model.upper()}, {n} nodes, "
+            f"{args.stages} stages, made by\n#   part generate regal --model {args.model} --size {n} "
+            f"--stages {args.stages} --degree {args.degree:g} --seed {args.seed}")
     return spec, what
