@@ -91,6 +91,8 @@ def main() -> int:
           + f"   wall {time.monotonic() - t0:.0f} s")
     bad = sum(allc.get(col, 0) for col in COLUMNS[2:])
     print(f"findings: {bad} (written to {args.out})" if bad else "findings: 0")
+    if not bad:  # no empty findings file left behind (by default in the current folder)
+        Path(args.out).unlink(missing_ok=True)
     return 1 if bad else 0
 
 
