@@ -71,8 +71,10 @@ def describe(spec: Spec, bound: float) -> str:
     groups = len(np.unique(d.colo))
     unit = "samples/s" if spec.objective.kind == "throughput" else "ms"
     which = "upper" if spec.objective.sense == "max" else "lower"
-    two = spec.objective.kind == "bottleneck" and len(d.class_names) == 2 and spec.objective.overlap is None
-    basis = "from compute and the transfers between the two device classes" if two else "from compute alone"
+    from partdsl.methods.cut_bound import applies as crossings_apply
+
+    basis = ("from compute and the transfers between the two device classes" if crossings_apply(spec)
+             else "from compute alone")
     return "\n".join([
         f"{spec.file}: ok",
         f"  graph      {g.name}: {d.n} nodes, {d.m} edges"

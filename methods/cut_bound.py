@@ -44,19 +44,25 @@ ITERATIONS = 24  # golden-section steps: logit(theta) to 1e-3, which finds a spl
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
-def crossing_bound(spec: Spec, deadline: Deadline = NEVER) -> float:
-    """T >= the best Lagrangian cut bound above; 0 where it does not apply (not a
-    bottleneck, overlap, other than two classes, a node allowed on neither). The search
-    stops at `deadline` with the best value so far (one cut takes 0.1 s at 100k nodes)."""
+def applies(spec: Spec) -> bool:
+    """Whether the bound charges crossings here: a bottleneck without overlap on two
+    classes, each with devices, every node able to run on one, every transfer finite."""
     d = spec.dense
-    if spec.objective.kind != "bottleneck" or spec.objective.overlap is not None:
-        return 0.0
+    if spec.objective.kind != "bottleneck" or spec.objective.overlap is not None or len(d.class_names) != 2:
+        return False
     runs = d.class_allowed & np.isfinite(d.work)
-    if len(d.class_names) != 2 or d.n == 0 or not runs.any(axis=1).all() or not np.isfinite(d.comm).all():
+    return bool(d.n and runs.any(axis=1).all() and np.isfinite(d.comm).all()
+                and (np.bincount(d.dev_class, minlength=2) > 0).all())
+
+
+def crossing_bound(spec: Spec, deadline: Deadline = NEVER) -> float:
+    """T >= the best Lagrangian cut bound above; 0 where it does not apply (`applies`).
+    The search stops at `deadline` with the best value so far (one cut takes 0.1 s at
+    100k nodes)."""
+    if not applies(spec):
         return 0.0
+    d = spec.dense
     k = np.bincount(d.dev_class, minlength=2).astype(float)
-    if (k == 0).any():
-        return 0.0
     cut = _CutProblem(d)
 
     def value(z: float) -> float:  # theta = 1 / (1 + e^-z), 1 - theta = 1 / (1 + e^z)
