@@ -12,7 +12,9 @@ memory guard, a formulation's check) is skipped with its reason in the log, so `
 answers whenever one of its members does.
 
 Without a time limit the heuristics run to their end and the searches that could run
-for long (the DP over ideals, the MIPs) share UNTIMED_SECONDS, as they would share a limit.
+for long (the load search's descents, the DP over ideals, the MIPs) share UNTIMED_SECONDS,
+as they would share a limit: a load search left to its own stall rule takes a quarter of an
+hour on a 10,000-operator graph.
 The first member of each objective is linear in the graph's size, and above PEER_NODES the
 graph partitioners join the bottleneck portfolio, so that graphs whose segment tables do
 not fit in memory still get an answer; the DP over ideals is left out where its bitsets
@@ -83,15 +85,15 @@ def _searches(spec: Spec) -> list[Member]:
     exact = [Member("exact", 1.0, True, (("heuristics", 0.05),))] if small(spec) else []
     if spec.objective.scheduled:  # DiviML: list schedulers, MILP-SPLIT, then the whole MILP (or the EA)
         return [Member("heft", 0.05), Member("eft", 0.05), Member("met", 0.05),
-                Member("milp_split", 0.9 if exact else 0.7, True), *(exact or [Member("ea", 1.0)])]
+                Member("milp_split", 0.9 if exact else 0.7, True), *(exact or [Member("ea", 1.0, True)])]
     if kind == "latency":  # the greedy first (an answer at once), then the search that wins most
-        return [Member("fill", 0.05), Member("latency_search", 0.75), Member("maxload_dp", 0.5), *exact]
+        return [Member("fill", 0.05), Member("latency_search", 0.75, True), Member("maxload_dp", 0.5, True), *exact]
     # the greedy first: linear, an answer at any size (the segment tables refuse 50,000 nodes);
     # on large graphs METIS and Mt-KaHyPar next (near-linear; skipped when not installed)
     peers = [Member("metis", 0.1, options=REPAIR), Member("kahypar", 0.2, options=REPAIR)] \
         if spec.dense.n > PEER_NODES else []
     dp = [Member("dp", 0.5, True)] if ideal_dp.refusal(spec) is None else []
-    return [Member("greedy", 0.05), *peers, Member("load_search", 0.3), *dp, *exact]
+    return [Member("greedy", 0.05), *peers, Member("load_search", 0.3, True), *dp, *exact]
 
 
 def members(spec: Spec, methods: Methods) -> list[Member]:

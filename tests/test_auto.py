@@ -81,7 +81,7 @@ def test_part_solve_says_which_member_won() -> None:
     assert p.returncode == 0, p.stderr
     assert "method     auto (answer from " in p.stdout
     # without --time-limit, the long searches share UNTIMED_SECONDS, and the output says so
-    assert f"note       auto: no time limit, so dp, exact share {auto.UNTIMED_SECONDS:g} s" in p.stdout, p.stdout
+    assert f"note       auto: no time limit, so load_search, dp, exact share {auto.UNTIMED_SECONDS:g} s" in p.stdout, p.stdout
 
 
 def test_on_large_graphs_the_peers_join_and_one_not_installed_is_skipped(monkeypatch: pytest.MonkeyPatch,
