@@ -22,6 +22,7 @@ from typing import Any, Callable
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
 from partdsl.core.errors import PartError, Span
+from partdsl.dsl.tokens import Ref
 
 _W = r"[ \t\f\r]"
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -74,7 +75,7 @@ def patterns(parser: Lark) -> Patterns:
 
 Rule = Callable[[list], tuple[str, Any]]
 RULES = ("lit_quantity", "work_item", "work", "params", "out", "comm", "flops", "dtype", "group", "module", "only",
-         "forbid_classes", "backward", "node_decl", "plain_name", "ref_plain", "chain")
+         "forbid_classes", "backward", "node_decl", "plain_name", "chain")
 
 
 def bound_rules(tr: Any) -> SimpleNamespace:
@@ -117,9 +118,10 @@ class Reader:
                 name = self.token(m)
                 props = self.props(*m.span(2))
                 return r.node_decl(None, [r.plain_name(self.at(*m.span(1)), [name])] + props)
-            if "->" in text and pat.chain.match(text):
+            if "->" in text and pat.chain.match(text):  # ref_plain's Refs, built here (no Token, no Meta)
                 code = pat.comment.sub("", text) if "#" in text or "//" in text else text
-                return r.chain([r.ref_plain(self.at(*w.span()), [self.token(w, 0)])
+                file = self.tr.file
+                return r.chain([Ref((self.name(w.group()),), Span(file, line, w.start() + 1, line, w.end() + 1))
                                 for w in pat.name.finditer(code)])
         except (ValueError, PartError):
             del self.tr.class_refs[refs:]
@@ -128,12 +130,16 @@ class Reader:
     def at(self, a: int, b: int) -> At:
         return At(self.line, a + 1, self.line, b + 1)
 
-    def token(self, m: re.Match, g: int = 1) -> Token:
-        word = m.group(g)
+    def name(self, word: str) -> str:
+        """`word`, if Lark's lexer surely reads it as a NAME; else ValueError."""
         if (plain := self.plain.get(word)) is None:
             plain = self.plain[word] = self.pat.plain(word)
         if not plain:
             raise ValueError(word)
+        return word
+
+    def token(self, m: re.Match, g: int = 1) -> Token:
+        word = self.name(m.group(g))
         a, b = m.span(g)
         return Token("NAME", word, a, self.line, a + 1, self.line, b + 1, b)
 

@@ -123,6 +123,8 @@ class GraphRules:
         return ("...", self.span(meta))
 
     def chain(self, ch: list) -> tuple[str, list]:
+        if all(type(e) is Ref and len(e.names) == 1 for e in ch):  # plain names: each to the next
+            return ("edges", [(a.names[0], a.span, b.names[0], b.span) for a, b in zip(ch, ch[1:])])
         eps: list = []
         for i, e in enumerate(ch):
             if isinstance(e, tuple) and e[0] == "...":
