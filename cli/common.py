@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Callable
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USER, EXIT_INFEASIBLE, EXIT_NO_SOLUTION, EXIT_UNAVAILABLE, EXIT_SOLVER = range(7)
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report it; the best answer so far is printed
@@ -44,6 +45,30 @@ def import_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
     shapes = tuple(input_shape(x) for x in getattr(args, "input_shape", None) or [])
     return ImportOptions(getattr(args, "unknown_ops", "warn"), shapes)
+
+
+class Deferred(str):
+    """A help text made when help is shown (by `HelpFormatter`), not when the parser is
+    built: the method list imports every kernel, a second of each `part check`."""
+
+    make: Callable[[], str]
+
+    def __new__(cls, make: Callable[[], str]) -> Deferred:
+        text = super().__new__(cls, "(listed by --help)")
+        text.make = make
+        return text
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        return action.help.make() if isinstance(action.help, Deferred) else super()._get_help_string(action)
+
+
+def method_names() -> str:
+    """The methods --method takes, the default marked (for --help)."""
+    from partdsl.methods.registry import DEFAULT_METHOD, METHODS
+
+    return ", ".join(f"{m} (default)" if m == DEFAULT_METHOD else m for m in METHODS)
 
 
 def solver_names() -> str:

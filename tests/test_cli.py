@@ -159,6 +159,24 @@ def test_help_lists_commands_and_exit_codes() -> None:
         assert word in r.stdout
 
 
+def test_solve_help_lists_every_method_and_check_does_not_import_them() -> None:
+    """The method list is made when help is shown: the registry imports every kernel, a
+    second that `part check` of a 100,000-operator spec does not need."""
+    import subprocess
+    import sys
+
+    from partdsl.methods.registry import DEFAULT_METHOD, METHODS
+
+    text = " ".join(run_part("solve", "--help").stdout.split())
+    assert f"{DEFAULT_METHOD} (default)" in text and all(m in text for m in METHODS), text
+    assert f"comma-separated methods (default {DEFAULT_METHOD})" in " ".join(run_part("sweep", "--help").stdout.split())
+    code = ("import sys\nfrom partdsl.cli.main import main\ntry:\n    main(['check', sys.argv[1]])\n"
+            "except SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+            "print('registry' if 'partdsl.methods.registry' in sys.modules else 'none')")
+    p = subprocess.run([sys.executable, "-c", code, str(EXAMPLES / "tiny.part")], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.splitlines()[-1] == "none", p.stdout + p.stderr
+
+
 def test_solver_log_file_keeps_each_mip_solvers_own_log(tmp_path: Path) -> None:
     spec = str(EXAMPLES / "bert24_training.part")
     # each solve's closing report, once per MIP (HiGHS 1.16 prints its banner once per process, on stdout)

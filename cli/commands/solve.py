@@ -13,8 +13,11 @@ from partdsl.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_NO_SOLUTION,
     EXIT_OK,
+    Deferred,
+    HelpFormatter,
     defines,
     executor_argument,
+    method_names,
     numbers,
     progress_printer,
     solver_names,
@@ -24,11 +27,9 @@ from partdsl.cli.sweep import run_points
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
-    from partdsl.methods.registry import DEFAULT_METHOD, METHODS
-
-    p = sub.add_parser("solve", help="find a partition, with a bound and a gap")
+    p = sub.add_parser("solve", help="find a partition, with a bound and a gap", formatter_class=HelpFormatter)
     spec_arguments(p)
-    p.add_argument("--method", help=", ".join(f"{m} (default)" if m == DEFAULT_METHOD else m for m in METHODS))
+    p.add_argument("--method", help=Deferred(method_names))
     p.add_argument("-O", dest="option", action="append", metavar="NAME=VALUE",
                    help="a method option, e.g. -O population=50 -O generations=20 (brkga), -O samples=100 (random)")
     p.add_argument("--solver", help="MIP backend: " + solver_names()

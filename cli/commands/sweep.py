@@ -11,6 +11,8 @@ from partdsl.cli.common import (
     EXIT_SOLVER,
     EXIT_UNAVAILABLE,
     EXIT_USER,
+    Deferred,
+    HelpFormatter,
     defines,
     emit,
     import_arguments,
@@ -19,12 +21,17 @@ from partdsl.cli.common import (
 )
 
 
-def add(sub) -> None:  # type: ignore[no-untyped-def]
+def default_method() -> str:
     from partdsl.methods.registry import DEFAULT_METHOD
 
-    p = sub.add_parser("sweep", help="cross specs, methods, solvers and -D values; one tidy row per run (CSV or JSON lines)")
+    return DEFAULT_METHOD
+
+
+def add(sub) -> None:  # type: ignore[no-untyped-def]
+    p = sub.add_parser("sweep", help="cross specs, methods, solvers and -D values; one tidy row per run (CSV or JSON lines)",
+                       formatter_class=HelpFormatter)
     p.add_argument("specs", nargs="+", metavar="SPEC", help=".part files")
-    p.add_argument("--method", default=DEFAULT_METHOD, help="comma-separated methods (default %(default)s)")
+    p.add_argument("--method", help=Deferred(lambda: f"comma-separated methods (default {default_method()})"))
     p.add_argument("--solver", help="comma-separated MIP solvers, for the methods that run one (default highs)")
     p.add_argument("-D", dest="define", action="append", metavar="NAME=V1,V2", help="param values to cross (repeatable)")
     p.add_argument("-O", dest="option", action="append", metavar="NAME=VALUE", help="a method option for every run")
@@ -49,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     for f in args.specs:
         if not Path(f).is_file():
             raise PartError(f"no such spec file: {f}", None, "give .part files")
-    methods = [m for m in args.method.split(",") if m]
+    methods = [m for m in (args.method or default_method()).split(",") if m]
     solvers = [x for x in args.solver.split(",") if x] if args.solver else [None]
     options = numbers(defines(args.option)) if args.option else None
     parsed = {}  # every point's -D values checked before any run starts; the runs take these specs
