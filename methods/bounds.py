@@ -115,14 +115,33 @@ def spread_lp(r: np.ndarray, k: np.ndarray) -> float:
     """min T s.t. each row's one unit spread over its finite columns, column g's total of
     r[v, g] x share <= k[g] T; returned as the dual certificate sum_v min_g w_g r[v, g] for
     the LP's weights w scaled to sum_g k_g w_g = 1, valid for any weights, so the bound
-    does not rest on the LP solver's tolerances. 0 where a row has no finite column."""
+    does not rest on the LP solver's tolerances. 0 where a row has no finite column.
+    Equal rows are one row of their total (an operator repeated in every layer): an optimal
+    split of the total, given to each row, is optimal, and the LP is the size of the
+    distinct rows (a 100,000-operator decoder has 9: its LP took 1.1 s, now 0.1 s)."""
+    n, G = r.shape
+    finite = np.isfinite(r)
+    if n == 0 or G == 0 or not finite.any(axis=1).all():
+        return 0.0
+    lam = _weights(*_merged(r), k)
+    if lam is None:
+        return 0.0
+    return float(np.where(finite, lam[None, :] * np.where(finite, r, 0.0), INF).min(axis=1).sum())
+
+
+def _merged(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of `r` and how many times each occurs."""
+    rows, counts = np.unique(r, axis=0, return_counts=True)
+    return rows, counts.astype(float)
+
+
+def _weights(r: np.ndarray, count: np.ndarray, k: np.ndarray) -> np.ndarray | None:
+    """The LP's class weights, scaled to sum_g k_g w_g = 1: row v holds count[v] units."""
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix
 
     n, G = r.shape
     finite = np.isfinite(r)
-    if n == 0 or G == 0 or not finite.any(axis=1).all():
-        return 0.0
     v_idx, g_idx = np.nonzero(finite)
     m = len(v_idx)
     # variables: the shares (one per finite pair), then T
@@ -131,15 +150,14 @@ def spread_lp(r: np.ndarray, k: np.ndarray) -> float:
                     shape=(G, m + 1))
     cost = np.zeros(m + 1)
     cost[m] = 1.0
-    res = linprog(cost, A_ub=ub.tocsr(), b_ub=np.zeros(G), A_eq=eq.tocsr(), b_eq=np.ones(n),
+    res = linprog(cost, A_ub=ub.tocsr(), b_ub=np.zeros(G), A_eq=eq.tocsr(), b_eq=count,
                   bounds=(0, None), method="highs")
     if res.status != 0:
-        return 0.0
+        return None
     lam = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=float), 0.0)
     if (lam * k).sum() <= 0:
-        return 0.0
-    lam /= (lam * k).sum()
-    return float(np.where(finite, lam[None, :] * np.where(finite, r, 0.0), INF).min(axis=1).sum())
+        return None
+    return lam / (lam * k).sum()
 
 
 def piece_costs(spec: Spec) -> tuple[np.ndarray, np.ndarray]:
