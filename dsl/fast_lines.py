@@ -75,7 +75,7 @@ def patterns(parser: Lark) -> Patterns:
 
 Rule = Callable[[list], tuple[str, Any]]
 RULES = ("lit_quantity", "work_item", "work", "params", "out", "comm", "flops", "dtype", "group", "module", "only",
-         "forbid_classes", "backward", "node_decl", "plain_name", "chain")
+         "forbid_classes", "backward", "node_decl", "chain")
 
 
 def bound_rules(tr: Any) -> SimpleNamespace:
@@ -115,9 +115,9 @@ class Reader:
         refs = len(self.tr.class_refs)
         try:
             if text.lstrip(" \t\f\r")[:4] == "node" and (m := pat.node.match(text)):
-                name = self.token(m)
-                props = self.props(*m.span(2))
-                return r.node_decl(None, [r.plain_name(self.at(*m.span(1)), [name])] + props)
+                a, b = m.span(1)  # plain_name's ([name], span), built here (no Token, no Meta)
+                named = ([self.name(m.group(1))], Span(self.tr.file, line, a + 1, line, b + 1))
+                return r.node_decl(None, [named] + self.props(*m.span(2)))
             if "->" in text and pat.chain.match(text):  # ref_plain's Refs, built here (no Token, no Meta)
                 code = pat.comment.sub("", text) if "#" in text or "//" in text else text
                 file = self.tr.file
