@@ -147,7 +147,7 @@ def apply(graph: Graph, platform: Platform, objective: Objective) -> tuple[Graph
             extra = made[key] = tuple(Work(prof.time_ms(nd.flops, nd.params, act, b, nd.dtype), k.name, b)
                                       for k in with_profile if k.name not in given and (prof := profiles[k.name])
                                       for b in sizes[k.name])
-        nodes.append(with_work(nd, nd.work + extra))
+        nodes.append(with_work(nd, nd.work + extra) if extra else nd)
     classes = tuple(dc_replace(k, memory=k.memory if k.memory is not None else profiles[k.name].memory,
                                link=k.link if k.link is not None or profiles[k.name].host else profiles[k.name].link,
                                host=k.host or profiles[k.name].host)
