@@ -11,11 +11,13 @@ peer's. Latency runs (`--objectives bottleneck,latency`) have no peer.
     .venv/bin/python benchmarks/scale.py                       # 1k, 10k, 100k; T = 10, 30, 60 s
     .venv/bin/python benchmarks/scale.py --sizes 1000,10000 --methods auto,topo,metis,kahypar
     .venv/bin/python benchmarks/scale.py --sizes 10000,100000 --gap 0.005   # stop at a 0.5% certificate
+    .venv/bin/python benchmarks/scale.py --sizes 10000,100000 --no-limit --json-check  # default settings
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -24,17 +26,20 @@ import needs_partdsl  # noqa: F401  (a plain message when partdsl is not install
 from time_limits import PEERS, part, run
 
 LIMITS = {1_000: 10.0, 10_000: 30.0, 100_000: 60.0}  # the issue's targets: --time-limit per size
+NO_LIMIT_HANG = 300.0  # --no-limit: a run is called a hang after 3x this + 120 s
 
 
 def layers(ops: int) -> int:
     return max(1, round(ops / 14))
 
 
-def solve_row(spec: Path, method: str, T: float, gap: float | None = None) -> dict:
+def solve_row(spec: Path, method: str, T: float | None, gap: float | None = None) -> dict:
+    """One `part solve` in its own process; T None: no --time-limit (the default settings)."""
     extra = ["-O", "repair=1"] if method in PEERS else []
     extra += ["--gap", str(gap)] if gap is not None and method not in PEERS else []
-    code, out, err, wall, rss = run(part() + ["solve", str(spec), "--method", method, "--time-limit", str(T),
-                                              "--json"] + extra, 3 * T + 120)
+    extra += ["--time-limit", str(T)] if T is not None else []
+    code, out, err, wall, rss = run(part() + ["solve", str(spec), "--method", method, "--json"] + extra,
+                                    3 * (T or NO_LIMIT_HANG) + 120)
     try:
         res = json.loads(out)
     except json.JSONDecodeError:
@@ -43,6 +48,24 @@ def solve_row(spec: Path, method: str, T: float, gap: float | None = None) -> di
     return {"method": method, "code": code, "wall": wall, "rss": rss, "solve": res.get("wall_time_s"),
             "status": why, "objective": res.get("objective"), "bound": res.get("bound"), "gap": res.get("gap"),
             "winner": res.get("method", method)}
+
+
+def json_check(spec: Path) -> str:
+    """`part check` of the same graph as partdsl JSON: the spec's platform and the rest, with
+    `graph NAME = import "FILE.json" as partdsl` instead of its graph block."""
+    graph = spec.with_suffix(".json")
+    code, _, err, _, _ = run(part() + ["convert", str(spec), "--to", "json", "-o", str(graph)], 900)
+    if code != 0:
+        return f"part convert --to json: exit {code}: {err.strip()[:200]}"
+    text = spec.read_text()
+    head = re.search(r"^graph (\w+) \{\n", text, re.M)
+    if head is None:
+        return "part check of the JSON graph: no graph block found"
+    end = text.index("\n}\n", head.start()) + 3  # the generator closes its graph block alone on a line
+    twin = spec.with_name(spec.stem + "-json.part")
+    twin.write_text(text[:head.start()] + f'graph {head.group(1)} = import "{graph.name}" as partdsl\n' + text[end:])
+    code, _, err, wall, rss = run(part() + ["check", str(twin)], 900)
+    return f"part check of the JSON graph: {wall:.1f} s, {rss:.0f} MiB" + ("" if code == 0 else f", exit {code}: {err[:200]}")
 
 
 def num(x: object, d: int = 2) -> str:
@@ -68,12 +91,15 @@ def main() -> int:
     ap.add_argument("--methods", default="auto,metis,kahypar", help="bottleneck methods, comma-separated")
     ap.add_argument("--objectives", default="bottleneck", help="bottleneck and/or latency (auto only)")
     ap.add_argument("--time-limit", type=float, default=None, help="one T for every size (default: 10/30/60 s)")
+    ap.add_argument("--no-limit", action="store_true", help="no --time-limit: each method's default settings")
+    ap.add_argument("--json-check", action="store_true",
+                    help="also check the graph as partdsl JSON (`part convert --to json`, imported by a spec)")
     ap.add_argument("--gap", type=float, default=None,
                     help="partdsl's methods stop once their certificate is within this relative gap (default: exact)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for ops in [int(x) for x in args.sizes.split(",") if x]:
-            T = args.time_limit or LIMITS.get(ops, 30.0)
+            T = None if args.no_limit else args.time_limit or LIMITS.get(ops, 30.0)
             for objective in [o for o in args.objectives.split(",") if o]:
                 spec = Path(tmp) / f"decoder-{ops}-{objective}.part"
                 code, _, made, gen_s, _ = run(part() + ["generate", "transformer", "--layers", str(layers(ops)),
@@ -83,7 +109,10 @@ def main() -> int:
                     return 2
                 code, _, err, check_s, check_rss = run(part() + ["check", str(spec)], 900)
                 print(f"\n{objective}: {made.strip()} ({gen_s:.1f} s); part check {check_s:.1f} s, "
-                      f"{check_rss:.0f} MiB{'' if code == 0 else f', exit {code}'}; --time-limit {T:g} s")
+                      f"{check_rss:.0f} MiB{'' if code == 0 else f', exit {code}'}; "
+                      + ("no --time-limit" if T is None else f"--time-limit {T:g} s"))
+                if args.json_check:
+                    print(json_check(spec))
                 names = args.methods.split(",") if objective == "bottleneck" else ["auto"]
                 table([solve_row(spec, m, T, args.gap) for m in names if m], "min")
     return 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Callable
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USER, EXIT_INFEASIBLE, EXIT_NO_SOLUTION, EXIT_UNAVAILABLE, EXIT_SOLVER = range(7)
@@ -95,14 +96,42 @@ def defines(items: list[str]) -> dict[str, str]:
     return out
 
 
-def numbers(opts: dict[str, str]) -> dict[str, float]:
+def method_options(opts: dict[str, str]) -> dict[str, float | tuple[str, ...]]:
+    """-O NAME=VALUE: numbers, but `order`, a file of node names (slicegraph)."""
+    from partdsl.core.errors import PartError
+
+    out: dict[str, float | tuple[str, ...]] = {}
+    for k, v in opts.items():
+        if k == "order":
+            out[k] = read_order(Path(v))
+            continue
+        try:
+            out[k] = float(v)
+        except ValueError:
+            raise PartError(f"-O {k}={v}: not a number", None, f"e.g. -O {k}=50") from None
+    return out
+
+
+def read_order(path: Path) -> tuple[str, ...]:
+    """A node order: names one a line (blank lines and # comments skipped), or a JSON list."""
     from partdsl.core.errors import PartError
 
     try:
-        return {k: float(v) for k, v in opts.items()}
-    except ValueError:
-        bad = next(k for k, v in opts.items() if not v.replace(".", "", 1).isdigit())
-        raise PartError(f"-O {bad}={opts[bad]}: not a number", None, f"e.g. -O {bad}=50") from None
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise PartError(f"-O order={path}: cannot read it ({getattr(e, 'strerror', None) or e})", None,
+                        "give a file of node names, one a line") from None
+    if path.suffix == ".json":
+        try:
+            names = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise PartError(f"-O order={path}: not JSON ({e.msg}, line {e.lineno})", None,
+                            'write a list of node names, e.g. ["embed", "l1_ln1"]') from None
+        if not isinstance(names, list) or not all(isinstance(x, (str, int)) for x in names):
+            raise PartError(f"-O order={path}: not a list of node names", None, 'e.g. ["embed", "l1_ln1"]')
+        return tuple(str(x) for x in names)
+    lines = (ln.split("#", 1)[0].strip() for ln in text.splitlines())
+    return tuple(ln for ln in lines if ln)
 
 
 def load_spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]

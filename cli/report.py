@@ -134,7 +134,8 @@ def result_report(spec: Spec, r: Result) -> str:
              f"bound      {fmt(r.bound)} {r.unit} ({which} bound on the optimum)",
              f"gap        {fmt(100 * r.gap, 4) if math.isfinite(r.gap) else 'inf'}%",
              f"time       {r.wall_time_s:.3f} s"]
-    notes = [ln.strip() for ln in r.log if any(w in ln for w in ("proven bound", "not a proof", "not used by", "skipped", "no time limit"))]
+    said = ("proven bound", "not a proof", "not used by", "skipped", "no time limit", "against the order")
+    notes = [ln.strip() for ln in r.log if any(w in ln for w in said)]
     lines += [f"note       {n.split('  ', 1)[-1].strip()}" for n in notes]
     if r.evaluation is not None and (r.assignment is not None or r.evaluation.schedule is not None):
         arr = to_array(spec, r.assignment) if r.assignment is not None else np.full(spec.dense.n, -1)

@@ -6,13 +6,14 @@ Accepted JSON: `part solve --json` output (its `assignment`, and under latency i
 gives the order on the accelerator, 0 first), or the human-expert format of data/dnn-partitioning/human-experts
 ({"fpgas": [{"nodes": [ids]}], "cpus": [...]}: the i-th fpga list goes to the i-th device
 of the spec's non-host class, the i-th cpu list to the i-th host device). Node ids may be
-given as the imported names (n12) or as the bare ids (12).
+given as the imported names (n12) or as the bare ids (12). `order_keys` reads a node order
+(SliceGraph's `-O order=FILE`) the same way.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from partdsl.core.errors import PartError, did_you_mean
@@ -134,3 +135,18 @@ def read_json(path: str | Path) -> Any:
 
 def read_partition(spec: Spec, path: str | Path) -> tuple[np.ndarray, np.ndarray | None]:
     return parse_partition(spec, read_json(path), str(path))
+
+
+def order_keys(spec: Spec, names: Sequence[str], where: str = "order") -> np.ndarray:
+    """A node order (names, first first) -> a key per node, its position; the nodes it leaves
+    out come after it, in the spec's order. An unknown or repeated name is an error."""
+    n = len(spec.graph.nodes)
+    keys = np.full(n, np.inf)
+    for pos, name in enumerate(names):
+        i = _node_index(spec, name, where)
+        if np.isfinite(keys[i]):
+            raise PartError(f"{where}: node '{name}' is listed twice", None, "list each node once")
+        keys[i] = pos
+    rest = ~np.isfinite(keys)
+    keys[rest] = len(names) + np.arange(int(rest.sum()))
+    return keys

@@ -53,8 +53,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            portfolio=True),
     Method("topo", topo_split.run, False,
            "best of several topological-order splits, each split optimally by a DP", objectives=MAX_LOAD),
-    Method("slicegraph", order_search.slicegraph, False, "SliceGraph on Kahn's order (Archer sec. 4)",
-           objectives=MAX_LOAD),
+    Method("slicegraph", order_search.slicegraph, False,
+           "SliceGraph on Kahn's order, or on the order given (-O order=FILE: node names, one a line) "
+           "(Archer sec. 4)", ("order",), objectives=MAX_LOAD),
     Method("random", order_search.random_orders, False, "random-T: best SliceGraph of T random orders",
            ("samples",), objectives=MAX_LOAD),
     Method("brkga", order_search.brkga, False, "BRKGA over orders, decoded by SliceGraph",

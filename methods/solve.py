@@ -61,8 +61,8 @@ def _better(spec: Spec, a: Evaluation, b: Evaluation | None) -> bool:
     return a.objective > b.objective if spec.objective.sense == "max" else a.objective < b.objective
 
 
-def _checked_options(spec: Spec, m: Method, method: str | None, options: Mapping[str, float] | None,
-                     opts: SolveOptions, log: list[str]) -> dict[str, float]:
+def _checked_options(spec: Spec, m: Method, method: str | None, options: Mapping[str, object] | None,
+                     opts: SolveOptions, log: list[str]) -> dict[str, object]:
     """The method's own options: the solve block's (dropped, with a note, when another
     method is asked for) overridden by `options`; an unknown one is a PartError."""
     kind = spec.objective.kind
@@ -135,7 +135,7 @@ class _Run:
 def solve(spec: Spec, method: str | None = None, solver: str | None = None,
           time_limit: float | None = None, gap: float | None = None, seed: int | None = None,
           threads: int | None = None, warm_start: Mapping[str, str] | None = None,
-          progress: Callable[[str], None] | None = None, options: Mapping[str, float] | None = None,
+          progress: Callable[[str], None] | None = None, options: Mapping[str, object] | None = None,
           executor=None) -> Result:  # type: ignore[no-untyped-def]
     """Solve `spec`; keyword arguments override its `solve` block. `options` are the
     method's own settings (e.g. {"population": 50} for brkga). `executor` (a

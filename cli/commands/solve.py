@@ -18,7 +18,7 @@ from partdsl.cli.common import (
     defines,
     executor_argument,
     method_names,
-    numbers,
+    method_options,
     progress_printer,
     solver_names,
     spec_arguments,
@@ -52,7 +52,7 @@ def _solve_one(spec, args: argparse.Namespace, executor=None):  # type: ignore[n
     from partdsl.methods.solve import solve
 
     progress = progress_printer(args)
-    method_opts = numbers(defines(args.option)) if args.option else None
+    method_opts = method_options(defines(args.option)) if args.option else None
     r = solve(spec, method=args.method, solver=args.solver, time_limit=args.time_limit, gap=args.gap,
               seed=args.seed, threads=args.threads, progress=progress, options=method_opts, executor=executor)
     code = EXIT_OK

@@ -17,7 +17,7 @@ from partdsl.cli.common import (
     emit,
     import_arguments,
     import_options,
-    numbers,
+    method_options,
 )
 
 
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             raise PartError(f"no such spec file: {f}", None, "give .part files")
     methods = [m for m in (args.method or default_method()).split(",") if m]
     solvers = [x for x in args.solver.split(",") if x] if args.solver else [None]
-    options = numbers(defines(args.option)) if args.option else None
+    options = method_options(defines(args.option)) if args.option else None
     parsed = {}  # every point's -D values checked before any run starts; the runs take these specs
     points = sweep.grid(defines(args.define))
     for spec in args.specs if args.define else []:
