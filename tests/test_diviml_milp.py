@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 from effort import examples
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, Spec, Work
 from partdsl.core.schedule_eval import evaluate_schedule
@@ -131,6 +131,9 @@ def test_the_cheap_bounds_hold_against_brute_force_over_schedules(spec: Spec) ->
     devices of each node's cheapest per-sample work."""
     from partdsl.methods.bounds import bound, per_sample, work_bound
 
+    # 3 nodes x 2 samples on 3 devices count 1,179,648 schedules: 13-43 s each, 150 s of the
+    # suite for 13 cases (the MILP test above still draws them)
+    assume(brute.count(spec) <= 50_000)
     opt = brute_schedules(spec)
     if spec.objective.sense == "min" and math.isinf(opt) or spec.objective.sense == "max" and opt == 0.0:
         return
