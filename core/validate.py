@@ -10,7 +10,7 @@ import math
 import re
 
 import numpy as np
-from partdsl.core.dense import topological_order
+from partdsl.core.dense import group_runs, topological_order
 from partdsl.core.errors import PartError, did_you_mean
 from partdsl.core.graphs import find_cycle
 from partdsl.core.ir import GENERIC, Spec, Target
@@ -135,12 +135,11 @@ def validate(spec: Spec) -> None:
     if c.memory == "hard":
         _check_memory(spec)
     # colocated nodes need a common device
-    order = np.argsort(dense.colo, kind="stable")  # groups() would make an array per node
-    label = dense.colo[order]
-    starts = np.flatnonzero(np.r_[True, label[1:] != label[:-1]])
+    order, starts = group_runs(dense.colo)
     common = np.logical_and.reduceat(dense.allowed[order], starts, axis=0).any(axis=1)
+    ends = np.r_[starts[1:], len(order)]
     for s in np.flatnonzero(~common):  # (a lone node has a device: checked above)
-        members = np.sort(order[starts[s]:(starts[s + 1] if s + 1 < len(starts) else len(order))])
+        members = order[starts[s]:ends[s]]
         if len(members) > 1:
             nd = g.nodes[int(members[0])]
             raise PartError(f"colocated nodes {', '.join(g.nodes[int(i)].name for i in members[:6])} "

@@ -123,16 +123,11 @@ def spread_lp(r: np.ndarray, k: np.ndarray) -> float:
     finite = np.isfinite(r)
     if n == 0 or G == 0 or not finite.any(axis=1).all():
         return 0.0
-    lam = _weights(*_merged(r), k)
+    rows, counts = np.unique(r, axis=0, return_counts=True)
+    lam = _weights(rows, counts.astype(float), k)
     if lam is None:
         return 0.0
     return float(np.where(finite, lam[None, :] * np.where(finite, r, 0.0), INF).min(axis=1).sum())
-
-
-def _merged(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of `r` and how many times each occurs."""
-    rows, counts = np.unique(r, axis=0, return_counts=True)
-    return rows, counts.astype(float)
 
 
 def _weights(r: np.ndarray, count: np.ndarray, k: np.ndarray) -> np.ndarray | None:

@@ -80,18 +80,15 @@ def slicegraph(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, order: Seq
     names, Archer sec. 4: any topological order): Kahn's order taking the earliest listed
     unit among the ready ones, which is the order itself when it is topological."""
     dec = Decoder(spec)
-    if order is None:
-        yield from _improving("slicegraph", iter([dec.decode(np.arange(dec.U, dtype=float))]))
-        return
-    node = order_keys(spec, order)
-    keys = np.full(dec.U, np.inf)
-    np.minimum.at(keys, dec.units.unit, node)  # a unit goes where its first member is listed
-    d = spec.dense
-    back = int((node[d.src] > node[d.dst]).sum()) if len(d.src) else 0
-    if back:
-        yield Progress(f"slicegraph: {back:,} edges go against the order given; Kahn's order follows it "
-                       "where the edges allow")
-    yield from _improving("slicegraph (the order given)", iter([dec.decode(keys)]))
+    keys, label = np.arange(dec.U, dtype=float), "slicegraph"
+    if order is not None:
+        node = order_keys(spec, order)
+        keys, label = np.full(dec.U, np.inf), "slicegraph (the order given)"
+        np.minimum.at(keys, dec.units.unit, node)  # a unit goes where its first member is listed
+        if back := int((node[spec.dense.src] > node[spec.dense.dst]).sum()):
+            yield Progress(f"slicegraph: {back:,} edges go against the order given; Kahn's order follows it "
+                           "where the edges allow")
+    yield from _improving(label, iter([dec.decode(keys)]))
 
 
 def random_orders(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, samples: float = 1000,
