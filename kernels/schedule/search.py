@@ -4,11 +4,15 @@ simulated annealing (`sa`) and the biased (1+1) EA (`ea`) on the integer-string 
 A string holds one device per node (per chunk of L / K samples under `batch L split K`,
 the batched variants), nodes in a breadth-first topological order; its fitness is the
 schedule objective of the mapping list-scheduled in that order (core/schedule.py). Both
-start from the biased string: every chunk where its node runs fastest. The EA mutates
-each gene with probability 1/len (at least one) and keeps a child no worse; SA changes
-one gene and accepts a worse string with probability exp(-delta / T), T cooling
-geometrically from 5% of the start's value. Infeasible strings rank below feasible ones
-(by violation count). Seeded; option `iterations` (default 2000), and the time limit.
+first report HEFT's schedule (bHEFT under a batch), so they are never worse than HEFT,
+and start from the better of the biased string (every chunk where its node runs fastest,
+the paper's start) and HEFT's mapping as a string. The EA mutates each gene with
+probability 1/len (at least one) and keeps a child no worse; SA changes one gene and
+accepts a worse string with probability exp(-delta / T), T cooling geometrically from 5%
+of the start's value to 0.05% over the run. Infeasible strings rank below feasible ones
+(by violation count). Seeded. The run is `iterations` long if given; else, under a time
+limit, it runs until the limit (the paper gives each 600 s) and SA cools by the time
+used; with neither, 2000 iterations.
 """
 from __future__ import annotations
 
@@ -22,7 +26,10 @@ from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split
 from partdsl.core.schedule_eval import evaluate_schedule, list_schedule
 from partdsl.kernels.graph.orders import kahn, levels
+from partdsl.kernels.schedule.list_schedulers import schedule as list_scheduled
 from partdsl.runtime.deadline import NEVER, Deadline
+
+DEFAULT_ITERATIONS = 2000
 
 
 class Strings:
@@ -49,6 +56,15 @@ class Strings:
             genes[v] = opts[int(np.argmin(times))]
         return genes
 
+    def of_schedule(self, s: Schedule) -> np.ndarray:
+        """A schedule's mapping as a string: each chunk on the device of its first sample."""
+        genes = self.biased()
+        for p in s.pieces:
+            for x in p.samples:
+                if x % self.g == 0:
+                    genes[p.node, x // self.g] = p.device
+        return genes
+
     def decode(self, genes: np.ndarray) -> Schedule:
         """Chunks to devices; each device's share of a node in its fastest batch sizes;
         list-scheduled breadth first."""
@@ -72,18 +88,52 @@ class Strings:
         return (len(ev.violations), value), s
 
 
-def ea(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, iterations: float = 2000,
+class Budget:
+    """How long a search runs: `iterations` if given, else until the deadline if there is
+    one, else DEFAULT_ITERATIONS; `fraction(it)` is how much of the run is used (0..1)."""
+
+    def __init__(self, iterations: float | None, deadline: Deadline) -> None:
+        self.deadline = deadline
+        self.timed = iterations is None and deadline.limited
+        self.n = DEFAULT_ITERATIONS if iterations is None else int(iterations)
+        self.total = deadline.left() if self.timed else 0.0
+
+    def steps(self) -> Iterator[int]:
+        it = 0
+        while (self.timed or it < self.n) and not self.deadline.passed():
+            yield it
+            it += 1
+
+    def fraction(self, it: int) -> float:
+        if self.timed:
+            return min(1.0, 1.0 - self.deadline.left() / max(self.total, 1e-9))
+        return (it + 1) / max(self.n, 1)
+
+    def said(self, it: int) -> str:
+        return f"{it + 1} iterations" if self.timed else f"{it + 1} of {self.n} iterations"
+
+
+def start(spec: Spec, enc: Strings, name: str) -> Iterator:
+    """HEFT's schedule as the first candidate; then (genes, score) of the better start."""
+    heft = list_scheduled(spec, "heft")
+    yield Candidate(f"{name}: HEFT's schedule", schedule=heft)
+    starts = [enc.biased(), enc.of_schedule(heft)]
+    scored = [enc.score(g) for g in starts]
+    i = min(range(2), key=lambda j: scored[j][0])
+    yield Candidate(f"{name}: start ({'biased' if i == 0 else 'HEFT'} string)", schedule=scored[i][1])
+    yield starts[i], scored[i][0]
+
+
+def ea(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, iterations: float | None = None,
        **_: object) -> Iterator:
-    """The biased (1+1) EA (random hill climbing from the greedy string)."""
+    """The biased (1+1) EA (random hill climbing from the better start)."""
     enc = Strings(spec)
     rng = np.random.default_rng(seed)
-    genes = enc.biased()
-    best, s = enc.score(genes)
-    yield Candidate("biased (1+1) EA: start", schedule=s)
+    *firsts, (genes, best) = start(spec, enc, "biased (1+1) EA")
+    yield from firsts
+    budget = Budget(iterations, deadline)
     n_genes = genes.size
-    for it in range(int(iterations)):
-        if deadline.passed():
-            break
+    for it in budget.steps():
         child = genes.copy()
         flip = rng.random(child.shape) < 1.0 / n_genes
         if not flip.any():
@@ -96,23 +146,21 @@ def ea(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, iterations: float 
                 yield Candidate(f"biased (1+1) EA: iteration {it + 1}", schedule=s)
             genes, best = child, score
         if (it + 1) % 500 == 0:
-            yield Progress(f"(1+1) EA: {it + 1} of {int(iterations)} iterations")
+            yield Progress(f"(1+1) EA: {budget.said(it)}")
 
 
-def sa(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, iterations: float = 2000,
+def sa(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, iterations: float | None = None,
        **_: object) -> Iterator:
-    """Simulated annealing over one-gene moves."""
+    """Simulated annealing over one-gene moves, from the better start."""
     enc = Strings(spec)
     rng = np.random.default_rng(seed)
-    genes = enc.biased()
-    cur, s = enc.score(genes)
+    *firsts, (genes, cur) = start(spec, enc, "simulated annealing")
+    yield from firsts
     best = cur
-    yield Candidate("simulated annealing: start", schedule=s)
-    T = 0.05 * abs(cur[1]) if math.isfinite(cur[1]) and cur[1] else 1.0
-    cool = 0.01 ** (1.0 / max(int(iterations), 1))  # T falls a hundredfold over the run
-    for it in range(int(iterations)):
-        if deadline.passed():
-            break
+    T0 = 0.05 * abs(cur[1]) if math.isfinite(cur[1]) and cur[1] else 1.0
+    budget = Budget(iterations, deadline)
+    T = T0
+    for it in budget.steps():
         v = int(rng.integers(spec.dense.n))
         c = int(rng.integers(enc.K))
         child = genes.copy()
@@ -130,6 +178,6 @@ def sa(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, iterations: float 
             if cur < best:
                 best = cur
                 yield Candidate(f"simulated annealing: iteration {it + 1}", schedule=s)
-        T *= cool
+        T = T0 * 0.01 ** budget.fraction(it)  # a hundredfold cooler at the end of the run
         if (it + 1) % 500 == 0:
-            yield Progress(f"simulated annealing: {it + 1} of {int(iterations)} iterations")
+            yield Progress(f"simulated annealing: {budget.said(it)}")
