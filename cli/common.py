@@ -96,14 +96,21 @@ def defines(items: list[str]) -> dict[str, str]:
     return out
 
 
-def method_options(opts: dict[str, str]) -> dict[str, float | tuple[str, ...]]:
-    """-O NAME=VALUE: numbers, but `order`, a file of node names (slicegraph)."""
+WORD_OPTIONS = ("start",)  # options whose value is a word (local_search -O start=random)
+
+
+def method_options(opts: dict[str, str]) -> dict[str, float | str | tuple[str, ...]]:
+    """-O NAME=VALUE: numbers, but `order`, a file of node names (slicegraph), and the
+    words of WORD_OPTIONS."""
     from partdsl.core.errors import PartError
 
-    out: dict[str, float | tuple[str, ...]] = {}
+    out: dict[str, float | str | tuple[str, ...]] = {}
     for k, v in opts.items():
         if k == "order":
             out[k] = read_order(Path(v))
+            continue
+        if k in WORD_OPTIONS:
+            out[k] = v
             continue
         try:
             out[k] = float(v)

@@ -73,10 +73,12 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("dpl", baselines.dpl, False, "the DP on one DFS linearization (Tarnawski's DPL)", objectives=MAX_LOAD),
     Method("pipedream", baselines.pipedream, False, "PipeDream's linear DP on a chain, accelerators only (baseline)",
            objectives=MAX_LOAD, ignores=(("overlap", None), ("memory overflow", None))),
-    Method("greedy", baselines.greedy, False, "fill devices in topological order, each up to a share by its speed (baseline)",
+    Method("greedy", baselines.greedy, False, "fill devices in topological order, each up to a share by its speed "
+           "(baseline); under a schedule objective, DiviML's Greedy (eft)",
            objectives=MAX_LOAD),
-    Method("local_search", baselines.local_search, False, "single-node moves with restarts (baseline)",
-           ("restarts", "passes"), objectives=MAX_LOAD),
+    Method("local_search", baselines.local_search, False, "single-node moves with restarts, each from SliceGraph "
+           "on a random order, or from a random split (-O start=random, Tarnawski sec. 6) (baseline)",
+           ("restarts", "passes", "start"), objectives=MAX_LOAD),
     Method("load_search", load_search.run, False, "iterated local search on max load from the best topo split: "
            "unit moves scored by (max load, sum of squared loads), any split", ("stall",), objectives=MAX_LOAD),
     Method("single", single_device.run, False, "everything on one device (baseline)"),
@@ -97,28 +99,35 @@ METHODS: dict[str, Method] = {m.name: m for m in (
              "vertex weights = compute, one block per device), mapped to devices; -O repair=1 contracts colocation "
              "and fixes memory and placement by moves (baseline)", ("repair", "imbalance"), ignores=PEER_IGNORES)
       for name, (package, _, _) in peers.PEERS.items()),
-    Method("met", list_schedulers.run("met"), False, "DiviML's MET (bMET under a batch): each node where it runs "
-           "fastest, list-scheduled (baseline)", objectives=SCHEDULED),
-    Method("eft", list_schedulers.run("eft"), False, "DiviML's Greedy (bGreedy under a batch): each node where it "
-           "finishes earliest, in topological order (baseline)", objectives=SCHEDULED),
-    Method("heft", list_schedulers.run("heft"), False, "HEFT (bHEFT under a batch): upward rank, earliest finish "
+    Method("met", list_schedulers.run("met"), False, "DiviML's MET (bMET under a batch, also a name here): "
+           "each node where it runs fastest, list-scheduled (baseline)", objectives=SCHEDULED),
+    Method("eft", list_schedulers.run("eft"), False, "DiviML's Greedy (bGreedy; also names greedy and bgreedy): "
+           "each node where it finishes earliest, in topological order (baseline)", objectives=SCHEDULED),
+    Method("heft", list_schedulers.run("heft"), False, "HEFT (bHEFT, also its name here): upward rank, earliest finish "
            "with insertion (DiviML sec. V-A baseline)", objectives=SCHEDULED),
     Method("sa", schedule_search.sa, False, "simulated annealing on DiviML's integer strings (a device per node, "
-           "per chunk under a batch), breadth-first list schedules (baseline)", ("iterations",), objectives=SCHEDULED),
-    Method("ea", schedule_search.ea, False, "DiviML's biased (1+1) EA on the same strings, from each chunk where "
-           "it runs fastest (baseline)", ("iterations",), objectives=SCHEDULED),
+           "per chunk under a batch), breadth-first list schedules, from HEFT's or the biased string; until the "
+           "time limit unless -O iterations=N (baseline)", ("iterations",), objectives=SCHEDULED),
+    Method("ea", schedule_search.ea, False, "DiviML's biased (1+1) EA on the same strings, from HEFT's or the "
+           "biased string (each chunk where it runs fastest); until the time limit unless -O iterations=N "
+           "(baseline)", ("iterations",), objectives=SCHEDULED),
 )}
-ALIASES = {"mla-weighted": "mla_weighted"}
+# other names: DiviML's (sec. V-A: bMET, bGreedy and bHEFT are the batched MET, Greedy, HEFT)
+ALIASES = {"mla-weighted": "mla_weighted", "bmet": "met", "bgreedy": "eft", "bheft": "heft"}
+# a name that means another method under some objectives: DiviML's Greedy is `eft`
+BY_OBJECTIVE = {("greedy", kind): "eft" for kind in SCHEDULED}
 DEFAULT_METHOD = "auto"
 KERNEL_SOLVER = "numpy"  # the solver reported by methods that run no MIP (NumPy kernels)
 
 
-def lookup(name: str | None) -> Method:
-    """The method called `name` (an alias, or None for the default), or a PartError listing them."""
+def lookup(name: str | None, kind: str | None = None) -> Method:
+    """The method called `name` (an alias, or None for the default) for objective `kind`,
+    or a PartError listing them."""
     from partdsl.core.errors import PartError
 
     name = name or DEFAULT_METHOD
     name = ALIASES.get(name, name)
+    name = BY_OBJECTIVE.get((name, kind), name)
     if name not in METHODS:
         raise PartError(f"unknown method '{name}'", None,
                         "methods: " + "; ".join(f"{m.name} ({m.about})" for m in METHODS.values()))

@@ -25,7 +25,7 @@ from partdsl.core.schedule_eval import evaluate_schedule
 from partdsl.core.validate import links_modelled
 from partdsl.methods import capabilities
 from partdsl.methods.bounds import bound as trivial_bound
-from partdsl.methods.registry import ALIASES, KERNEL_SOLVER, METHODS, Method, lookup
+from partdsl.methods.registry import KERNEL_SOLVER, METHODS, Method, lookup
 from partdsl.runtime import interrupt
 from partdsl.runtime.deadline import Deadline
 from partdsl.solvers import registry as solver_registry
@@ -71,7 +71,7 @@ def _checked_options(spec: Spec, m: Method, method: str | None, options: Mapping
         raise PartError(f"method {m.name} optimizes {' or '.join(m.objectives)}, and this spec has the {kind} "
                         "objective", None, f"methods for {kind}: {fits}")
     spec_opts = dict(opts.options)
-    if method is not None and ALIASES.get(method, method) != spec.solve.method:
+    if method is not None and (spec.solve.method is None or m.name != lookup(spec.solve.method, kind).name):
         for key in [k for k in spec_opts if k not in m.options]:
             log.append(f"solve-block option '{key}' is not used by method {m.name}")
             del spec_opts[key]
@@ -143,7 +143,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     subproblems (MILP-SPLIT's modules)."""
     opts = spec.solve.merged(method=method, solver=solver, time_limit=time_limit, gap=gap,
                              seed=seed, threads=threads)
-    m = lookup(opts.method)
+    m = lookup(opts.method, spec.objective.kind)
     links_modelled(spec)  # a spec built in Python skips validate(): the one feature no method models
     log: list[str] = []
     method_opts = _checked_options(spec, m, method, options, opts, log)

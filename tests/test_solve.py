@@ -24,7 +24,7 @@ HEURISTICS = [("topo", {}), ("single", {}), ("slicegraph", {}), ("random", {"sam
               ("brkga", {"population": 8, "generations": 3}), ("mla", {"population": 8, "generations": 3}),
               ("mla_weighted", {"population": 8, "generations": 3}), ("dp", {}), ("dpl", {}),
               ("pipedream", {}), ("greedy", {}), ("local_search", {"restarts": 2, "passes": 3}),
-              ("load_search", {"stall": 4})]
+              ("local_search", {"restarts": 2, "passes": 3, "start": "random"}), ("load_search", {"stall": 4})]
 
 
 def better_or_equal(spec: Spec, a: float, b: float) -> bool:

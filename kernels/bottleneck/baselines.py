@@ -3,7 +3,9 @@
 - `greedy`: walk a topological order and fill devices one at a time up to an even share
   of the work (accelerators first, then host devices), respecting memory.
 - `local_search`: from random starts, move single nodes between devices while the
-  evaluator's score improves (any split, not only contiguous ones), with restarts.
+  evaluator's score improves (any split, not only contiguous ones), with restarts. Each
+  start is SliceGraph on a random order, or (`start=random`) a random device per unit as
+  Tarnawski sec. 6 describes ("starts from a random split ... restart 10 times").
 - `pipedream`: PipeDream's linear DP - the graph is treated as the chain of a
   topological order, a stage pays only the tensors crossing its two cut points, and
   only accelerators (non-host devices) are used; a stage's parameters fit its memory
@@ -19,6 +21,7 @@ from __future__ import annotations
 from typing import Iterator
 
 import numpy as np
+from partdsl.core.errors import PartError
 from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
@@ -134,10 +137,14 @@ def greedy(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -
 
 
 def local_search(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, restarts: float = 5,
-                 passes: float = 20, **_: object) -> Iterator[Candidate]:
+                 passes: float = 20, start: object = "slicegraph", **_: object) -> Iterator[Candidate]:
     """Each restart starts from SliceGraph on a random order (feasible for contiguity and
-    acyclicity), then moves one colocation unit at a time to another device while the
-    score (number of violations, then objective) improves."""
+    acyclicity), or with `start="random"` from a random allowed device per colocation unit
+    (the paper's baseline; it may start infeasible), then moves one unit at a time to
+    another device while the score (number of violations, then objective) improves."""
+    if start not in ("slicegraph", "random"):
+        raise PartError(f"local_search: unknown start '{start}'", None,
+                        "write -O start=slicegraph (the default) or -O start=random")
     from partdsl.kernels.bottleneck.order_search import Decoder
 
     d = spec.dense
@@ -154,7 +161,7 @@ def local_search(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, restarts
 
     best = (np.iinfo(np.int64).max, np.inf)
     for r in range(int(restarts)):
-        _, dev = dec.decode(rng.random(dec.U))
+        dev = None if start == "random" else dec.decode(rng.random(dec.U))[1]
         if dev is None:
             dev = np.array([opts[rng.integers(len(opts))] for opts in options])[u.unit]
         cur = score(dev)
