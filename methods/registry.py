@@ -71,7 +71,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "(Figs. 3-4), or the DiviML MILP (eqs. 1-7) for schedule objectives, with a MIP start",
            ("pyomo", "symmetry", "heuristics", "relax"), mip=True),
     Method("dpl", baselines.dpl, False, "the DP on one DFS linearization (Tarnawski's DPL)", objectives=MAX_LOAD),
-    Method("pipedream", baselines.pipedream, False, "PipeDream's linear DP on a chain, accelerators only (baseline)",
+    Method("pipedream", baselines.pipedream, False, "PipeDream's linear DP on a chain, accelerators only; "
+           "-O contract=1 cuts only where the graph is a path, its branchings contracted (baseline)", ("contract",),
            objectives=MAX_LOAD, ignores=(("overlap", None), ("memory overflow", None))),
     Method("greedy", baselines.greedy, False, "fill devices in topological order, each up to a share by its speed "
            "(baseline); under a schedule objective, DiviML's Greedy (eft)",

@@ -56,7 +56,32 @@ def dpl(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> I
         yield Candidate("dpl (DFS linearization" + (f", {how})" if how else ")"), assign(spec, best, pos))
 
 
-def pipedream(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
+def clean_cuts(spec: Spec, fine: np.ndarray, pos: np.ndarray, last: np.ndarray, P: int, c: int) -> np.ndarray:
+    """Whether each cut after position t (of P) leaves the graph as a linear path would: every
+    tensor crossing it is an output of the last unit at t, or costs nothing to move on class
+    `c` (a mask or constant fed to every layer). Cutting only there is PipeDream's view of a
+    graph with its branchings contracted into single nodes (Tarnawski sec. 6)."""
+    d = spec.dense
+    carries = d.comm[d.src, c] > 0
+    src, dst = d.src[carries], d.dst[carries]
+    a, b = pos[src], pos[dst]
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    bad = np.zeros(P + 1, dtype=np.int64)  # difference array over cuts: edges that jump a whole position
+    jump = hi - lo > 1
+    np.add.at(bad, lo[jump] + 1, 1)
+    np.add.at(bad, hi[jump], -1)
+    dirty = np.cumsum(bad)[:P] > 0
+    crossing = lo < hi  # and at the cut right after its earlier end, it must leave from the last unit there
+    early = np.where(a <= b, src, dst)
+    wrong = crossing & ((fine[early] != last[lo]) | (a > b))
+    dirty[lo[wrong]] = True
+    return ~dirty
+
+
+def pipedream(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, contract: float = 0,
+              **_: object) -> Iterator[Candidate]:
+    """PipeDream's linear DP on the chain of Kahn's order; with `contract`, cuts only where
+    the graph is a path (its branchings contracted, as the paper ran PipeDream)."""
     d = spec.dense
     fine, Pf = _unit_positions(spec, "kahn")
     pos, P = coarsen(spec, fine, Pf)  # long orders: blocks, each ending at a cut of the chain
@@ -76,11 +101,15 @@ def pipedream(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object
     cp = np.r_[0.0, np.cumsum(np.bincount(pos, weights=d.params, minlength=P))]
     memory.need(16.0 * P * P, f"PipeDream's {P:,} x {P:,} stage table")
     cost = np.full((1, P, P), np.inf)
+    ok = clean_cuts(spec, fine, pos, last, P, c) if contract else np.ones(P, dtype=bool)
+    ok[P - 1] = True  # the end of the chain
     for l in range(P):
+        if l > 0 and not ok[l - 1]:
+            continue
         r = np.arange(l, P)
         with np.errstate(invalid="ignore"):  # inf - inf where a node cannot run on accelerators
             seg = (cw[r + 1] - cw[l]) + (boundary[l - 1] if l > 0 else 0.0) + np.where(r < P - 1, boundary[r], 0.0)
-        seg = np.where(cp[r + 1] - cp[l] > cap * (1 + 1e-12), np.inf, seg)
+        seg = np.where((cp[r + 1] - cp[l] > cap * (1 + 1e-12)) | ~ok[r], np.inf, seg)
         cost[0, l, l:] = np.nan_to_num(seg, nan=np.inf)
     splits = split_dp(cost, [spec.platform.classes[c].count])
     if splits:
@@ -88,7 +117,8 @@ def pipedream(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object
         segs = tuple((l, r, c) for l, r, _ in best.segments)
         from partdsl.kernels.bottleneck.segment_dp import Split
 
-        yield Candidate(f"pipedream (linear DP{_blocks(P, Pf)})", assign(spec, Split(best.value, best.counts, segs), pos))
+        how = f"linear DP{_blocks(P, Pf)}" + (f", {int(ok.sum()):,} cuts where the graph is a path" if contract else "")
+        yield Candidate(f"pipedream ({how})", assign(spec, Split(best.value, best.counts, segs), pos))
 
 
 def greedy(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
