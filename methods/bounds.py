@@ -132,24 +132,25 @@ def spread_lp(r: np.ndarray, k: np.ndarray) -> float:
 
 def _weights(r: np.ndarray, count: np.ndarray, k: np.ndarray) -> np.ndarray | None:
     """The LP's class weights, scaled to sum_g k_g w_g = 1: row v holds count[v] units."""
-    from scipy.optimize import linprog
-    from scipy.sparse import coo_matrix
+    from partdsl.solvers.highs_lp import lp_duals
+    from scipy.sparse import coo_matrix, vstack
 
     n, G = r.shape
     finite = np.isfinite(r)
     v_idx, g_idx = np.nonzero(finite)
     m = len(v_idx)
-    # variables: the shares (one per finite pair), then T
+    # variables: the shares (one per finite pair), then T; rows: the classes' loads
+    # sum_v r[v,g] share[v,g] - k_g T <= 0, then each row's shares sum to its count
     eq = coo_matrix((np.ones(m), (v_idx, np.arange(m))), shape=(n, m + 1))
     ub = coo_matrix((np.r_[r[v_idx, g_idx], -k], (np.r_[g_idx, np.arange(G)], np.r_[np.arange(m), np.full(G, m)])),
                     shape=(G, m + 1))
     cost = np.zeros(m + 1)
     cost[m] = 1.0
-    res = linprog(cost, A_ub=ub.tocsr(), b_ub=np.zeros(G), A_eq=eq.tocsr(), b_eq=count,
-                  bounds=(0, None), method="highs")
-    if res.status != 0:
+    duals = lp_duals(cost, vstack([ub, eq]).tocsr(), np.r_[np.full(G, -np.inf), count], np.r_[np.zeros(G), count],
+                     np.zeros(m + 1), np.full(m + 1, np.inf))
+    if duals is None:
         return None
-    lam = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=float), 0.0)
+    lam = np.maximum(-duals[:G], 0.0)
     if (lam * k).sum() <= 0:
         return None
     return lam / (lam * k).sum()

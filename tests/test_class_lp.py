@@ -41,3 +41,15 @@ def test_merging_equal_rows_keeps_the_lps_value(data: st.DataObject) -> None:
     r = np.repeat(np.array(distinct, dtype=float), reps, axis=0)[list(order)]
     k = np.array(data.draw(st.lists(st.integers(1, 3), min_size=G, max_size=G)), dtype=float)
     assert spread_lp(r, k) == pytest.approx(full_lp(r, k), rel=1e-6, abs=1e-9)
+
+
+def test_the_class_lp_prints_nothing(capfd: pytest.CaptureFixture[str]) -> None:
+    """HiGHS prints a banner when it is made; the bound runs on every `part check --json`."""
+    from partdsl import parse_file
+    from partdsl.methods.bounds import bound
+
+    from tests.conftest import EXAMPLES
+
+    capfd.readouterr()
+    assert bound(parse_file(EXAMPLES / "tiny.part")) > 0
+    assert capfd.readouterr().out == ""
