@@ -25,6 +25,13 @@ class Progress(NamedTuple):
     message: str
 
 
+class BudgetSpent(NamedTuple):
+    """A search stopped by the budget a portfolio gives long searches when there is no time
+    limit (methods/auto.py): the run ends as "search budget", not "all candidates tried"."""
+
+    message: str
+
+
 class SolverLog(NamedTuple):
     """A MIP solver's own log, kept in the Result (`part solve --solver-log FILE`)."""
 
@@ -49,4 +56,4 @@ class Candidate:
             raise ValueError("a Candidate holds either devices or a schedule")
 
 
-Event = Union[Candidate, Proven, Progress, SolverLog]
+Event = Union[Candidate, Proven, Progress, SolverLog, BudgetSpent]

@@ -16,6 +16,7 @@ class Termination(str, Enum):
     EXHAUSTED = "exhausted"  # an exhaustive method tried every assignment: a proof
     BOUND_REACHED = "bound reached"  # the incumbent met the proven bound within the gap asked for
     TIME_LIMIT = "time limit"
+    BUDGET = "search budget"  # no time limit: auto's budget for long searches cut one short
     INTERRUPTED = "interrupted"  # Ctrl-C: the best answer so far is kept
 
     def __str__(self) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 from partdsl.core.errors import PartError
-from partdsl.core.events import Candidate, Event, Progress, Proven
+from partdsl.core.events import BudgetSpent, Candidate, Event, Progress, Proven
 from partdsl.core.ir import Spec
 from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
 from partdsl.kernels.bottleneck import ideal_dp
@@ -149,7 +149,8 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
                                    f"share {UNTIMED_SECONDS:g} s (--time-limit to search longer or shorter)")
             budget = _budget(deadline, long or NEVER, p, i == len(chosen) - 1)
             if budget.passed():  # the members before it used the time (a MIP stops a little late)
-                yield Progress(f"auto: {p.method} skipped: no time left")
+                said = f"auto: {p.method} skipped: no time left"
+                yield BudgetSpent(said + " of the search budget") if not deadline.limited else Progress(said)
                 continue
             yield Progress(f"auto: {p.method}" + (f" for {budget.left():.3g} s" if budget.limited else ""))
             try:
@@ -161,6 +162,9 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
             except (SolverUnavailable, SolverFailed) as e:  # a peer not installed; a solver's own failure
                 yield Progress(f"auto: {p.method} skipped: {e}")
                 continue
+            if not deadline.limited and budget.passed():
+                yield BudgetSpent(f"auto: {p.method} stopped at the {UNTIMED_SECONDS:g} s budget for searches "
+                                  "(no --time-limit)")
             if m.exhaustive and not budget.passed():  # it scored the evaluator's whole space: the best is optimal
                 best = incumbent()
                 empty = math.inf if spec.objective.sense == "min" else 0.0

@@ -18,7 +18,7 @@ from partdsl.core.assignment import subgraph_map, to_array
 from partdsl.core.errors import PartError
 from partdsl.core.evaluate import evaluate
 from partdsl.core.evaluation import Evaluation
-from partdsl.core.events import Candidate, Event, Progress, Proven, SolverLog
+from partdsl.core.events import BudgetSpent, Candidate, Event, Progress, Proven, SolverLog
 from partdsl.core.ir import SolveOptions, Spec
 from partdsl.core.result import Result, Status, Termination, relative_gap
 from partdsl.core.schedule_eval import evaluate_schedule
@@ -96,6 +96,7 @@ class _Run:
     best_method: str = ""  # the portfolio member whose candidate is the incumbent
     count: int = 0
     stopped: Termination = Termination.ALL_TRIED
+    budget_spent: bool = False  # a portfolio's search budget (no time limit) cut a member short
     log: list[str] = field(default_factory=list)
     solver_logs: list[str] = field(default_factory=list)
 
@@ -109,6 +110,9 @@ class _Run:
         """Record one event: a progress line, a solver log, a proof, or a candidate to score."""
         if isinstance(event, Progress):
             self.note(event.message, progress)
+        elif isinstance(event, BudgetSpent):
+            self.note(event.message, progress)
+            self.budget_spent = True
         elif isinstance(event, SolverLog):
             self.solver_logs.append(f"==== {event.solver} ====\n{event.text}")
         elif isinstance(event, Proven):  # a kernel's proof that nothing beats event.bound
@@ -216,6 +220,8 @@ def _consume(run: _Run, events: Iterator[Event], m: Method, deadline: Deadline, 
             run.stopped = Termination.TIME_LIMIT
         elif m.exhaustive:
             run.stopped = Termination.EXHAUSTED
+        elif run.budget_spent:
+            run.stopped = Termination.BUDGET
     except (KeyboardInterrupt, SystemError) as e:  # Ctrl-C in a kernel: keep the best candidate so far
         if not interrupt.is_ctrl_c(e):
             raise

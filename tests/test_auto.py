@@ -101,3 +101,19 @@ def test_on_large_graphs_the_peers_join_and_one_not_installed_is_skipped(monkeyp
     assert r.status.has_solution() and r.evaluation.feasible
     assert any("auto: metis skipped: " in ln and "'metis' is not installed" in ln for ln in r.log), r.log
     assert any("auto: kahypar for " in ln for ln in r.log), r.log
+
+
+def test_without_a_limit_a_search_cut_by_the_budget_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No --time-limit: the long searches share UNTIMED_SECONDS (here 1 ms, so they are
+    cut). The run then stopped at the search budget, not with all candidates tried, and
+    claims no optimum; with a limit, running out is the time limit's."""
+    from partdsl.core.result import Status, Termination
+
+    spec = parse_file(EXAMPLES / "mtpp_overflow.part")
+    monkeypatch.setattr(auto, "UNTIMED_SECONDS", 0.001)
+    r = solve(spec)
+    assert r.stopped == Termination.BUDGET, r.log
+    assert r.status == Status.FEASIBLE and r.evaluation.feasible
+    assert any("budget" in ln for ln in r.log)
+    p = run_part("solve", str(EXAMPLES / "tiny.part"))  # a full budget: dp proves tiny's optimum
+    assert p.returncode == 0 and "(search budget)" not in p.stdout, p.stdout
