@@ -59,6 +59,25 @@ def dnn_partitioning_to_part(path: Path, objective: str = "bottleneck", split: s
     return "\n".join(lines) + "\n"
 
 
+def regal_to_part(path: Path, stages: int = 4, relative_to: Path | None = None) -> str:
+    """A spec for a REGAL graph (CostGraphDef text): MTPP on `stages` identical stages
+    with an acyclic quotient, as Archer et al. App. C.2 run them."""
+    from partdsl.dsl.regal_import import read_regal
+
+    graph = read_regal(path, _graph_name(path))  # read now: a bad file is refused here, not when solved
+    where = (os.path.relpath(path.resolve(), relative_to.resolve()) if relative_to is not None
+             else str(path.resolve()))
+    return "\n".join([
+        f"# {path.name}, a REGAL graph converted by `part convert` (Archer et al. App. C.2)",
+        f"# {len(graph.nodes)} nodes, {len(graph.edges)} edges; work = compute_cost, tensor = the first output's size",
+        f"param k = {stages}          # pipeline stages",
+        f"graph {graph.name} = import {json.dumps(where)} as regal",
+        "platform { device stage[k] }",
+        "minimize bottleneck",
+        "subject to { acyclic }",
+    ]) + "\n"
+
+
 def onnx_to_part(path: Path, objective: str = "latency", fuse: bool = False,
                  options: ImportOptions = ImportOptions(), devices: dict[str, int] | None = None) -> str:
     """A spec for an ONNX model: its graph written out (nodes with FLOPs, parameter and

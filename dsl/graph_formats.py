@@ -8,6 +8,7 @@
   Times are taken as milliseconds. Times are as profiled; a node not supported on
   accelerators gets `not acc`.
 - `partdsl`: the project's own JSON (see `graph_to_json`), a lossless dump of a Graph.
+- `regal`: REGAL's CostGraphDef text files (`.pbtxt`, dsl/regal_import.py).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from partdsl.core.limits import MAX_IMPORT_BYTES, MAX_JSON_DEPTH, check_count
 from partdsl.dsl.assemble import assemble_graph
 from partdsl.dsl.import_options import ImportOptions
 
-FORMATS = ("dnn-partitioning", "partdsl", "onnx", "onnx-fused", "torch-export")
+FORMATS = ("dnn-partitioning", "partdsl", "onnx", "onnx-fused", "torch-export", "regal")
 ACC, CPU = "acc", "cpu"
 
 
@@ -82,6 +83,10 @@ def import_graph(path: Path, fmt: str | None, name: str, span: Span | None = Non
         from partdsl.dsl.torch_export import import_torch_export
 
         return import_torch_export(path, name, span, options=options)
+    if fmt == "regal" or (fmt is None and path.suffix.lower() == ".pbtxt"):
+        from partdsl.dsl.regal_import import read_regal
+
+        return read_regal(path, name, span)
     data = load_json(path, span)
     fmt = fmt or detect_format(data)
     if fmt not in FORMATS:

@@ -66,6 +66,10 @@ def regal_graph(n: int, model: str = "er", seed: int = 0, degree: float = 3.0) -
 
 
 def regal_spec(n: int, k: int, model: str = "er", seed: int = 0, degree: float = 3.0) -> Spec:
+    return mtpp_spec(regal_graph(n, model, seed, degree), k)
+
+
+def mtpp_spec(graph: Graph, k: int) -> Spec:
     """MTPP on k identical stages (Archer sec. 2): acyclic quotient graph."""
-    return Spec(regal_graph(n, model, seed, degree), Platform((DeviceClass("stage", k, link=None),)),
-                Objective("bottleneck"), Constraints(acyclic=True, memory="ignore"))
+    return Spec(graph, Platform((DeviceClass("stage", k, link=None),)), Objective("bottleneck"),
+                Constraints(acyclic=True, memory="ignore"))

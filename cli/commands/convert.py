@@ -14,7 +14,8 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p = sub.add_parser("convert", help="dnn-partitioning JSON, ONNX or torch.export (.pt2) -> .part spec; .part -> "
                        "normalized .part or graph JSON")
     p.add_argument("file")
-    p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "onnx", "torch-export", "layers", "metis", "part"])
+    p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "onnx", "torch-export", "regal", "layers",
+                                                                 "metis", "part"])
     p.add_argument("--to", choices=["part", "json", "layers"],
                    help="part (default), json (a spec's graph) or layers: a partdsl-layers profile of the model's "
                         "layers, estimated by the cost model, to edit or plan from (docs/importers.md)")
@@ -33,7 +34,7 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
                    "decoder layer (default: `layers.3`, `h.3`, `blocks.3`, `l3_` ...)")
     p.add_argument("--devices", metavar="TYPE=N,...", help="onnx, torch-export: the platform, N devices of each "
                    "device profile (e.g. h100=4,a100=4; default two A100s and a Xeon); metis: how many GPUs of each "
-                   "profiled type, e.g. A100=4,H100=4")
+                   "profiled type, e.g. A100=4,H100=4; regal: stage=K, the pipeline stages (default 4)")
     m = p.add_argument_group("metis: a folder of Metis's DeviceType.<GPU>_tp<T>_bs<B>.json profiles")
     m.add_argument("--output-bytes", metavar="SIZE", help="the tensor one layer passes the next (micro-batch x "
                    "sequence x hidden x bytes), e.g. 16MB: Metis's profiles do not record it")
@@ -65,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     src = Path(args.file)
     fmt = args.from_format or ("metis" if src.is_dir() else "dnn-partitioning" if src.suffix == ".json" else
                                "onnx" if src.suffix.lower() == ".onnx" else
-                               "torch-export" if src.suffix.lower() == ".pt2" else "part")
+                               "torch-export" if src.suffix.lower() == ".pt2" else
+                               "regal" if src.suffix.lower() == ".pbtxt" else "part")
     if fmt != "part" and args.to not in (None, "part", "layers") or fmt in ("layers", "metis") and args.to == "layers":
         raise PartError(f"cannot convert {fmt} to '{args.to}'", None, "use --to part")
     if args.to == "layers" and (args.optimizer or args.group_by or args.kv_cache or args.activations):
@@ -81,8 +83,8 @@ def run(args: argparse.Namespace) -> int:
                         "an operator graph has no tensor-parallel variants: leave --tp out")
     if args.layers and not args.group_by and args.to != "layers" and not args.kv_cache:
         raise PartError("--layers goes with --group-by layer, --kv-cache or --to layers", None, "add --group-by layer")
-    if args.devices and fmt not in ("onnx", "torch-export", "metis"):
-        raise PartError(f"--devices goes with --from onnx, torch-export or metis, not {fmt}", None,
+    if args.devices and fmt not in ("onnx", "torch-export", "metis", "regal"):
+        raise PartError(f"--devices goes with --from onnx, torch-export, metis or regal, not {fmt}", None,
                         "a layer profile lists its devices; a spec has its platform")
     devices = device_counts(args.devices) if args.devices and fmt != "metis" else None
     spec, text, header = None, "", f"{src.name}, converted by `part convert`"
@@ -104,6 +106,12 @@ def run(args: argparse.Namespace) -> int:
         from partdsl.cli.convert import torch_export_to_part
 
         text = torch_export_to_part(src, args.objective or "latency", import_options(args), devices)
+    elif fmt == "regal":
+        from partdsl.cli.convert import regal_to_part
+
+        if devices is not None and set(devices) != {"stage"}:
+            raise PartError("a REGAL graph runs on identical stages: --devices stage=K", None, "e.g. --devices stage=16")
+        text = regal_to_part(src, (devices or {}).get("stage", 4), Path(args.output).parent if args.output else None)
     elif fmt == "dnn-partitioning":
         text = dnn_partitioning_to_part(src, args.objective or "bottleneck", args.split,
                                         Path(args.output).parent if args.output else None)
