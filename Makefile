@@ -4,6 +4,7 @@
 # Both install the tested versions pinned in constraints.txt. Also:
 #   make test-latest  the suite on the newest releases pyproject.toml allows (own venv)
 #   make test-large   the tests of large instances (marker `large`, minutes each)
+#   make tables       the papers' tables, reproduced into docs/tables.md (about an hour)
 #   make lock         rewrite constraints.txt from the newest releases (after test-latest passes)
 #   make browser      Debian's chromium and chromedriver, for the HTML report's browser test (root)
 PYTHON ?= python3.11
@@ -13,7 +14,7 @@ LOCK   := constraints.txt
 BIN    := $(VENV)/bin
 PIP    := python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test test-large test-latest lock bench clean browser
+.PHONY: demo test test-large test-latest lock bench clean browser tables
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=python3 to use another)"; exit 2; }
@@ -39,6 +40,9 @@ browser:
 	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || \
 	  apt-get install -y -q chromium chromium-driver || \
 	  { apt-get update -q && apt-get install -y -q chromium chromium-driver; }
+
+tables: $(VENV)/.test
+	$(BIN)/python benchmarks/reproduce.py --jobs 2
 
 test-large: $(VENV)/.test
 	$(BIN)/python -m pytest -q -m large
