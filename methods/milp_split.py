@@ -67,6 +67,8 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     plan = ModulePlan(spec, int(channels), int(min_module))
     _across_modules(spec, plan)
     nworkers = int(workers) if workers else None
+    if executor is None and nworkers is None and deadline.left() < POOL_SECONDS:
+        nworkers = 1  # too little time to start worker processes (seconds each on a busy machine): run here
     # the worker processes start now, while HEFT runs here (about 1 s each on 2 cores)
     with nullcontext(executor) if executor is not None else warm_pool(nworkers, WORKER_MODULES) as pool:
         yield Candidate("HEFT (before the split)", schedule=list_schedulers.schedule(spec, "heft"))
@@ -88,6 +90,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
                                    f"modules): makespan >= {lb:.6g} ms")
 
 
+POOL_SECONDS = 10.0  # under a time limit shorter than this, the module MILPs run in this process
 MODELLED_BY = "exact, met, eft, heft, sa, ea"  # the schedule methods that see the whole graph at once
 
 

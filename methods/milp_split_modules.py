@@ -37,6 +37,7 @@ from partdsl.runtime.executor import job_threads, run_all
 MAX_BOUND_SETS = 200  # node sets the bound recursion may visit (then the simple bound)
 
 # what a worker process imports as it starts (runtime/executor.warm_pool): the module MILP and its solvers
+LATE_SECONDS = 0.5  # past the deadline, jobs still return HEFT's start for this long, then nothing
 WORKER_MODULES = ("partdsl.methods.milp_split_modules", "partdsl.solvers.dispatch")
 
 
@@ -51,24 +52,27 @@ class ModuleResult:
 def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solver: str | None,
                  threads: int | None, gap: float | None = None) -> ModuleResult:
     """The DiviML MILP of one module (a restricted spec); H and the MIP start from the best
-    of `_starts` (started after every release)."""
+    of `_starts` (started after every release). With no time left (`time_limit` <= 0) the
+    best start alone, without building the MILP."""
     from partdsl.solvers.dispatch import solve_matrix
 
     shift = float(np.max(release)) if release is not None and release.size else 0.0
     ev, end = None, math.inf
-    for sched in _starts(spec, 0.15 * time_limit):
+    for sched in _starts(spec, 0.15 * max(time_limit, 0.0)):
         e = evaluate_schedule(spec, sched)
         if e.feasible and as_makespan(spec, e.objective) < end:
             ev, end = e, as_makespan(spec, e.objective)
+    moved = None if ev is None else Schedule(tuple(Piece(p.node, p.device, p.samples, (p.start or 0.0) + shift)
+                                                   for p in ev.schedule.pieces), ev.schedule.batch)
+    if time_limit <= 0:  # past the deadline: building and running a MILP would overrun it
+        why = "time limit reached before its MILP"
+        return ModuleResult(math.inf, 0.0, (), why) if moved is None else \
+            ModuleResult(shift + end, 0.0, tuple((q.start, q) for q in moved.pieces), why + "; the best start")
     if spec.objective.split > 1:
         time_limit *= 0.85
     H = shift + (end if math.isfinite(end) else diviml.safe_horizon(spec))
     mip, vm = diviml.build(spec, H, release)
-    start, moved = None, None
-    if ev is not None:
-        moved = Schedule(tuple(Piece(p.node, p.device, p.samples, (p.start or 0.0) + shift)
-                               for p in ev.schedule.pieces), ev.schedule.batch)
-        start = diviml.encode(spec, vm, moved)
+    start = None if moved is None else diviml.encode(spec, vm, moved)
     out = solve_matrix(mip, solver, max(time_limit, 0.05), gap, threads, start)
     # the best start stays the module's schedule unless the MILP beats it (issue 28, defect 2)
     kept = ModuleResult(shift + end, 0.0, tuple((q.start, q) for q in moved.pieces), "the best start") \
@@ -93,22 +97,29 @@ def solve_module_by(spec: Spec, release: np.ndarray | None, until: float, rounds
     divided among the `rounds_left` rounds of jobs its worker still has, capped by `cap`.
     Late starts (spawning the workers takes seconds) and overruns shrink the later limits
     instead of passing the deadline (issue 29: MILP-SPLIT ran 2-3 s past --time-limit 5)."""
+    if time.time() > until + LATE_SECONDS:  # long past the deadline: not even a start (its pairs go unused)
+        return ModuleResult(math.inf, 0.0, (), "not tried: past the time limit")
     return solve_module(spec, release, limit_at(until, rounds_left, cap), solver, threads)
 
 
 def limit_at(until: float, rounds_left: int, cap: float) -> float:
     """A module MILP's seconds, now: 0.8 of the time left over the rounds left, at most
-    `cap`, at least 0.05 s (a job that starts past `until` still returns its start)."""
+    `cap`, at least 0.05 s; 0 for a job that starts past `until` (it returns its start, no
+    MILP: building one per remaining job ran MILP-SPLIT 6x past --time-limit 2)."""
     left = until - time.time()
+    if left <= 0:
+        return 0.0
     return max(min(cap, 0.8 * left / max(rounds_left, 1)), 0.05)
 
 
 def _starts(spec: Spec, seconds: float) -> Iterator[Schedule]:
     """MIP start candidates: HEFT, Greedy, and under a split batch (where the MILP rarely
-    closes) simulated annealing for `seconds`."""
+    closes) simulated annealing for `seconds`; HEFT alone when there are no seconds."""
     from partdsl.kernels.schedule import search as schedule_search
 
     yield list_schedulers.schedule(spec, "heft")
+    if seconds <= 0:  # past the deadline: HEFT's alone
+        return
     yield list_schedulers.schedule(spec, "eft")
     if spec.objective.split == 1:
         return

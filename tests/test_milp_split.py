@@ -138,5 +138,23 @@ def test_a_module_job_takes_its_time_limit_when_it_starts() -> None:
     assert 0.8 * 9.9 / 4 <= limit_at(now + 10, 4, math.inf) <= 0.8 * 10 / 4
     assert limit_at(now + 10, 1, 1.5) == 1.5
     assert limit_at(now + 2, 4, math.inf) < limit_at(now + 10, 4, math.inf)
-    assert limit_at(now - 1, 1, math.inf) == 0.05
+    assert limit_at(now - 1, 1, math.inf) == 0.0  # past the end: no MILP, the best start
     assert limit_at(math.inf, 3, 10.0) == 10.0  # no time limit: the cap (DEFAULT_MODULE_LIMIT)
+
+
+def test_past_the_deadline_a_module_job_builds_no_milp_and_then_runs_nothing() -> None:
+    """A job that starts past the time limit returns HEFT's start without building its MILP
+    (one MILP per remaining pair ran MILP-SPLIT 6.5x past --time-limit 2 at batch 128), and
+    one that starts long past it returns nothing; a 2 s limit ends within about a second."""
+    import time
+
+    from partdsl.methods.milp_split_modules import LATE_SECONDS, solve_module, solve_module_by
+
+    rw = RandWire(model="er", size=10, modules=3, channels=1, variant="sdep", p=0.2, k=4, m=5, seed=0)
+    spec = randwire_spec(rw, "throughput", 128, 4)
+    late = solve_module(spec, None, 0.0, None, None)
+    assert math.isfinite(late.makespan) and late.bound == 0.0 and "before its MILP" in late.why
+    gone = solve_module_by(spec, None, time.time() - LATE_SECONDS - 1, 1, math.inf, None, None)
+    assert not math.isfinite(gone.makespan) and gone.pieces == ()
+    r = solve(spec, method="milp_split", time_limit=2)
+    assert r.status.has_solution() and r.wall_time_s < 2 + 2.5
