@@ -109,7 +109,7 @@ def draw(table: Table, path: Path) -> str:
     return f"![{caption}](img/{path.name})\n"
 
 
-def document(tables: list[Table], quick: bool, seconds: float, out: Path) -> str:
+def document(tables: list[Table], quick: bool, seconds: float, out: Path, note: str = "") -> str:
     from partdsl.solvers.registry import version
 
     head = ["# The papers' tables, reproduced", "",
@@ -119,7 +119,7 @@ def document(tables: list[Table], quick: bool, seconds: float, out: Path) -> str
             f"{platform.python_version()}, HiGHS {version('highs')}; {seconds / 60:.0f} minutes in all.", "",
             "Each row: the paper's value, ours (scored by partdsl's evaluator), ours / published, our time "
             "and our certificate (a proven bound and the gap to it; `optimal` when proven). Lower is better "
-            "except where a table says otherwise.", ""]
+            "except where a table says otherwise.", ""] + ([f"**Note on this run:** {note}", ""] if note else [])
     parts = [t.markdown() + (draw(t, out.parent / "img" / f"tables-{t.key}.png") if t.series else "")
              for t in tables]
     return "\n".join(head) + "\n" + "\n".join(parts) + "\n" + NOT_REPRODUCIBLE
@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--regal", metavar="DIR", help="archer: REGAL's own .pbtxt files (deepmind-research/regal) "
                     "instead of generated graphs")
     ap.add_argument("--graphs", type=int, help="archer: how many graphs (default 4; quick 2)")
+    ap.add_argument("--note", default="", help="a sentence on this run, printed under the header")
     ap.add_argument("--out", default=str(ROOT / "docs" / "tables.md"))
     args = ap.parse_args(argv)
     keys = tuple(k for k in args.only.split(",") if k)
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     tables = build(keys, args.quick, args.cap, args.jobs, args.regal, args.graphs)
     out = Path(args.out)
-    out.write_text(document(tables, args.quick, time.monotonic() - t0, out))
+    out.write_text(document(tables, args.quick, time.monotonic() - t0, out, args.note))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
