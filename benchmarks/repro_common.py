@@ -53,6 +53,8 @@ class Run:
 
     @property
     def certificate(self) -> str:
+        if self.status.startswith("refused"):
+            return self.status
         if not math.isfinite(self.bound) or self.bound == 0 and self.sense == "min":
             return self.status
         gap = abs(self.value - self.bound) / max(abs(self.value), 1e-12)
@@ -64,9 +66,13 @@ class Run:
 def solved(spec: Any, method: str, time_limit: float | None = None, **options: object) -> Run:
     """`method` on `spec` (seed 0) as a Run; a method that cannot run is an error for the caller."""
     from partdsl import solve
+    from partdsl.core.errors import PartError
 
     t = time.monotonic()
-    r = solve(spec, method=method, seed=0, time_limit=time_limit, options=options or None)
+    try:
+        r = solve(spec, method=method, seed=0, time_limit=time_limit, options=options or None)
+    except PartError as e:  # the method refuses this spec (a feature it does not model): the row says so
+        return Run(math.nan, math.nan, f"refused: {e.message}", time.monotonic() - t, False)
     ev = r.evaluation
     timeline = tuple((float(m.group(1)), float(m.group(2))) for m in map(INCUMBENT.match, r.log) if m)
     return Run(r.objective, r.bound, r.status.value, time.monotonic() - t, ev is not None and ev.feasible, r.sense,
@@ -84,6 +90,8 @@ def num(x: float | None, digits: int = 2) -> str:
 
 def sig(x: float) -> str:
     """Four significant digits, without an exponent."""
+    if math.isnan(x):
+        return "-"
     if not math.isfinite(x):
         return "inf"
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
@@ -98,8 +106,9 @@ def ratio(ours: float | None, published: float | None) -> str:
 def row(workload: str, method: str, published: float | None, run: Run | None, note: str = "",
         digits: int = 2) -> tuple[str, ...]:
     """The cells: workload, method, published, ours, ours / published, seconds, certificate."""
-    if run is None:
-        return (workload, method, num(published, digits), "-", "-", "-", note)
+    if run is None or math.isnan(run.value):
+        why = "; ".join(x for x in (note, run.status if run is not None else "") if x)
+        return (workload, method, num(published, digits), "-", "-", "-", why)
     value = num(run.value, digits) + ("" if run.feasible else " (infeasible)")
     cert = run.certificate + (f"; {note}" if note else "")
     return (workload, method, num(published, digits), value, ratio(run.value, published), f"{run.seconds:.1f}", cert)

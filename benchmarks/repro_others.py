@@ -42,7 +42,7 @@ def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None
 
     t0 = time.monotonic()
     ks = (2, 4) if quick else (2, 4, 8, 16, 32, 64)
-    graphs = graphs or (2 if quick else 4)
+    graphs = graphs or (2 if quick else 3)
     where = (f"the first {graphs} REGAL files of `{regal}` by name (`part convert --from regal`)" if regal else
              f"{graphs} generated graphs (`part generate regal`: ER, BA, WS models, 50-200 nodes, seeds 0.."
              f"{graphs - 1})")
@@ -122,11 +122,14 @@ def diviml(quick: bool, cap: float) -> list[Table]:
             r = runs.get(col)
             value = runs["milp_split"].bound if r is None else r.value
             tab.rows.append((name, "MILP-SPLIT's bound" if r is None else col, f"{p:g}", f"{p / pub[0]:.3f}",
-                             sig(value), f"{value / base:.3f}", "-" if r is None else f"{r.seconds:.1f}",
-                             "proven" if r is None else r.certificate))
+                             sig(value), "-" if math.isnan(value) else f"{value / base:.3f}",
+                             "-" if r is None else f"{r.seconds:.1f}",
+                             ("proven" if not math.isnan(value) else "-") if r is None else r.certificate))
         if batch == 128:
             for col in ("heft", "sa", "ea", "exact", "milp_split"):
                 r = runs[col]
+                if math.isnan(r.value):  # refused
+                    continue
                 steps = list(r.timeline) or [(r.seconds, r.value)]
                 fig.series[col] = steps + [(r.seconds, steps[-1][1])]  # drawn to the end of the run
                 at = [max((v for t, v in steps if t <= f * cap), default=None) for f in FIG7_AT]
@@ -162,8 +165,9 @@ def diviml_speedup(quick: bool, cap: float) -> Table:
         capped = full.status != "optimal"
         pub = DIVIML_T3[(variant, modules)]
         tab.rows.append((str(modules), variant, f"{pub[0]:g}", f"{pub[1]:g}", f"{pub[2]}x", f"{full.seconds:.1f}",
-                         f"{at:.1f}", f"{full.value:.4g} ({full.certificate})", f"{split.seconds:.1f}" + (" (limit)" if split.seconds >= 0.98 * cap else ""),
-                         f"{split.value:.4g}", f"{'>=' if capped else ''}{full.seconds / split.seconds:.1f}x"))
+                         f"{at:.1f}", f"{sig(full.value)} ({full.certificate})", f"{split.seconds:.1f}" + (" (limit)" if split.seconds >= 0.98 * cap else ""),
+                         sig(split.value) if not math.isnan(split.value) else split.status,
+                         f"{'>=' if capped else ''}{full.seconds / split.seconds:.1f}x"))
     tab.notes.append("A MILP stopped at the limit has not reached its best: its factor is a lower bound on the "
                      "paper's, and its value may be worse than MILP-SPLIT's.")
     tab.seconds = time.monotonic() - t0
