@@ -18,37 +18,24 @@ from typing import Any
 
 from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node, Work
-from partdsl.core.limits import MAX_IMPORT_BYTES, MAX_JSON_DEPTH, check_count
+from partdsl.core.limits import MAX_JSON_DEPTH, check_count
 from partdsl.dsl.assemble import assemble_graph
 from partdsl.dsl.import_options import ImportOptions
+from partdsl.dsl.import_text import read_import_text
 
 FORMATS = ("dnn-partitioning", "partdsl", "onnx", "onnx-fused", "torch-export", "regal")
 ACC, CPU = "acc", "cpu"
 
 
 def load_json(path: Path, span: Span | None) -> Any:
+    text = read_import_text(path, span)
+    check_count(_max_depth(text), MAX_JSON_DEPTH, f"import: '{path}' nests JSON too deeply", span,
+                "a graph file is an object with nodes and edges")
     try:
-        size = path.stat().st_size
-        check_count(size, MAX_IMPORT_BYTES, f"import: '{path}' is too large (bytes)", span,
-                    "import a graph file of a real model")
-        text = path.read_text(encoding="utf-8")
-        depth = _max_depth(text)
-        check_count(depth, MAX_JSON_DEPTH, f"import: '{path}' nests JSON too deeply", span,
-                    "a graph file is an object with nodes and edges")
         return json.loads(text)
-    except UnicodeDecodeError as e:
-        raise PartError(f"import: '{path}' is not UTF-8 text ({e.reason} at byte {e.start})", span,
-                        "import a JSON graph file") from None
-    except IsADirectoryError:
-        raise PartError(f"import: '{path}' is a folder, not a file", span, "name a JSON graph file") from None
-    except FileNotFoundError:
-        raise PartError(f"import: no such file '{path}'", span,
-                        "paths are relative to the spec file's folder") from None
     except json.JSONDecodeError as e:
         raise PartError(f"import: '{path}' is not valid JSON ({e.msg} at line {e.lineno}, "
                         f"column {e.colno})", span) from None
-    except OSError as e:
-        raise PartError(f"import: cannot read '{path}': {e}", span) from None
 
 
 def _max_depth(text: str, chunk: int = 1 << 22) -> int:

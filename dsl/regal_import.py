@@ -16,8 +16,8 @@ from pathlib import Path
 
 from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node, Work
-from partdsl.core.limits import MAX_IMPORT_BYTES, check_count
 from partdsl.dsl.assemble import assemble_graph
+from partdsl.dsl.import_text import read_import_text
 
 TOKEN = re.compile(r'\s*(?:(#[^\n]*)|([A-Za-z_][\w]*)\s*(:)?|(\{)|(\})|("(?:[^"\\]|\\.)*")|([-+\w.]+))')
 Message = dict[str, list[object]]
@@ -73,14 +73,7 @@ def _number(msg: Message, key: str, default: float = 0.0) -> float:
 
 
 def read_regal(path: Path, name: str, span: Span | None = None) -> Graph:
-    try:
-        check_count(path.stat().st_size, MAX_IMPORT_BYTES, f"import: '{path}' is too large (bytes)", span,
-                    "import a graph file of a real model")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PartError(f"import: no such file '{path}'", span, "paths are relative to the spec file's folder") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise PartError(f"import: cannot read '{path}': {e}", span) from None
+    text = read_import_text(path, span, "a REGAL graph (.pbtxt)")
     return graph_from_costgraph(parse_text_proto(text, str(path), span), name, str(path), span)
 
 
@@ -90,7 +83,7 @@ def graph_from_costgraph(msg: Message, name: str, where: str, span: Span | None 
     index: dict[int, int] = {}
     blocks = [b for b in msg.get("node", []) if isinstance(b, dict)]
     try:
-        ids = [int(_number(b, "id")) for b in blocks]
+        ids = [int(_number(b, "id")) for b in blocks]  # _SOURCE's too: roots name it
     except ValueError as e:
         raise PartError(f"import: '{where}': a node id is not a number ({e})", span) from None
     keep = [(i, b) for i, b in zip(ids, blocks) if b.get("name", [""])[0] != "_SOURCE"]
@@ -103,12 +96,13 @@ def graph_from_costgraph(msg: Message, name: str, where: str, span: Span | None 
         outputs = [o for o in b.get("output_info", []) if isinstance(o, dict)]
         size = _number(outputs[0], "size") if outputs else 0.0
         nodes.append(Node(name=f"n{i}", work=(Work(_number(b, "compute_cost")),), comm=size))
+    known = set(ids)
     for i, b in keep:
         preds = [int(_number(x, "preceding_node")) for x in b.get("input_info", []) if isinstance(x, dict)]
         preds += [int(float(c)) for c in b.get("control_input", [])]  # type: ignore[arg-type]
         for p in dict.fromkeys(preds):
             if p in index:
                 edges.append((f"n{p}", None, f"n{i}", None))
-            elif p not in index and p not in ids:
+            elif p not in known:
                 raise PartError(f"import: '{where}': node {i} names node {p} as an input, and there is none", span)
     return assemble_graph(name, nodes, edges, span)
