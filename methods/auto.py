@@ -85,7 +85,8 @@ def _searches(spec: Spec) -> list[Member]:
     exact = [Member("exact", 1.0, True, (("heuristics", 0.05),))] if small(spec) else []
     if spec.objective.scheduled:  # DiviML: list schedulers, MILP-SPLIT, then the whole MILP (or the EA)
         return [Member("heft", 0.05), Member("eft", 0.05), Member("met", 0.05),
-                Member("milp_split", 0.9 if exact else 0.7, True), *(exact or [Member("ea", 1.0, True, (("iterations", 2000),))])]
+                Member("milp_split", 0.9 if exact else 0.7, True),
+                *(exact or [Member("ea", 1.0, True, (("iterations", 2000),))])]
     if kind == "latency":  # the greedy first (an answer at once), then the search that wins most
         return [Member("fill", 0.05), Member("latency_search", 0.75, True), Member("maxload_dp", 0.5, True), *exact]
     # the greedy first: linear, an answer at any size (the segment tables refuse 50,000 nodes);

@@ -36,8 +36,8 @@ from partdsl.runtime.executor import job_threads, run_all
 
 MAX_BOUND_SETS = 200  # node sets the bound recursion may visit (then the simple bound)
 
-# what a worker process imports as it starts (runtime/executor.warm_pool): the module MILP and its solvers
 LATE_SECONDS = 0.5  # past the deadline, jobs still return HEFT's start for this long, then nothing
+# what a worker process imports as it starts (runtime/executor.warm_pool): the module MILP and its solvers
 WORKER_MODULES = ("partdsl.methods.milp_split_modules", "partdsl.solvers.dispatch")
 
 

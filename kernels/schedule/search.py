@@ -56,9 +56,10 @@ class Strings:
             genes[v] = opts[int(np.argmin(times))]
         return genes
 
-    def of_schedule(self, s: Schedule) -> np.ndarray:
-        """A schedule's mapping as a string: each chunk on the device of its first sample."""
-        genes = self.biased()
+    def of_schedule(self, s: Schedule, base: np.ndarray) -> np.ndarray:
+        """A schedule's mapping as a string: each chunk on the device of its first sample
+        (a chunk the schedule does not place keeps its gene in `base`)."""
+        genes = base.copy()
         for p in s.pieces:
             for x in p.samples:
                 if x % self.g == 0:
@@ -117,7 +118,8 @@ def start(spec: Spec, enc: Strings, name: str) -> Iterator:
     """HEFT's schedule as the first candidate; then (genes, score) of the better start."""
     heft = list_scheduled(spec, "heft")
     yield Candidate(f"{name}: HEFT's schedule", schedule=heft)
-    starts = [enc.biased(), enc.of_schedule(heft)]
+    biased = enc.biased()
+    starts = [biased, enc.of_schedule(heft, biased)]
     scored = [enc.score(g) for g in starts]
     i = min(range(2), key=lambda j: scored[j][0])
     yield Candidate(f"{name}: start ({'biased' if i == 0 else 'HEFT'} string)", schedule=scored[i][1])
