@@ -11,9 +11,10 @@ SPLIT_FREE = ("contiguous", "acyclic", "stages")  # device-level constraints, ch
 def _interleaved(s: Schedule, start: np.ndarray, finish: np.ndarray, eps: float) -> list[tuple[int, int, int]]:
     """(device, node, another node's piece) for each share of a node, in pieces on one
     device, that another node's piece starts inside: by device, node; the pieces starting
-    in (lo - eps, hi - eps) are counted by binary search over the device's sorted starts,
+    in (lo + eps, hi - eps) are counted by binary search over the device's sorted starts,
     less the share's own, so the check is O(P log P) (a scan per share was quadratic: 6.7 s
-    per evaluation of a 5,000-task schedule)."""
+    per evaluation of a 5,000-task schedule). A piece starting at the share's first instant
+    runs before it: one of zero length does not interleave, a longer one is an overlap."""
     if not s.pieces:
         return []
     dev = np.fromiter((p.device for p in s.pieces), np.int64, len(s.pieces))
@@ -27,10 +28,10 @@ def _interleaved(s: Schedule, start: np.ndarray, finish: np.ndarray, eps: float)
         for g in np.flatnonzero(counts > 1).tolist():
             mine = on[inv == g]
             lo, hi = start[mine].min(), finish[mine].max()
-            between = np.searchsorted(starts, hi - eps, "left") - np.searchsorted(starts, lo - eps, "right")
-            own = int(((start[mine] > lo - eps) & (start[mine] < hi - eps)).sum())
+            between = np.searchsorted(starts, hi - eps, "left") - np.searchsorted(starts, lo + eps, "right")
+            own = int(((start[mine] > lo + eps) & (start[mine] < hi - eps)).sum())
             if between > own:
-                inside = order[(starts > lo - eps) & (starts < hi - eps)]
+                inside = order[(starts > lo + eps) & (starts < hi - eps)]
                 out.append((d, int(nodes[g]), int(inside[node[inside] != nodes[g]][0])))
     return out
 

@@ -71,13 +71,16 @@ class _Board:
         spans = self.busy.get(device, [])
         if not self.insertion:
             return max(ready, spans[-1][1] if spans else 0.0)
-        # spans starting before `ready` (by the tolerance below) cannot take the piece after
-        # them; the spans are disjoint, so the last of them ends latest: skip them by
-        # binary search instead of a scan per placement (quadratic: 10 s at 5,000 tasks)
-        i = bisect.bisect_left(spans, ready / (1 + 1e-12), key=_start) if ready > 0 else 0
+        # spans starting before `ready` cannot take the piece after them; the spans are
+        # disjoint, so the last of them ends latest: skip them by binary search instead of
+        # a scan per placement (quadratic: 10 s at 5,000 tasks)
+        i = bisect.bisect_left(spans, ready, key=_start)
         t = max(ready, spans[i - 1][1]) if i else ready
         for a, b in itertools.islice(spans, i, None):  # sorted by start
-            if t + duration <= a * (1 + 1e-12):  # relative: the times may be of any scale
+            # exactly, not within a float tolerance: a piece that overran the gap by 1e-13
+            # made two spans overlap, and the next piece went "before" the second of them
+            # while it ran (the evaluator's overlap; found by hypothesis)
+            if t + duration <= a:
                 return t
             t = max(t, b)
         return t
