@@ -57,6 +57,8 @@ class Run:
             return self.status
         if not math.isfinite(self.bound) or self.bound == 0 and self.sense == "min":
             return self.status
+        if not math.isfinite(self.value):  # no solution: a bound, no gap
+            return f"{self.status}, bound {num(self.bound)}"
         gap = abs(self.value - self.bound) / max(abs(self.value), 1e-12)
         if self.status == "optimal" or gap < 1e-9:
             return f"optimal (bound {num(self.bound)})"

@@ -36,7 +36,7 @@ from typing import Callable
 
 import numpy as np
 from partdsl.core.ir import Spec
-from partdsl.kernels.bottleneck.ideal_dp import _frontiers_until, _words
+from partdsl.kernels.bottleneck.ideal_kernels import frontiers_until, words
 from partdsl.kernels.bottleneck.libstdcxx_hash import unordered_order
 from partdsl.kernels.graph.contraction import colocation_blocks
 from partdsl.kernels.jit import njit
@@ -190,7 +190,7 @@ def split(spec: Spec, bound: float, limit_ideals: int = IDEAL_LIMIT, deadline: D
             preds[b] |= 1 << a
     ideals, parents = grow_ideals(n, preds, limit_ideals, deadline)
     NI = len(ideals)
-    bits = _words(ideals, n)
+    bits = words(ideals, n)
     member = np.unpackbits(bits.astype("<u8").view(np.uint8), axis=1, bitorder="little")[:, :n].astype(np.int64)
     sums = (member @ _fixed(u_cpu, scale), member @ u_cpu_bad, member @ _fixed(u_acc, scale),
             member @ u_acc_bad, member.astype(float) @ u_size)
@@ -205,7 +205,7 @@ def split(spec: Spec, bound: float, limit_ideals: int = IDEAL_LIMIT, deadline: D
     for p, b in zip(index[d.src[keep]].tolist(), cd[keep].tolist()):
         cons[p, b // 64] |= np.uint64(1) << np.uint64(b % 64)
     prod_unit = unit[prods].astype(np.int64)
-    fptr, fidx = _frontiers_until(bits, prod_unit, cons, False, NEVER)
+    fptr, fidx = frontiers_until(bits, prod_unit, cons, False, NEVER)
     comm = _fixed(d.comm[prods, acc], scale) if len(prods) else np.zeros(0, np.int64)
     pptr = np.r_[0, np.cumsum([len(p) for p in parents])].astype(np.int64)
     pidx = np.array([t for p in parents for t in p], dtype=np.int64)

@@ -1,0 +1,133 @@
+"""The DP over ideals' data for one enumeration of ideals, and its chain search
+(kernels/bottleneck/ideal_dp.py; Tarnawski et al. sec. 5.1.1, App. A-B): each ideal's
+compute per class (and per phase under GPipe), memory, frontiers; `best` runs the DP
+once for a bound, a cap on the other phase, and the phase that counts."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from partdsl.core.ir import Spec
+from partdsl.kernels.bottleneck.ideal_kernels import dp_pairs, frontiers_until, member, unit_sums, words
+from partdsl.kernels.bottleneck.segment_dp import state_table
+from partdsl.kernels.graph.contraction import Contraction
+from partdsl.runtime.deadline import Deadline, timed_chunks
+
+OVERLAP = {None: 0, "simplex": 1, "duplex": 2}
+
+
+@dataclass
+class Chains:
+    spec: Spec
+    u: Contraction
+    bits: np.ndarray  # (ideals, words), ordered by `key` then size: subsets first
+    size: np.ndarray
+    key: np.ndarray  # cheapest compute of each ideal over both phases
+    W: np.ndarray  # (ideals, classes, phases) compute
+    BAD: np.ndarray  # (ideals, classes) units the class cannot run
+    MEM: np.ndarray
+    prod_unit: np.ndarray
+    cons_ph: np.ndarray  # (phases, producers, words): units consuming each producer's tensor in that phase
+    pphase: np.ndarray
+    wprod: np.ndarray
+    fronts: tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+    @property
+    def NI(self) -> int:
+        return len(self.bits)
+
+    @staticmethod
+    def build(spec: Spec, u: Contraction, ideals: list[int], deadline: Deadline) -> Chains | None:
+        """The sums over each ideal, in the DP's order; None once the deadline passes."""
+        d = spec.dense
+        bits = words(ideals, u.count)
+        C = len(d.class_names)
+        Q = 2 if spec.objective.training == "gpipe" else 1
+        phase = d.backward.astype(np.int64) if Q == 2 else np.zeros(d.n, dtype=np.int64)
+        cls_any = d.class_allowed
+        uw = np.zeros((u.count, C * Q))
+        work = np.where(cls_any, d.work, 0.0)
+        for q in range(Q):  # column c * Q + q
+            np.add.at(uw[:, q::Q], u.unit[phase == q], work[phase == q])
+        ubad = np.zeros((u.count, C))
+        np.add.at(ubad, u.unit, (~cls_any).astype(float))
+        umem = np.bincount(u.unit, weights=d.params, minlength=u.count)
+        # order by the cheapest possible compute (ties by size): every subset of an ideal comes
+        # before it, and a segment I \ I' costs at least key(I) - key(I'), so only ideals with
+        # key >= key(I) - bound can precede I in the chain (a window found by binary search)
+        cheapest = np.where(np.isfinite(d.work) & cls_any, d.work, np.inf).min(axis=1)
+        ukey = np.bincount(u.unit, weights=np.where(np.isfinite(cheapest), cheapest, 0.0), minlength=u.count)
+        sums = unit_sums(bits, np.column_stack([uw, ubad, umem, ukey, np.ones(u.count)]), deadline)
+        if sums is None:
+            return None
+        CQ = C * Q
+        W, BAD, MEM, key = sums[:, :CQ], sums[:, CQ:CQ + C], sums[:, CQ + C], sums[:, CQ + C + 1]
+        size = np.rint(sums[:, -1]).astype(np.int64)
+        perm = np.lexsort((size, key))
+        bits, W, BAD, MEM, size, key = bits[perm], W[perm], BAD[perm], MEM[perm], size[perm], key[perm]
+        prods = np.unique(d.src)
+        cons_ph = np.zeros((Q, len(prods), bits.shape[1]), dtype=np.uint64)
+        idx = {p: i for i, p in enumerate(prods.tolist())}
+        for a, b in zip(d.src.tolist(), d.dst.tolist()):
+            ub = int(u.unit[b])
+            if ub != u.unit[a]:
+                cons_ph[phase[b], idx[a], ub // 64] |= np.uint64(1) << np.uint64(ub % 64)
+        cons = np.bitwise_or.reduce(cons_ph, axis=0)
+        prod_unit = u.unit[prods].astype(np.int64)
+        fronts = [frontiers_until(bits, prod_unit, cons, inward, deadline) for inward in (False, True)]
+        if fronts[0] is None or fronts[1] is None:
+            return None
+        return Chains(spec, u, bits, size, key, np.ascontiguousarray(W.reshape(-1, C, Q)), BAD, MEM, prod_unit,
+                      cons_ph, phase[prods], d.comm[prods], (fronts[0], fronts[1]))
+
+    def best(self, bound: float, cap: float, vphase: int, deadline: Deadline,
+             progress: Callable[[str], None] | None, total: float = np.inf
+             ) -> tuple[float, list[tuple[np.ndarray, int]] | None]:
+        """The least max load of phase `vphase` over chains of ideals whose segments'
+        loads are at most `bound`, whose other phase's loads are at most `cap` and whose
+        two loads together are at most `total`, and the chain's (node mask, class)
+        segments; (inf, None) if there is none or the deadline passes first."""
+        spec, d = self.spec, self.spec.dense
+        counts = [k.count for k in spec.platform.classes]
+        states, zero, prev = state_table(counts, spec.constraints.max_stages)
+        NI = self.NI
+        dp = np.full((NI, len(states)), np.inf)
+        dp[0, zero] = 0.0
+        argj = np.full((NI, len(states)), -1, dtype=np.int64)
+        argc = np.full((NI, len(states)), -1, dtype=np.int64)
+        with np.errstate(divide="ignore"):
+            ovrate = np.where(np.isfinite(d.link), 1e3 / d.link, 0.0)
+        memcap = np.where(spec.constraints.memory == "ignore", np.inf, d.memory)
+        reach = min(bound + cap, total) if self.W.shape[2] > 1 else bound  # a segment's compute, both phases
+        lo = np.searchsorted(self.key, self.key - reach * (1 + 1e-9) - 1e-9, side="left").astype(np.int64)
+        (optr, oidx), (iptr, iidx) = self.fronts
+        Q = self.W.shape[2]
+        Wv = np.ascontiguousarray(self.W[:, :, vphase])
+        Wo = np.ascontiguousarray(self.W[:, :, 1 - vphase]) if Q > 1 else None
+        cons_o = self.cons_ph[1 - vphase] if Q > 1 else None
+        mine = self.pphase == vphase if Q > 1 else None  # producers whose tensors out count
+        dpmin = np.full(NI, np.inf)
+        dpmin[0] = 0.0
+        done = 0
+        for i0, i1 in timed_chunks(NI, deadline, target=0.5):  # chunks keep the wall-clock budget, report progress
+            if progress and i0:
+                progress(f"DP over ideals: {i0:,} of {NI:,}")
+            done = i1
+            dp_pairs(self.bits, self.size, lo, Wv, Wo, self.BAD, self.MEM, memcap, spec.constraints.memory == "hard",
+                     ovrate, self.prod_unit, self.cons_ph[vphase], cons_o, mine, self.wprod, prev, dp, argj, argc,
+                     bound, cap, total, OVERLAP[spec.objective.overlap], optr, oidx, iptr, iidx, dpmin, i0, i1)
+        if done < NI:  # the deadline stopped the chunks
+            return np.inf, None
+        full = NI - 1
+        s = int(np.argmin(dp[full]))
+        value = float(dp[full, s])
+        if not np.isfinite(value):
+            return value, None
+        segs = []
+        i = full
+        while i != 0:
+            j, c = int(argj[i, s]), int(argc[i, s])
+            segs.append((member(self.bits[i], self.u.count) & ~member(self.bits[j], self.u.count), c))
+            s, i = int(prev[c, s]), j
+        return value, [(m[self.u.unit], c) for m, c in reversed(segs)]
