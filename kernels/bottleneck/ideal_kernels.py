@@ -167,22 +167,16 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
                 a = prod_unit[p]
                 if (seg[a // 64] >> np.uint64(a % 64)) & one:
                     stamp[p] = pair
-                    if Wo is None or mine[p]:
-                        for c in range(C):
-                            tout[c] += wprod[p, c]
-                    else:
-                        for c in range(C):
-                            tout_o[c] += wprod[p, c]
+                    t = tout if Wo is None or mine[p] else tout_o  # the phase it is charged to
+                    for c in range(C):
+                        t[c] += wprod[p, c]
             for e in range(iptr[j], iptr[j + 1]):
                 p = iidx[e]
                 a = prod_unit[p]
                 if stamp[p] != pair and (seg[a // 64] >> np.uint64(a % 64)) & one:
-                    if Wo is None or mine[p]:
-                        for c in range(C):
-                            tout[c] += wprod[p, c]
-                    else:
-                        for c in range(C):
-                            tout_o[c] += wprod[p, c]
+                    t = tout if Wo is None or mine[p] else tout_o  # the phase it is charged to
+                    for c in range(C):
+                        t[c] += wprod[p, c]
             for half in range(2):
                 lo_e = optr[j] if half == 0 else iptr[i]
                 hi_e = optr[j + 1] if half == 0 else iptr[i + 1]
