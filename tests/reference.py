@@ -144,13 +144,14 @@ def latency(spec: Spec, assign: list[int]) -> float:
 
 def interleaved(pieces: list[tuple[int, int]], start: list[float], finish: list[float], eps: float) -> set[tuple[int, int]]:
     """(device, node) whose share on the device, in two or more pieces (device, node),
-    has another node's piece starting strictly inside (DiviML eq. 5: one go per share)."""
+    has another node's piece starting strictly inside (DiviML eq. 5: one go per share); a
+    piece at the share's first instant runs before it (a longer one there overlaps)."""
     out = set()
     for d, v in set(pieces):
         mine = [k for k, p in enumerate(pieces) if p == (d, v)]
         if len(mine) < 2:
             continue
         lo, hi = min(start[k] for k in mine), max(finish[k] for k in mine)
-        if any(p[0] == d and p[1] != v and lo - eps < start[k] < hi - eps for k, p in enumerate(pieces)):
+        if any(p[0] == d and p[1] != v and lo + eps < start[k] < hi - eps for k, p in enumerate(pieces)):
             out.add((d, v))
     return out

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from partdsl.core.errors import PartError
 from partdsl.core.evaluate import evaluate
@@ -354,6 +354,7 @@ def test_the_list_schedulers_keep_within_memory(method: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(0, 8), st.integers(0, 3)),
                 min_size=0, max_size=14))
+@example([(0, 0, 0, 0), (0, 0, 0, 1), (0, 1, 0, 0)])  # a zero-length piece at a share's first instant
 def test_the_one_go_check_is_its_definition(raw: list[tuple[int, int, int, int]]) -> None:
     """The block check by binary search (O(P log P)) finds exactly the shares the naive
     definition finds, and names a piece of another node on that device starting inside."""
