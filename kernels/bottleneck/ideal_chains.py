@@ -24,7 +24,7 @@ class Chains:
     bits: np.ndarray  # (ideals, words), ordered by `key` then size: subsets first
     size: np.ndarray
     key: np.ndarray  # cheapest compute of each ideal over both phases
-    W: np.ndarray  # (ideals, classes, phases) compute
+    W: tuple[np.ndarray, ...]  # per phase (one; under GPipe forward, backward): (ideals, classes) compute
     BAD: np.ndarray  # (ideals, classes) units the class cannot run
     MEM: np.ndarray
     prod_unit: np.ndarray
@@ -78,8 +78,9 @@ class Chains:
         fronts = [frontiers_until(bits, prod_unit, cons, inward, deadline) for inward in (False, True)]
         if fronts[0] is None or fronts[1] is None:
             return None
-        return Chains(spec, u, bits, size, key, np.ascontiguousarray(W.reshape(-1, C, Q)), BAD, MEM, prod_unit,
-                      cons_ph, phase[prods], d.comm[prods], (fronts[0], fronts[1]))
+        per_phase = tuple(np.ascontiguousarray(W[:, q::Q]) for q in range(Q))
+        return Chains(spec, u, bits, size, key, per_phase, BAD, MEM, prod_unit, cons_ph, phase[prods], d.comm[prods],
+                      (fronts[0], fronts[1]))
 
     def best(self, bound: float, cap: float, vphase: int, deadline: Deadline,
              progress: Callable[[str], None] | None, total: float = np.inf
@@ -99,12 +100,11 @@ class Chains:
         with np.errstate(divide="ignore"):
             ovrate = np.where(np.isfinite(d.link), 1e3 / d.link, 0.0)
         memcap = np.where(spec.constraints.memory == "ignore", np.inf, d.memory)
-        reach = min(bound + cap, total) if self.W.shape[2] > 1 else bound  # a segment's compute, both phases
+        Q = len(self.W)
+        reach = min(bound + cap, total) if Q > 1 else bound  # a segment's compute, both phases
         lo = np.searchsorted(self.key, self.key - reach * (1 + 1e-9) - 1e-9, side="left").astype(np.int64)
         (optr, oidx), (iptr, iidx) = self.fronts
-        Q = self.W.shape[2]
-        Wv = np.ascontiguousarray(self.W[:, :, vphase])
-        Wo = np.ascontiguousarray(self.W[:, :, 1 - vphase]) if Q > 1 else None
+        Wo = self.W[1 - vphase] if Q > 1 else None
         cons_o = self.cons_ph[1 - vphase] if Q > 1 else None
         mine = self.pphase == vphase if Q > 1 else None  # producers whose tensors out count
         dpmin = np.full(NI, np.inf)
@@ -114,9 +114,10 @@ class Chains:
             if progress and i0:
                 progress(f"DP over ideals: {i0:,} of {NI:,}")
             done = i1
-            dp_pairs(self.bits, self.size, lo, Wv, Wo, self.BAD, self.MEM, memcap, spec.constraints.memory == "hard",
-                     ovrate, self.prod_unit, self.cons_ph[vphase], cons_o, mine, self.wprod, prev, dp, argj, argc,
-                     bound, cap, total, OVERLAP[spec.objective.overlap], optr, oidx, iptr, iidx, dpmin, i0, i1)
+            dp_pairs(self.bits, self.size, lo, self.W[vphase], Wo, self.BAD, self.MEM, memcap,
+                     spec.constraints.memory == "hard", ovrate, self.prod_unit, self.cons_ph[vphase], cons_o, mine,
+                     self.wprod, prev, dp, argj, argc, bound, cap, total, OVERLAP[spec.objective.overlap], optr, oidx,
+                     iptr, iidx, dpmin, i0, i1)
         if done < NI:  # the deadline stopped the chunks
             return np.inf, None
         full = NI - 1

@@ -124,9 +124,13 @@ def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: Deadline = NEVE
     if spec.objective.training == "gpipe":
         value, arr = _gpipe_sweep(spec, chains, incumbent, deadline, progress)
         return value, arr, chains.NI
-    bound = incumbent * (1 + 1e-9) if np.isfinite(incumbent) else np.inf
-    value, masks = chains.best(bound, np.inf, 0, deadline, progress)
+    value, masks = chains.best(_slack(incumbent), np.inf, 0, deadline, progress)
     return value, None if masks is None else assign_masks(spec, masks), chains.NI
+
+
+def _slack(x: float) -> float:
+    """A bound with room for float rounding (a split costing exactly x is kept)."""
+    return x * (1 + 1e-9) if np.isfinite(x) else np.inf
 
 
 def _gpipe_sweep(spec: Spec, chains: Chains, incumbent: float, deadline: Deadline,
@@ -141,20 +145,17 @@ def _gpipe_sweep(spec: Spec, chains: Chains, incumbent: float, deadline: Deadlin
     optimum's: the sweep walks the Pareto front of (max FW, max BW) down to it."""
     from partdsl.core.evaluate import bottleneck_loads
 
-    def slack(x: float) -> float:
-        return x * (1 + 1e-9) if np.isfinite(x) else np.inf
-
     best, best_arr = incumbent, None
     # a split that beats the best has max FW + max BW below it, and so has each stage's FW + BW
-    floor, _ = chains.best(slack(best), slack(best), 1, deadline, progress, slack(best))
+    floor, _ = chains.best(_slack(best), _slack(best), 1, deadline, progress, _slack(best))
     if not np.isfinite(floor):
         return np.inf, None  # nothing beats the incumbent, or the deadline passed
-    cap, rounds = slack(best), 0
+    cap, rounds = _slack(best), 0
     while not deadline.passed():
         rounds += 1
         if progress:
             progress(f"GPipe sweep, round {rounds}: max FW with every stage's BW <= {cap:.6g}")
-        fw, masks = chains.best(slack(best - floor), cap, 0, deadline, progress, slack(best))
+        fw, masks = chains.best(_slack(best - floor), cap, 0, deadline, progress, _slack(best))
         if masks is None and deadline.passed():
             break
         if masks is not None:
@@ -164,5 +165,5 @@ def _gpipe_sweep(spec: Spec, chains: Chains, incumbent: float, deadline: Deadlin
                 best, best_arr = value, arr
         if masks is None or fw + floor >= best * (1 - 1e-9):  # done: (inf, None) if nothing beat the incumbent
             return (best, best_arr) if best_arr is not None else (np.inf, None)
-        cap = min(float(table[:, 1].max()) * (1 - 1e-9), slack(best - fw))  # below this split's max BW
+        cap = min(float(table[:, 1].max()) * (1 - 1e-9), _slack(best - fw))  # below this split's max BW
     return np.inf, best_arr  # unfinished: no value, the best split found
