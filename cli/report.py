@@ -75,11 +75,13 @@ def describe(spec: Spec, bound: float) -> str:
 
     basis = ("from compute and the transfers between the two device classes" if crossings_apply(spec)
              else "from compute alone")
+    tensors = len(g.carriers)
     return "\n".join([
         f"{spec.file}: ok",
-        f"  graph      {g.name}: {d.n} nodes, {d.m} edges"
+        f"  graph      {g.name}: {d.n - tensors} nodes, {d.m - tensors} edges"
+        + (f" ({tensors} sized edge tensor{'s' if tensors > 1 else ''})" if tensors else "")
         + (f", training ({int(d.backward.sum())} backward nodes)" if g.is_training else "")
-        + (f", {groups} colocation units" if groups < d.n else ""),
+        + (f", {groups} colocation units" if groups < d.n - tensors else ""),
         "  platform   " + "; ".join(kinds),
         f"  objective  {objective_name(spec)}",
         f"  subject to {', '.join(cons)}",
@@ -89,7 +91,9 @@ def describe(spec: Spec, bound: float) -> str:
 
 def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str:
     d = spec.dense
-    counts = np.bincount(assignment[assignment >= 0], minlength=d.D)
+    ops = assignment.copy()
+    ops[[i for i, _ in spec.graph.carriers]] = -1  # operators only: carriers ride with their sources
+    counts = np.bincount(ops[ops >= 0], minlength=d.D)
     if ev.schedule is not None:  # nodes with a piece on each device
         counts = np.bincount(list({(p.node, p.device): p.device for p in ev.schedule.pieces}.values()),
                              minlength=d.D)

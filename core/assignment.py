@@ -40,7 +40,17 @@ def to_array(spec: Spec, mapping: Mapping[Any, str], where: str = "assignment") 
             raise PartError(f"{where}: unknown device '{dev}' for node '{key}'", None,
                             did_you_mean(str(dev), list(devs)))
         out[i] = devs[dev]
-    return out
+    return with_carriers(spec, out)
+
+
+def with_carriers(spec: Spec, dev: np.ndarray) -> np.ndarray:
+    """`dev` with each unassigned tensor carrier on its source's device (they are colocated,
+    so assignments leave carriers out: core/ir.Node.tensor_of)."""
+    g = spec.graph
+    for i, src in g.carriers:
+        if dev[i] < 0:
+            dev[i] = dev[src]
+    return dev
 
 
 def from_expert(spec: Spec, data: dict, where: str) -> np.ndarray:
@@ -107,6 +117,9 @@ def parse_partition(spec: Spec, data: Any, where: str = "assignment") -> tuple[n
     sub = np.zeros(len(dev), dtype=np.int64)
     for key, x in subgraphs.items():
         sub[_node_index(spec, key, where)] = _subgraph_number(x, where, key)
+    for i, src in spec.graph.carriers:  # a carrier not given runs in its source's subgraph
+        if spec.graph.nodes[i].name not in subgraphs:
+            sub[i] = sub[src]
     return dev, sub
 
 
@@ -116,6 +129,7 @@ def subgraph_map(spec: Spec, dev: np.ndarray, sub: np.ndarray | None) -> dict[st
         return None
     d = spec.dense
     acc = ~d.host[d.dev_class[dev]]
+    acc[[i for i, _ in spec.graph.carriers]] = False  # carriers ride with their sources
     return {d.names[i]: int(sub[i]) for i in np.flatnonzero(acc)}
 
 

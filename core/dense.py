@@ -202,6 +202,7 @@ class Dense:
         for s in c.colocate_sets:
             idx = [g.index[x.name] for x in s]
             pairs += [(idx[0], j) for j in idx[1:]]
+        pairs += [(g.index[nd.tensor_of], i) for i, nd in enumerate(g.nodes) if nd.tensor_of is not None]
         colo = union_find_labels(n, pairs)
         # Allowed devices: support, only/not, pins, forbids.
         cls_ok = np.isfinite(work)

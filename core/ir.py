@@ -33,7 +33,13 @@ class Work:
 @dataclass(frozen=True)
 class Node:
     """One operator/layer. `out` is the output tensor size (bytes); `comm` is its transfer
-    time to/from host memory (ms), which overrides out/link when given (Tarnawski sec. 3)."""
+    time to/from host memory (ms), which overrides out/link when given (Tarnawski sec. 3).
+
+    A node with `tensor_of` set is a tensor carrier, not an operator: a tensor of its own
+    size that node `tensor_of` sends to some consumers (`a -> {b, c} out 4 MB`), instead of
+    `tensor_of`'s `out`. It has no work, no parameters, and is colocated with `tensor_of`,
+    so it is paid once per receiving device exactly like a node's output (Tarnawski
+    App. B, non-uniform outgoing communication costs: the edges are subdivided)."""
 
     name: str
     work: tuple[Work, ...] = ()
@@ -47,6 +53,7 @@ class Node:
     flops: float | None = None  # per sample: with a device profile, the cost model gives its work (dsl/cost_model.py)
     dtype: str | None = None  # of its arithmetic, for the profile's peak (fp32 when None)
     module: str | None = None  # its module path in the model (`model.layers.3.mlp`): imports keep it for plans
+    tensor_of: str | None = None  # a tensor carrier: the node that sends it (see above)
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
@@ -72,6 +79,12 @@ class Graph:
     @property
     def is_training(self) -> bool:
         return any(nd.backward for nd in self.nodes)
+
+    @cached_property
+    def carriers(self) -> tuple[tuple[int, int], ...]:
+        """(carrier, its source) index pairs of the tensor carriers (Node.tensor_of)."""
+        return tuple((i, self.index[nd.tensor_of]) for i, nd in enumerate(self.nodes)
+                     if nd.tensor_of is not None and nd.tensor_of in self.index)
 
 
 @dataclass(frozen=True)

@@ -120,10 +120,16 @@ def _unsupported_size(spec: Spec, device: int, size: int) -> bool:
 
 def sample_bytes(spec: Spec) -> np.ndarray:
     """[n]: bytes a device holds per sample of a node it runs (DiviML eq. 6): the node's
-    input tensors plus its output."""
+    input tensors plus its output. A tensor carrier's input is its source's output, which
+    the source holds already: a carrier holds only its own tensor."""
     dense = spec.dense
     held = dense.out_bytes.astype(float).copy()
-    np.add.at(held, dense.dst, dense.out_bytes[dense.src])
+    keep = np.ones(dense.m, dtype=bool)
+    if spec.graph.carriers:
+        carrier = np.zeros(dense.n, dtype=bool)
+        carrier[[i for i, _ in spec.graph.carriers]] = True
+        keep = ~carrier[dense.dst]
+    np.add.at(held, dense.dst[keep], dense.out_bytes[dense.src[keep]])
     return held
 
 

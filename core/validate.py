@@ -65,6 +65,10 @@ def validate(spec: Spec) -> None:
         if t.name not in node_names:
             raise PartError(f"{what} names unknown node '{t.name}'", t.span,
                             did_you_mean(t.name, list(node_names)))
+        src = g.nodes[g.index[t.name]].tensor_of
+        if src is not None:
+            raise PartError(f"{what} names the tensor carrier '{t.name}', which always runs with its source", t.span,
+                            f"name its source '{src}' instead")
 
     for node, targets in c.pins:
         check_node(node, "pin")
@@ -149,12 +153,19 @@ def validate(spec: Spec) -> None:
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 NODE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?")
+CARRIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?~[0-9]+")
 
 
 def _check_names(spec: Spec) -> None:
     """Names must be writable in .part text; numbers finite and non-negative."""
     for nd in spec.graph.nodes:
-        if not NODE_NAME.fullmatch(nd.name):
+        if nd.tensor_of is not None:  # a carrier (dsl/assemble.py): named source~k, of an operator
+            src = spec.graph.index.get(nd.tensor_of)
+            if src is None or spec.graph.nodes[src].tensor_of is not None or not CARRIER.fullmatch(nd.name) \
+                    or nd.name.rsplit("~", 1)[0] != nd.tensor_of:
+                raise PartError(f"tensor carrier '{nd.name}' is not `SOURCE~k` of an operator node", nd.span,
+                                "write edge tensors as `a -> b out 4 MB` (or GraphBuilder.edge(..., out=...))")
+        elif not NODE_NAME.fullmatch(nd.name):
             raise PartError(f"'{nd.name}' is not a valid node name", nd.span,
                             "use letters, digits and _ (not first), optionally with an index: layer[3]")
         if nd.group is not None and not NAME.fullmatch(nd.group):

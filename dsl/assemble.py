@@ -3,15 +3,57 @@ errors), top-level items to a Spec (one graph, one platform, at most one of the 
 Shared by the Transformer, the Python builder and the graph importers."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from partdsl.core.errors import PartError, Span, did_you_mean
-from partdsl.core.ir import Graph, Node
+from partdsl.core.ir import Graph, Node, Work
 from partdsl.core.limits import MAX_EDGES, MAX_NODES, check_count
 
 Edge = tuple[str, "Span | None", str, "Span | None"]  # (from, its span, to, its span)
 
 
-def assemble_graph(name: str, nodes: list[Node], edges: list[Edge], span: Span | None) -> Graph:
-    """Nodes + named edges -> Graph, with duplicate-node and unknown-node errors."""
+@dataclass(frozen=True)
+class EdgeTensor:
+    """`source -> {targets} out SIZE` (or `comm TIME`): a tensor of its own that `source`
+    sends to `targets`, on those edges instead of the source's `out`."""
+
+    source: str
+    targets: tuple[str, ...]
+    out: float | None = None
+    comm: float | None = None
+    span: Span | None = None
+
+
+def carriers(nodes: list[Node], tensors: list[EdgeTensor]) -> tuple[list[Node], list[Edge]]:
+    """Tarnawski App. B's subdivision: each tensor becomes a carrier node `source~k` (no
+    work, colocated with its source, sending the tensor) on the path source -> carrier ->
+    each target; the direct edges source -> target are the ones it replaces."""
+    by_name = {nd.name: nd for nd in nodes}
+    count: dict[str, int] = {}
+    extra: list[Node] = []
+    edges: list[Edge] = []
+    for t in tensors:
+        src = by_name.get(t.source)
+        if src is None:
+            continue  # assemble_graph reports the unknown node at its edge
+        count[t.source] = k = count.get(t.source, 0) + 1
+        name = f"{t.source}~{k}"
+        extra.append(Node(name, (Work(0.0),), out=t.out, comm=t.comm, backward=src.backward,
+                          tensor_of=t.source, span=t.span))
+        edges += [(t.source, t.span, name, t.span)] + [(name, t.span, b, t.span) for b in t.targets]
+    return extra, edges
+
+
+def assemble_graph(name: str, nodes: list[Node], edges: list[Edge], span: Span | None,
+                   tensors: list[EdgeTensor] | None = None) -> Graph:
+    """Nodes + named edges (+ edge tensors, as carriers) -> Graph, with duplicate-node and
+    unknown-node errors. A tensor's own edges replace the direct ones it was written on."""
+    if tensors:
+        known = {nd.name for nd in nodes}
+        direct = {(t.source, b) for t in tensors if t.source in known for b in t.targets}
+        edges = [e for e in edges if (e[0], e[2]) not in direct]
+        extra, via = carriers(nodes, tensors)
+        nodes, edges = nodes + extra, edges + via
     check_count(len(nodes), MAX_NODES, f"graph '{name}' has too many nodes", span,
                 "split the model, or fuse operators before partitioning")
     check_count(len(edges), MAX_EDGES, f"graph '{name}' has too many edges", span,

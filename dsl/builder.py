@@ -33,7 +33,7 @@ from partdsl.core.ir import (
 )
 from partdsl.core.quantities import BANDWIDTH, SIZE, TIME
 from partdsl.core.validate import validate
-from partdsl.dsl.assemble import assemble_graph
+from partdsl.dsl.assemble import EdgeTensor, assemble_graph
 
 Amount = float | int | str
 
@@ -56,6 +56,7 @@ class GraphBuilder:
         self.name = name
         self._nodes: list[Node] = []
         self._edges: list[tuple[str, None, str, None]] = []
+        self._tensors: list[EdgeTensor] = []
         self._families: dict[str, list[str]] = {}
 
     def node(self, name: str, work: Mapping[str, Amount] | Amount | None = None, *,
@@ -92,8 +93,23 @@ class GraphBuilder:
     def members(self, family: str) -> list[str]:
         return list(self._families[family])
 
-    def edge(self, a: str, b: str) -> "GraphBuilder":
+    def edge(self, a: str, b: str, *, out: Amount | None = None, comm: Amount | None = None) -> "GraphBuilder":
+        """a -> b; with `out` (or `comm`), the edge carries a tensor of its own (`a -> b out 4 MB`)."""
+        if out is not None or comm is not None:
+            return self.tensor(a, [b], out=out, comm=comm)
         self._edges.append((a, None, b, None))
+        return self
+
+    def tensor(self, source: str, targets: Iterable[str], *, out: Amount | None = None,
+               comm: Amount | None = None) -> "GraphBuilder":
+        """One tensor of its own that `source` sends to every target (`a -> {b, c} out 4 MB`):
+        paid once per receiving device, instead of `source`'s `out` on those edges."""
+        if (out is None) == (comm is None):
+            raise PartError(f"tensor of {source}: give exactly one of out (a size) and comm (a time)", None,
+                            "e.g. g.tensor('a', ['b', 'c'], out='4 MB')")
+        targets = tuple(targets)
+        self._edges += [(source, None, b, None) for b in targets]
+        self._tensors.append(EdgeTensor(source, targets, _value(out, SIZE, "out"), _value(comm, TIME, "comm")))
         return self
 
     def chain(self, *names: str) -> "GraphBuilder":
@@ -102,7 +118,7 @@ class GraphBuilder:
         return self
 
     def build(self) -> Graph:
-        return assemble_graph(self.name, list(self._nodes), list(self._edges), None)
+        return assemble_graph(self.name, list(self._nodes), list(self._edges), None, list(self._tensors))
 
 
 class SpecBuilder:

@@ -121,7 +121,7 @@ class Reader:
             if "->" in text and pat.chain.match(text):  # ref_plain's Refs, built here (no Token, no Meta)
                 code = pat.comment.sub("", text) if "#" in text or "//" in text else text
                 file = self.tr.file
-                return r.chain([Ref((self.name(w.group()),), Span(file, line, w.start() + 1, line, w.end() + 1))
+                return r.chain(None, [Ref((self.name(w.group()),), Span(file, line, w.start() + 1, line, w.end() + 1))
                                 for w in pat.name.finditer(code)])
         except (ValueError, PartError):
             del self.tr.class_refs[refs:]

@@ -19,7 +19,7 @@ from typing import Any
 from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node, Work
 from partdsl.core.limits import MAX_JSON_DEPTH, check_count
-from partdsl.dsl.assemble import assemble_graph
+from partdsl.dsl.assemble import EdgeTensor, assemble_graph
 from partdsl.dsl.import_options import ImportOptions
 from partdsl.dsl.import_text import read_import_text
 
@@ -96,13 +96,13 @@ def _bad(msg: str, span: Span | None) -> PartError:
 def graph_from_dnn_partitioning(data: dict, name: str, span: Span | None = None) -> Graph:
     if not isinstance(data, dict) or "nodes" not in data or "edges" not in data:
         raise _bad("a dnn-partitioning file is an object with `nodes` and `edges`", span)
-    out_cost: dict[int, float] = {}
+    costs: dict[int, list[float]] = {}
     for e in data["edges"]:
-        s, c = int(e["sourceId"]), float(e["cost"])
-        if s in out_cost and abs(out_cost[s] - c) > 1e-12 * max(1.0, abs(c)):
-            # Tarnawski App. B subdivides such edges; the files here never need it.
-            raise _bad(f"node {s} has out-edges with different costs ({out_cost[s]} and {c})", span)
-        out_cost[s] = c
+        costs.setdefault(int(e["sourceId"]), []).append(float(e["cost"]))
+    # a node whose out-edges cost the same sends one tensor; otherwise each edge carries its
+    # own (Tarnawski App. B, non-uniform outgoing communication costs)
+    uniform = {s: max(c) - min(c) <= 1e-12 * max(1.0, abs(max(c))) for s, c in costs.items()}
+    out_cost = {s: c[0] for s, c in costs.items() if uniform[s]}
     nodes = []
     ids = set()
     for nd in data["nodes"]:
@@ -119,13 +119,16 @@ def graph_from_dnn_partitioning(data: dict, name: str, span: Span | None = None)
                           comm=out_cost.get(i, 0.0), backward=bool(nd.get("isBackwardNode", False)),
                           group=None if color is None else f"c{int(color)}", span=span))
     edges = []
+    tensors = []
     for e in data["edges"]:
         a, b = int(e["sourceId"]), int(e["destId"])
         for x in (a, b):
             if x not in ids:
                 raise _bad(f"edge {a} -> {b} names node {x}, which is not in `nodes`", span)
         edges.append((f"n{a}", span, f"n{b}", span))
-    return assemble_graph(name, nodes, edges, span)
+        if not uniform[a]:
+            tensors.append(EdgeTensor(f"n{a}", (f"n{b}",), comm=float(e["cost"]), span=span))
+    return assemble_graph(name, nodes, edges, span, tensors)
 
 
 def platform_fields(data: dict) -> tuple[int, int, float]:
@@ -136,8 +139,19 @@ def platform_fields(data: dict) -> tuple[int, int, float]:
 # ---------------------------------------------------------------------- own JSON
 
 def graph_to_json(g: Graph) -> dict:
+    """The lossless dump: nodes, edges, and the sized edge tensors as `tensors`
+    ({"from": a, "to": [b, c], "out": bytes} or "comm": ms), as the language writes them."""
     nodes = []
+    targets: dict[int, list[str]] = {}
+    for a, b in g.edges:
+        if g.nodes[a].tensor_of is not None:
+            targets.setdefault(a, []).append(g.nodes[b].name)
+    tensors = [{"from": nd.tensor_of, "to": targets.get(i, []),
+                **({"out": nd.out} if nd.comm is None else {"comm": nd.comm})}
+               for i, nd in enumerate(g.nodes) if nd.tensor_of is not None]
     for nd in g.nodes:
+        if nd.tensor_of is not None:
+            continue
         d: dict[str, Any] = {"name": nd.name,
                              "work": [{"time": w.time, "on": w.on, "batch": w.batch} for w in nd.work]}
         if nd.params:
@@ -152,8 +166,10 @@ def graph_to_json(g: Graph) -> dict:
         if nd.forbid:
             d["not"] = list(nd.forbid)
         nodes.append(d)
-    return {"format": "partdsl-graph", "version": 1, "name": g.name, "nodes": nodes,
-            "edges": [[g.nodes[a].name, g.nodes[b].name] for a, b in g.edges]}
+    out = {"format": "partdsl-graph", "version": 1, "name": g.name, "nodes": nodes,
+           "edges": [[g.nodes[a].name, g.nodes[b].name] for a, b in g.edges
+                     if g.nodes[a].tensor_of is None and g.nodes[b].tensor_of is None]}
+    return out | ({"tensors": tensors} if tensors else {})
 
 
 def graph_from_json(data: dict, name: str, span: Span | None = None) -> Graph:
@@ -171,4 +187,12 @@ def graph_from_json(data: dict, name: str, span: Span | None = None) -> Graph:
                   module=d.get("module"), span=span)
              for d in data["nodes"]]
     edges = [(str(a), span, str(b), span) for a, b in data["edges"]]
-    return assemble_graph(name, nodes, edges, span)
+    tensors = [EdgeTensor(str(t["from"]), tuple(str(b) for b in t["to"]),
+                          None if t.get("out") is None else float(t["out"]),
+                          None if t.get("comm") is None else float(t["comm"]), span)
+               for t in data.get("tensors", [])]
+    for t in tensors:
+        if (t.out is None) == (t.comm is None):
+            raise _bad(f"tensor from {t.source} needs exactly one of `out` (bytes) and `comm` (ms)", span)
+        edges += [(t.source, span, b, span) for b in t.targets]
+    return assemble_graph(name, nodes, edges, span, tensors)

@@ -9,7 +9,7 @@ from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node, Work
 from partdsl.core.limits import MAX_NODES, check_count
 from partdsl.core.quantities import FLOPS, SIZE, TIME
-from partdsl.dsl.assemble import Edge, assemble_graph
+from partdsl.dsl.assemble import Edge, EdgeTensor, assemble_graph
 from partdsl.dsl.tokens import Ref, tok_span, unquote
 
 
@@ -122,9 +122,20 @@ class GraphRules:
     def ellipsis(self, meta: Any, ch: list) -> tuple[str, Span]:
         return ("...", self.span(meta))
 
-    def chain(self, ch: list) -> tuple[str, list]:
+    @v_args(meta=True)
+    def tensor_out(self, meta: Any, ch: list) -> tuple[str, float, Span]:
+        return ("out", self.need(ch[0], SIZE, "out"), self.span(meta))
+
+    @v_args(meta=True)
+    def tensor_comm(self, meta: Any, ch: list) -> tuple[str, float, Span]:
+        return ("comm", self.need(ch[0], TIME, "comm"), self.span(meta))
+
+    @v_args(meta=True)
+    def chain(self, meta: Any, ch: list) -> tuple[str, list, list[EdgeTensor]]:
+        if isinstance(ch[-1], tuple) and ch[-1][0] in ("out", "comm"):
+            return self.sized_hop(meta, ch[:-1], ch[-1])
         if all(type(e) is Ref and len(e.names) == 1 for e in ch):  # plain names: each to the next
-            return ("edges", [(a.names[0], a.span, b.names[0], b.span) for a, b in zip(ch, ch[1:])])
+            return ("edges", [(a.names[0], a.span, b.names[0], b.span) for a, b in zip(ch, ch[1:])], [])
         eps: list = []
         for i, e in enumerate(ch):
             if isinstance(e, tuple) and e[0] == "...":
@@ -151,19 +162,36 @@ class GraphRules:
             if prev_lasts is not None:
                 edges += [(a, sa, b, sb) for a, sa in prev_lasts for b, sb in firsts]
             prev_lasts = [(r.names[-1], r.span) for r in refs]
-        return ("edges", edges)
+        return ("edges", edges, [])
+
+    def sized_hop(self, meta: Any, ch: list, size: tuple[str, float, Span]) -> tuple[str, list, list[EdgeTensor]]:
+        """`a -> {b, c} out 4 MB`: one hop; each source node sends one tensor of that size to
+        all the targets (Tarnawski App. B's per-edge costs, docs/language.md)."""
+        kind, value, sp = size
+        ends = [[e] if isinstance(e, Ref) else e[1] if isinstance(e, tuple) and e[0] == "fan" else None for e in ch]
+        if len(ch) != 2 or any(e is None or any(len(r.names) != 1 for r in e) for e in ends):
+            raise PartError(f"a tensor size (`{kind} ...`) belongs to one hop between named nodes", sp,
+                            f"write the sized hop on its own, e.g. `a -> {{b, c}} {kind} ...`, and the rest of "
+                            "the chain without it")
+        targets = tuple(r.names[0] for r in ends[1])
+        edges = [(a.names[0], a.span, b.names[0], b.span) for a in ends[0] for b in ends[1]]
+        span = self.span(meta)
+        return ("edges", edges, [EdgeTensor(a.names[0], targets, value if kind == "out" else None,
+                                            value if kind == "comm" else None, span) for a in ends[0]])
 
     @v_args(meta=True)
     def graph_block(self, meta: Any, ch: list) -> Graph:
         name = str(ch[0])
         nodes: list[Node] = []
         edges: list[Edge] = []
+        tensors: list[EdgeTensor] = []
         for x in ch[1:]:
             if isinstance(x, list):
                 nodes += x
             elif isinstance(x, tuple) and x[0] == "edges":
                 edges += x[1]
-        return assemble_graph(name, nodes, edges, self.span(meta))
+                tensors += x[2]
+        return assemble_graph(name, nodes, edges, self.span(meta), tensors)
 
     @v_args(meta=True)
     def import_format(self, meta: Any, ch: list) -> str:

@@ -24,6 +24,7 @@ its own shape inference and counts MACs with its own conventions (see the README
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 from partdsl.core.errors import PartError, Span
@@ -238,4 +239,30 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
     index = {h: k for k, h in enumerate(heads)}
     edges = sorted({(index[group[p]], index[group[i]]) for i in range(len(ops)) for p in preds[i]
                     if group[p] != group[i]})
-    return assemble_graph(name, nodes, [(nodes[a].name, span, nodes[b].name, span) for a, b in edges], span)
+    tensors = _output_tensors(ops, group, {h: members_of[h][-1] for h in heads}, index, nodes, shapes, types, span)
+    senders = {t.source for t in tensors}
+    nodes = [replace(nd, out=None) if nd.name in senders else nd for nd in nodes]  # its outputs: the tensors
+    return assemble_graph(name, nodes, [(nodes[a].name, span, nodes[b].name, span) for a, b in edges], span,
+                          tensors)
+
+
+def _output_tensors(ops: list, group: list[int], last_of: dict[int, int], index: dict[int, int],  # type: ignore[type-arg]
+                    nodes: list[Node], shapes: dict, types: dict, span: Span | None) -> list:  # type: ignore[type-arg]
+    """For an operator with several outputs that other nodes read (Split, TopK, an LSTM's
+    Y and Y_h): each output is a tensor of its own, sent once to each device that reads it
+    (Tarnawski App. B), instead of the sum of all outputs to every consumer."""
+    from partdsl.dsl.assemble import EdgeTensor
+
+    readers: dict[str, set[int]] = {}
+    for i, nd in enumerate(ops):
+        for x in nd.input:
+            readers.setdefault(x, set()).add(i)
+    out = []
+    for h, k in index.items():
+        sent = [(o, sorted({index[group[i]] for i in readers.get(o, ()) if group[i] != h}))
+                for o in ops[last_of[h]].output]
+        sent = [(o, to) for o, to in sent if to]
+        if len(sent) > 1:
+            out += [EdgeTensor(nodes[k].name, tuple(nodes[t].name for t in to),
+                               _bytes(shapes.get(o), types.get(o, 1)), None, span) for o, to in sent]
+    return out

@@ -131,13 +131,32 @@ def _solve(s: SolveOptions) -> str | None:
     return head + (" { " + "; ".join(opts) + " }" if opts else "")
 
 
+def _edge_tensors(spec: Spec) -> list[str]:
+    """Each tensor carrier back as the sized hop it was written as, in carrier order."""
+    g = spec.graph
+    targets: dict[int, list[str]] = {}
+    for a, b in g.edges:
+        if g.nodes[a].tensor_of is not None:
+            targets.setdefault(a, []).append(g.nodes[b].name)
+    lines = []
+    for i, nd in enumerate(g.nodes):
+        if nd.tensor_of is not None:
+            ts = targets.get(i, [])
+            to = ts[0] if len(ts) == 1 else "{" + ", ".join(ts) + "}"
+            size = f"out {num(nd.out)} B" if nd.comm is None else f"comm {num(nd.comm)} ms"
+            lines.append(f"  {nd.tensor_of} -> {to} {size}")
+    return lines
+
+
 def to_part(spec: Spec, header: str | None = None) -> str:
     g, p = spec.graph, spec.platform
     lines = [f"# {header}"] if header else []
     lines += [f"param {name} = {_quantity(v)}" for name, v in spec.params]
     lines.append(f"graph {g.name} {{")
-    lines += [_node(nd) for nd in g.nodes]
-    lines += [f"  {g.nodes[a].name} -> {g.nodes[b].name}" for a, b in g.edges]
+    lines += [_node(nd) for nd in g.nodes if nd.tensor_of is None]
+    lines += [f"  {g.nodes[a].name} -> {g.nodes[b].name}" for a, b in g.edges
+              if g.nodes[a].tensor_of is None and g.nodes[b].tensor_of is None]
+    lines += _edge_tensors(spec)
     lines.append("}")
     lines.append("platform {")
     lines += [_device(k) for k in p.classes + p.empty]

@@ -30,7 +30,8 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
     "overlap": ("transfers overlapped with compute (`overlap simplex|duplex`)", lambda s: s.objective.overlap is not None),
     "memory limits": ("hard memory limits (`memory hard` with a device `memory`)", _memory_limits),
     "memory overflow": ("parameter overflow (`memory overflow`)", lambda s: s.constraints.memory == "overflow"),
-    "colocation": ("colocated nodes (`colocate`, `group`, colocation sets)", _colocated),
+    "colocation": ("colocated nodes (`colocate`, `group`, colocation sets, or a sized edge `a -> b out 4 MB`, "
+                   "whose tensor rides with its source)", _colocated),
     "contiguous": ("contiguous blocks (`contiguous`)", lambda s: s.constraints.contiguous),
     "acyclic": ("acyclic stages (`acyclic`)", lambda s: s.constraints.acyclic),
     "stage limits": ("a stage limit (`stages <= k`)", lambda s: s.constraints.max_stages is not None),
@@ -49,7 +50,8 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "overlap": lambda s: s.objective.span,
     "memory limits": _memory_span,
     "memory overflow": _memory_span,
-    "colocation": lambda s: s.constraints.span_of("colocate") or s.constraints.span_of("colocate_sets"),
+    "colocation": lambda s: s.constraints.span_of("colocate") or s.constraints.span_of("colocate_sets") or next(
+        (s.graph.nodes[i].span for i, _ in s.graph.carriers), None),
     "contiguous": lambda s: s.constraints.span_of("contiguous"),
     "acyclic": lambda s: s.constraints.span_of("acyclic"),
     "stage limits": lambda s: s.constraints.span_of("max_stages"),

@@ -29,6 +29,7 @@ from partdsl.core.errors import PartError
 from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split
+from partdsl.core.schedule_checks import sample_bytes
 from partdsl.core.schedule_eval import list_schedule, transfer_time
 from partdsl.models.matrix import MatrixMIP, Rows, keyed
 
@@ -252,9 +253,7 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
                 rows.add_one(np.r_[cols_u, cols_w], np.r_[vals_u, -vals_w], 0.0, np.inf, ("symmetry", (Dn[u], Dn[w])))
     # (6) memory
     if spec.constraints.memory != "ignore":
-        held = np.zeros(d.n)
-        np.add.at(held, d.dst, d.out_bytes[d.src])
-        held += d.out_bytes
+        held = sample_bytes(spec)
         cap = d.memory[d.dev_class]
         for u in range(d.D):
             vs = np.flatnonzero(ok[:, u])

@@ -8,6 +8,7 @@ import pyomo.environ as pyo
 from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Schedule
+from partdsl.core.schedule_checks import sample_bytes
 from partdsl.core.schedule_eval import transfer_time
 from partdsl.models.diviml import check, pieces_of_shares, reachable, share_times
 from partdsl.models.pyomo_rules import constraint
@@ -68,9 +69,7 @@ def build(spec: Spec, H: float) -> pyo.ConcreteModel:
                            + M * (empty(i, u) + empty(j, u)))
     # (6) memory: each held sample's tensors, each used node's parameters
     if spec.constraints.memory != "ignore":
-        held = np.zeros(d.n)
-        np.add.at(held, d.dst, d.out_bytes[d.src])
-        held += d.out_bytes
+        held = sample_bytes(spec)
         cap = d.memory[d.dev_class]
         devs = [u for u in range(d.D) if np.isfinite(cap[u]) and ok[:, u].any()]
         m.memory = constraint(devs, rule=lambda m, u: sum(

@@ -52,25 +52,39 @@ def device_sets(spec: Spec, assign: list[int], phase: int | None = None) -> list
              and (phase is None or int(nodes[v].backward) == phase)} for d in range(D)]
 
 
+def tensors(spec: Spec) -> list[tuple[int, int, set[int]]]:
+    """(sender, the node whose size it has, its consumers) for every tensor, as the user
+    wrote them: each operator's output to its plain successors, and each sized edge
+    tensor `a -> {b, c} out 4 MB` to its targets (read off its carrier, whose size it has)."""
+    g = spec.graph
+    op = [nd.tensor_of is None for nd in g.nodes]
+    out = [(u, u, {v for (x, v) in g.edges if x == u and op[v]}) for u in range(len(g.nodes)) if op[u]]
+    return out + [(g.index[g.nodes[c].tensor_of], c, {v for (x, v) in g.edges if x == c})
+                  for c in range(len(g.nodes)) if not op[c]]
+
+
 def loads(spec: Spec, assign: list[int], phase: int | None = None) -> list[float]:
+    """Per device, from the operators' devices alone (a carrier's own entry is not read):
+    compute, each tensor in once per receiving device, out once per sending device."""
     g = spec.graph
     cls = spec.platform.device_class
+    op = [nd.tensor_of is None for nd in g.nodes]
     out = []
-    sets = device_sets(spec, assign, phase)
+    sets = [{v for v in S if op[v]} for S in device_sets(spec, assign, phase)]
     on_dev = device_sets(spec, assign)
     for d, S in enumerate(sets):
         c = cls[d]
         comp = sum(node_time(spec, v, c) for v in S)
         # tensors entering the device, charged to the phase of a consumer in S
-        ins = {u for (u, v) in g.edges if v in S and u not in on_dev[d]}
+        ins = {k for (u, k, vs) in tensors(spec) if vs & S and u not in on_dev[d]}
         # tensors leaving the device, sent by a node in S
-        outs = {u for (u, v) in g.edges if u in S and v not in on_dev[d]}
+        outs = {k for (u, k, vs) in tensors(spec) if u in S and vs - on_dev[d]}
         tin = sum(tensor_time(spec, u, c) for u in ins)
         tout = sum(tensor_time(spec, u, c) for u in outs)
         ov = 0.0
         k = spec.platform.classes[c]
         if spec.constraints.memory == "overflow" and k.memory is not None:
-            used = sum(g.nodes[v].params for v in on_dev[d])
+            used = sum(g.nodes[v].params for v in on_dev[d] if op[v])
             ov = max(used - k.memory, 0.0) / k.link * 1000.0
         o = spec.objective.overlap
         if o is None:

@@ -20,6 +20,7 @@ from partdsl.core.ir import (
 )
 from partdsl.core.quantities import Quantity
 from partdsl.core.validate import validate
+from partdsl.dsl.assemble import EdgeTensor, assemble_graph
 
 times = st.floats(min_value=0.0, max_value=50.0, allow_nan=False, allow_infinity=False)
 sizes = st.one_of(st.just(0.0), st.floats(min_value=1.0, max_value=4e9, allow_nan=False))
@@ -53,7 +54,15 @@ def graphs(draw, max_nodes: int = 7, training: bool | None = None) -> Graph:
         for b in range(a + 1, n):
             if draw(st.integers(0, 2)) == 0:
                 edges.add((perm[a], perm[b]))
-    return Graph("g", tuple(nodes), tuple(sorted(edges)))
+    senders = sorted({a for a, _ in edges})
+    if not senders or draw(st.integers(0, 2)) != 0:
+        return Graph("g", tuple(nodes), tuple(sorted(edges)))
+    # one sized edge tensor (`a -> {b, c} out 4 MB`): a carrier node, Tarnawski App. B
+    a = draw(st.sampled_from(senders))
+    to = draw(st.lists(st.sampled_from(sorted(b for x, b in edges if x == a)), min_size=1, unique=True))
+    size = draw(times) if draw(st.booleans()) else None
+    tensor = EdgeTensor(names[a], tuple(names[b] for b in to), None if size is not None else draw(sizes), size)
+    return assemble_graph("g", nodes, [(names[x], None, names[y], None) for x, y in sorted(edges)], None, [tensor])
 
 
 @st.composite
@@ -82,7 +91,7 @@ def specs(draw, max_nodes: int = 7, kinds: tuple[str, ...] = ("bottleneck", "lat
     else:
         batch = draw(st.integers(1, 5))
         obj = Objective("throughput", batch=batch, split=draw(st.sampled_from([k for k in (1, 2, 4) if batch % k == 0])))
-    names = [nd.name for nd in g.nodes]
+    names = [nd.name for nd in g.nodes if nd.tensor_of is None]  # carriers ride with their sources
     pins = ()
     if draw(st.integers(0, 3)) == 0:
         pins = ((Target(draw(st.sampled_from(names))), (Target("cpu"),)),)
@@ -115,8 +124,12 @@ def specs(draw, max_nodes: int = 7, kinds: tuple[str, ...] = ("bottleneck", "lat
 
 @st.composite
 def assignments(draw, spec: Spec) -> list[int]:
+    """A device per node; a tensor carrier on its source's (assignments leave carriers out)."""
     D = len(spec.platform.devices)
-    return [draw(st.integers(0, D - 1)) for _ in spec.graph.nodes]
+    out = [draw(st.integers(0, D - 1)) for _ in spec.graph.nodes]
+    for i, src in spec.graph.carriers:
+        out[i] = out[src]
+    return out
 
 
 @st.composite

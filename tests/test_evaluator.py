@@ -73,8 +73,11 @@ def test_constraint_checks_match_definitions(data) -> None:
     if c.memory == "hard" or (spec.objective.scheduled and c.memory != "ignore"):
         # schedule objectives (DiviML eq. 6): each sample's input and output tensors too
         L = spec.objective.batch if spec.objective.scheduled else 0
-        inputs = [sum(g.nodes[a].out or 0.0 for a, b in g.edges if b == v) for v in range(len(g.nodes))]
-        held = [nd.params + L * (inputs[v] + (nd.out or 0.0)) for v, nd in enumerate(g.nodes)]
+        # each tensor as written (tests/reference.tensors): held by its sender and by each consumer
+        held = [nd.params + L * (nd.out or 0.0) for nd in g.nodes]  # a carrier's out is its source's tensor
+        for _, k, vs in ref.tensors(spec):
+            for v in vs:
+                held[v] += L * (g.nodes[k].out or 0.0)
         over = any(sum(held[v] for v in S) > (spec.platform.classes[spec.platform.device_class[d]].memory or math.inf)
                    * (1 + 1e-12) for d, S in enumerate(ref.device_sets(spec, assign)))
         assert ("memory" in kinds) == over

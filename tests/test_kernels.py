@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from partdsl import evaluate
+from partdsl.core.assignment import to_array
 from partdsl.core.evaluate import bottleneck_loads
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.coarse_order import coarsen, crossing
@@ -184,8 +185,7 @@ def test_ideal_dp_equals_brute_force_best_acyclic_split(spec: Spec, force: str) 
     dp = solve(spec, method="dp", gap=0.0, time_limit=1e6)
     if dp.status.has_solution():
         assert brute.status.has_solution() and dp.objective >= brute.objective - 1e-9
-        assert evaluate(spec, np.array([spec.platform.devices.index(dp.assignment[n.name])
-                                        for n in spec.graph.nodes])).feasible
+        assert evaluate(spec, to_array(spec, dp.assignment)).feasible
     if exact_for(spec) and brute.status.has_solution():
         assert dp.status.value == "optimal", (dp.log, brute.objective, dp.objective, dp.bound)
         assert math.isclose(dp.objective, brute.objective, rel_tol=1e-9, abs_tol=1e-9)
