@@ -94,9 +94,9 @@ def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str
     ops = assignment.copy()
     ops[[i for i, _ in spec.graph.carriers]] = -1  # operators only: carriers ride with their sources
     counts = np.bincount(ops[ops >= 0], minlength=d.D)
-    if ev.schedule is not None:  # nodes with a piece on each device
-        counts = np.bincount(list({(p.node, p.device): p.device for p in ev.schedule.pieces}.values()),
-                             minlength=d.D)
+    if ev.schedule is not None:  # operators with a piece on each device
+        counts = np.bincount(list({(p.node, p.device): p.device for p in ev.schedule.pieces
+                                   if spec.graph.nodes[p.node].tensor_of is None}.values()), minlength=d.D)
     rows = []
     kind = "throughput" if spec.objective.scheduled else spec.objective.kind
     for j, dev in enumerate(d.devices):

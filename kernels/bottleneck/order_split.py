@@ -16,6 +16,7 @@ from typing import Iterator
 import numpy as np
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.coarse_order import COARSE_POSITIONS, around, coarsen
+from partdsl.kernels.bottleneck.order_gpipe import gpipe_splits
 from partdsl.kernels.bottleneck.segment_dp import Split, split_dp
 from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.runtime.deadline import NEVER, Deadline
@@ -30,8 +31,14 @@ def split_order(spec: Spec, fine: np.ndarray, U: int, rounds: int = ROUNDS, dead
     each refinement round that improved the DP's best value."""
     counts = [k.count for k in spec.platform.classes]
     stages = spec.constraints.max_stages
+
+    def dp(pos: np.ndarray, P: int) -> list[Split]:
+        if spec.objective.kind == "bottleneck" and spec.objective.training == "gpipe":
+            return gpipe_splits(spec, pos, P, counts, stages, deadline)
+        return split_dp(segment_costs(spec, pos, P), counts, stages)
+
     pos, P = coarsen(spec, fine, U, most)
-    splits = split_dp(segment_costs(spec, pos, P), counts, stages)
+    splits = dp(pos, P)
     yield pos, splits, "" if P == U else f"{P} blocks"
     for r in range(rounds if P < U else 0):
         if not splits or deadline.passed():
@@ -39,7 +46,7 @@ def split_order(spec: Spec, fine: np.ndarray, U: int, rounds: int = ROUNDS, dead
         best = min(s.value for s in splits)
         cuts = starts(pos, fine, P, U, [l for l, _, _ in min(splits, key=lambda s: s.value).segments])
         pos, P = around(fine, U, cuts, most)
-        new = split_dp(segment_costs(spec, pos, P), counts, stages)
+        new = dp(pos, P)
         if not new or min(s.value for s in new) >= best * (1 - 1e-12):
             return
         splits = new

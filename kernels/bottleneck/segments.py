@@ -63,16 +63,26 @@ def _rectangles(pos: np.ndarray, P: int, src: np.ndarray, dst: np.ndarray, w: np
     return ins, outs
 
 
-def transfer_matrices(pos: np.ndarray, P: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray,
-                      combined: bool = False) -> tuple[np.ndarray, ...]:
+def phase_rectangles(spec: Spec, pos: np.ndarray, P: int, phase: int | None = None):  # type: ignore[no-untyped-def]
+    """The in and out rectangles of every tensor, or under GPipe those one phase pays
+    (Tarnawski App. A, as core/evaluate.py charges them): a tensor in to the phase of its
+    consumer, out to the phase of its sender."""
+    d = spec.dense
+    if phase is None:
+        return _rectangles(pos, P, d.src, d.dst, d.comm)
+    ph = d.backward.astype(np.int64)
+    e_in, e_out = ph[d.dst] == phase, ph[d.src] == phase
+    return (_rectangles(pos, P, d.src[e_in], d.dst[e_in], d.comm)[0],
+            _rectangles(pos, P, d.src[e_out], d.dst[e_out], d.comm)[1])
+
+
+def transfer_matrices(ins, outs, P: int, C: int, combined: bool = False) -> tuple[np.ndarray, ...]:  # type: ignore[no-untyped-def]
     """in[l, r, c] and out[l, r, c] (or their sum if `combined`): transfer time of segment
-    [l, r] on class c, where w[u, c] is the time to move node u's tensor to or from a
-    device of class c."""
-    ins, outs = _rectangles(pos, P, src, dst, w)
+    [l, r] on class c, from the rectangles of `phase_rectangles`."""
     groups = [(ins, outs)] if combined else [(ins,), (outs,)]
     mats = []
     for rects in groups:
-        D = np.zeros((P + 1, P + 1, w.shape[1]))
+        D = np.zeros((P + 1, P + 1, C))
         for rect in rects:
             _rect_add(D, *rect)
         np.cumsum(D, axis=0, out=D)
@@ -81,9 +91,12 @@ def transfer_matrices(pos: np.ndarray, P: int, src: np.ndarray, dst: np.ndarray,
     return tuple(mats)
 
 
-def segment_costs(spec: Spec, pos: np.ndarray, P: int, use_numba: bool = True) -> np.ndarray:
-    """cost[C, P, P] for the order given by node positions `pos` (0 .. P-1). Quadratic in
-    P: refused (runtime/memory.py) where the table and its temporaries would not fit."""
+def segment_costs(spec: Spec, pos: np.ndarray, P: int, use_numba: bool = True, phase: int | None = None
+                  ) -> np.ndarray:
+    """cost[C, P, P] for the order given by node positions `pos` (0 .. P-1); with `phase`
+    (0 forward, 1 backward), the GPipe load of that phase alone: its nodes' compute, the
+    tensors it pays, overflow (core/evaluate._phase_loads). Quadratic in P: refused
+    (runtime/memory.py) where the table and its temporaries would not fit."""
     d = spec.dense
     C = len(d.class_names)
     memory.need(8.0 * P * P * (3 * C + 2), f"the segment table of {P:,} positions x {C} device "
@@ -92,10 +105,11 @@ def segment_costs(spec: Spec, pos: np.ndarray, P: int, use_numba: bool = True) -
     obj, cons = spec.objective, spec.constraints
     cls_any = d.class_allowed
     W = np.zeros((P, C))
-    np.add.at(W, pos, np.where(cls_any, d.work, 0.0))
+    counted = cls_any if phase is None else cls_any & (d.backward == bool(phase))[:, None]
+    np.add.at(W, pos, np.where(counted, d.work, 0.0))
     cW = np.vstack([np.zeros((1, C)), np.cumsum(W, axis=0)])
+    ins, outs = phase_rectangles(spec, pos, P, phase)
     if obj.overlap is None and HAVE_NUMBA and use_numba:
-        ins, outs = _rectangles(pos, P, d.src, d.dst, d.comm)
         rect = [np.concatenate([a, b]) for a, b in zip(ins, outs)]
         cost = np.empty((P, P, C))
         for c in range(C):
@@ -104,11 +118,11 @@ def segment_costs(spec: Spec, pos: np.ndarray, P: int, use_numba: bool = True) -
         comp = None
     elif obj.overlap is None:
         comp = cW[None, 1:, :] - cW[:-1, None, :]  # [l, r, c]
-        (tr,) = transfer_matrices(pos, P, d.src, d.dst, d.comm, combined=True)
+        (tr,) = transfer_matrices(ins, outs, P, C, combined=True)
         cost = comp + tr
     else:
         comp = cW[None, 1:, :] - cW[:-1, None, :]
-        inn, out = transfer_matrices(pos, P, d.src, d.dst, d.comm)
+        inn, out = transfer_matrices(ins, outs, P, C)
         cost = None
     limited = np.isfinite(d.memory).any() and cons.memory != "ignore"
     if limited:

@@ -4,8 +4,9 @@ For each order of the contracted units (kernels/graph/contraction.py) - Kahn by 
 a DFS order and a few seeded random priority orders - cut into blocks when it is long
 (coarse_order.py) and refined around the cuts (order_split.py), build the segment costs
 and run the exact segmentation DP for every combination of device counts; every split is a
-candidate, re-scored by the evaluator. It optimizes the pipelined max load; latency,
-batched-throughput and GPipe objectives pick the best candidate by their own score.
+candidate, re-scored by the evaluator. It optimizes the pipelined max load, and GPipe's
+max FW + max BW by a sweep of DPs (order_gpipe.py); latency and batched-throughput
+objectives pick the best candidate by their own score.
 """
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def assign_masks(spec: Spec, segments: list[tuple[np.ndarray, int]]) -> np.ndarr
 
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
-    plain = spec.objective.kind == "bottleneck" and spec.objective.training != "gpipe"
+    plain = spec.objective.kind == "bottleneck"  # (under GPipe the splits are valued max FW + max BW)
     for name, fine, U in orders(spec, seed):
         if deadline.passed():
             return
