@@ -161,7 +161,7 @@ def progress_printer(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def evaluate_file(spec, path: str, data):  # type: ignore[no-untyped-def]
     """Score a partition or schedule file: (Evaluation, device per node, subgraphs)."""
-    from partdsl.core.assignment import parse_partition
+    from partdsl.core.assignment import parse_partition, replica_factors
     from partdsl.core.errors import PartError
     from partdsl.core.evaluate import evaluate
     from partdsl.core.schedule import from_json as schedule_from_json
@@ -174,7 +174,7 @@ def evaluate_file(spec, path: str, data):  # type: ignore[no-untyped-def]
         ev = evaluate_schedule(spec, schedule_from_json(spec, data["schedule"], f"{path}: schedule"))
         return ev, ev.schedule.node_devices(spec.dense.n), None
     arr, sub = parse_partition(spec, data, str(path))
-    ev = evaluate(spec, arr, sub)
+    ev = evaluate(spec, arr, sub, replica_factors(spec, data, str(path)))
     return ev, arr, ev.subgraph
 
 

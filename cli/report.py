@@ -68,6 +68,7 @@ def describe(spec: Spec, bound: float) -> str:
     cons += [f"{len(c.colocate_sets)} colocated sets"] if c.colocate_sets else []
     cons += [f"stages <= {c.max_stages}"] if c.max_stages else []
     cons += [f"subgraphs <= {c.subgraphs}"] if c.subgraphs != 1 else []
+    cons += [f"replicate <= {c.replicate}"] if c.replicate != 1 else []
     groups = len(np.unique(d.colo))
     unit = "samples/s" if spec.objective.kind == "throughput" else "ms"
     which = "upper" if spec.objective.sense == "max" else "lower"
@@ -107,6 +108,8 @@ def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str
             cells = [fmt(p.get("compute", 0.0)), fmt(p.get("in", 0.0)), fmt(p.get("out", 0.0))]
             if spec.constraints.memory == "overflow":
                 cells.append(fmt(p.get("overflow", 0.0)))
+            if spec.constraints.replicate > 1:
+                cells += [str(int(p.get("replicas", 1))) if counts[j] else "-", fmt(p.get("sync", 0.0))]
             if spec.objective.training == "gpipe":
                 cells += [fmt(p.get("fw", 0.0)), fmt(p.get("bw", 0.0))]
             if kind == "latency":
@@ -118,6 +121,7 @@ def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str
     else:
         head = ["device", "nodes", "compute", "in", "out"]
         head += ["overflow"] if spec.constraints.memory == "overflow" else []
+        head += ["replicas", "sync"] if spec.constraints.replicate > 1 else []
         head += ["fw", "bw"] if spec.objective.training == "gpipe" else []
         head += ["finish"] if kind == "latency" else []
         head += ["load"]

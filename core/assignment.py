@@ -123,6 +123,25 @@ def parse_partition(spec: Spec, data: Any, where: str = "assignment") -> tuple[n
     return dev, sub
 
 
+def replica_factors(spec: Spec, data: Any, where: str = "assignment") -> np.ndarray | None:
+    """The `replicas` of a `part solve --json` result ({lead device: factor}) as a factor per
+    device (core/replicas.py), or None when it has none."""
+    reps = data.get("replicas") if isinstance(data, dict) else None
+    if reps is None:
+        return None
+    devs = {d: j for j, d in enumerate(spec.platform.devices)}
+    out = np.ones(len(devs), dtype=np.int64)
+    if not isinstance(reps, dict):
+        raise PartError(f"{where}: `replicas` must be an object {{device: factor}}", None, 'e.g. {"gpu[0]": 2}')
+    for d, r in reps.items():
+        if d not in devs:
+            raise PartError(f"{where}: replicas: unknown device '{d}'", None, did_you_mean(str(d), list(devs)))
+        if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+            raise PartError(f"{where}: the replicas of {d} must be a whole number >= 1, got {r!r}", None)
+        out[devs[d]] = r
+    return out
+
+
 def subgraph_map(spec: Spec, dev: np.ndarray, sub: np.ndarray | None) -> dict[str, int] | None:
     """{node: subgraph number} for the accelerator nodes (the JSON form), or None."""
     if sub is None:

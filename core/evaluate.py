@@ -23,7 +23,7 @@ Cost semantics
 from __future__ import annotations
 
 import numpy as np
-from partdsl.core import subgraphs
+from partdsl.core import replicas, subgraphs
 from partdsl.core.dense import INF, Dense
 from partdsl.core.evaluation import Evaluation, Violation
 from partdsl.core.ir import Spec
@@ -92,26 +92,32 @@ def combine(compute: np.ndarray, inn: np.ndarray, out: np.ndarray, ov: np.ndarra
 
 # ------------------------------------------------------------------------ objectives
 
-def bottleneck_loads(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, np.ndarray]:
+def bottleneck_loads(spec: Spec, dense: Dense, dev: np.ndarray, r: np.ndarray | None = None
+                     ) -> tuple[float, np.ndarray]:
     """The bottleneck objective and its load table: [D] loads, or [D, 2] forward and
     backward loads under GPipe (objective = max FW + max BW). Search kernels score moves
-    with it, so they and the evaluator share one cost model."""
+    with it, so they and the evaluator share one cost model. `r`: replication factors
+    ([D], core/replicas.py), each stage's load divided by its own."""
     ov = overflow(spec, dense, dev)
+    sync = np.zeros(dense.D) if r is None else replicas.sync_time(dense, dev, r)
     if spec.objective.training == "gpipe":
-        table = _phase_loads(spec, dense, dev, ov)
+        table = _phase_loads(spec, dense, dev, ov, sync)
     else:
-        table = combine(_compute(dense, dev), *transfer_charges(dense, dev), ov, spec.objective.overlap)
+        inn, out = transfer_charges(dense, dev)
+        table = combine(_compute(dense, dev), inn + sync, out, ov, spec.objective.overlap)
+    if r is not None:
+        table = table / (r if table.ndim == 1 else r[:, None])
     return _max_load(table), table
 
 
-def _phase_loads(spec: Spec, dense: Dense, dev: np.ndarray, ov: np.ndarray) -> np.ndarray:
+def _phase_loads(spec: Spec, dense: Dense, dev: np.ndarray, ov: np.ndarray, sync: np.ndarray) -> np.ndarray:
     """GPipe: [D, 2] forward and backward loads; transfers go to the phase of the sender
-    (out) or consumer (in), overflow to both."""
+    (out) or consumer (in), overflow to both, a replicated stage's weight sync to backward."""
     ph = dense.backward.astype(np.int64)
     comp2 = _compute(dense, dev, ph).reshape(-1, 2)
     in2, out2 = (x.reshape(-1, 2) for x in transfer_charges(dense, dev, ph))
-    return np.stack([combine(comp2[:, p], in2[:, p], out2[:, p], ov, spec.objective.overlap) for p in (0, 1)],
-                    axis=1)
+    return np.stack([combine(comp2[:, p], in2[:, p] + p * sync, out2[:, p], ov, spec.objective.overlap)
+                     for p in (0, 1)], axis=1)
 
 
 def _max_load(table: np.ndarray) -> float:
@@ -119,20 +125,23 @@ def _max_load(table: np.ndarray) -> float:
     return float(table.max(axis=0).sum()) if table.shape[0] else 0.0
 
 
-def _bottleneck(spec: Spec, dense: Dense, dev: np.ndarray) -> tuple[float, dict, dict]:
+def _bottleneck(spec: Spec, dense: Dense, dev: np.ndarray, r: np.ndarray) -> tuple[float, dict, dict]:
     obj = spec.objective
     ov = overflow(spec, dense, dev)
     comp = _compute(dense, dev)
     inn, out = transfer_charges(dense, dev)
-    load = combine(comp, inn, out, ov, obj.overlap)
+    sync = replicas.sync_time(dense, dev, r)
+    load = combine(comp, inn + sync, out, ov, obj.overlap) / r
     parts = {d: {"compute": comp[j], "in": inn[j], "out": out[j], "overflow": ov[j]}
              for j, d in enumerate(dense.devices)}
-    table = load
+    if spec.constraints.replicate > 1:
+        for j, d in enumerate(dense.devices):
+            parts[d].update(replicas=r[j], sync=sync[j])
+    value, table = bottleneck_loads(spec, dense, dev, r)
     if obj.training == "gpipe":
-        table = _phase_loads(spec, dense, dev, ov)
         for j, d in enumerate(dense.devices):
             parts[d].update(fw=table[j, 0], bw=table[j, 1])
-    return _max_load(table), {d: float(x) for d, x in zip(dense.devices, load)}, parts
+    return value, {d: float(x) for d, x in zip(dense.devices, load)}, parts
 
 
 def _latency(spec: Spec, dense: Dense, dev: np.ndarray, u: subgraphs.SubgraphUnits
@@ -167,10 +176,11 @@ def _latency(spec: Spec, dense: Dense, dev: np.ndarray, u: subgraphs.SubgraphUni
 
 
 
-def evaluate(spec: Spec, assignment: np.ndarray, subgraph: np.ndarray | None = None) -> Evaluation:
+def evaluate(spec: Spec, assignment: np.ndarray, subgraph: np.ndarray | None = None,
+             replicas_of: np.ndarray | None = None) -> Evaluation:
     """Score an assignment (int array: node index -> device index, -1 = unassigned). Under
     latency, `subgraph` numbers each accelerator node's subgraph (core/subgraphs.py); without
-    it they are derived."""
+    it they are derived. `replicas_of`: each device's replication factor (core/replicas.py)."""
     dense = spec.dense
     dev = np.asarray(assignment, dtype=np.int64)
     if spec.objective.scheduled and not (dev < 0).any():  # DiviML: the assignment's list schedule
@@ -184,7 +194,9 @@ def evaluate(spec: Spec, assignment: np.ndarray, subgraph: np.ndarray | None = N
         worst = 0.0 if spec.objective.sense == "max" else INF
         return Evaluation(worst, spec.objective.sense, _unit(spec), {}, {}, tuple(viol))
     if spec.objective.kind == "bottleneck":
-        value, loads, parts = _bottleneck(spec, dense, dev)
+        r = replicas.factors(dense, dev, replicas_of)
+        viol += replicas.violations(spec, dense, dev, r)
+        value, loads, parts = _bottleneck(spec, dense, dev, r)
     else:
         value, loads, parts, extra = _latency(spec, dense, dev, units)
         viol += extra

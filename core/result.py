@@ -61,6 +61,7 @@ class Result:
     subgraphs: dict[str, int] | None = None  # latency with `subgraphs <= q`: each accelerator node's subgraph
     schedule: list[dict] | None = None  # scheduled objectives (DiviML): the pieces with their starts, JSON form
     chosen: str | None = None  # method `auto`: the portfolio member whose answer this is
+    replicas: dict[str, int] | None = None  # `replicate <= r`: the stages run data parallel, by lead device
 
     @property
     def lower_bound(self) -> float:
@@ -80,6 +81,7 @@ class Result:
                 "wall_time_s": round(self.wall_time_s, 6), "stopped": self.stopped.value,
                 "assignment": self.assignment,
                 **({"subgraphs": self.subgraphs} if self.subgraphs is not None else {}),
+                **({"replicas": self.replicas} if self.replicas is not None else {}),
                 **({"schedule": self.schedule} if self.schedule is not None else {}),
                 "loads": {d: json_number(v) for d, v in ev.loads.items()} if ev else {},
                 "violations": [v.to_json() for v in ev.violations] if ev else []}

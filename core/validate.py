@@ -98,6 +98,12 @@ def validate(spec: Spec) -> None:
         raise PartError(f"`subgraphs <= {c.subgraphs}` applies to `minimize latency` (Tarnawski sec. 4.1): "
                         f"this spec has the {o.kind} objective", None,
                         "drop it, or use `minimize latency`; for pipelined splits drop `contiguous` instead")
+    if c.replicate < 1:
+        raise PartError("replicate must be at least 1", c.span_of("replicate"), "write e.g. `replicate <= 4`")
+    if c.replicate != 1 and o.kind != "bottleneck":
+        raise PartError(f"`replicate <= {c.replicate}` applies to `minimize bottleneck` (data-parallel stages of a "
+                        f"pipeline, Tarnawski App. C.2): this spec has the {o.kind} objective", c.span_of("replicate"),
+                        "drop it, or use `minimize bottleneck`")
     if o.kind == "throughput" and o.batch < 1:
         raise PartError("the throughput batch must be at least 1", o.span, "write e.g. `batch 128`")
     if o.kind == "throughput" and o.batch >= 1:

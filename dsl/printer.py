@@ -111,6 +111,8 @@ def _constraints(c: Constraints) -> list[str]:
         out.append(f"stages <= {c.max_stages}")
     if c.subgraphs != 1:
         out.append(f"subgraphs <= {c.subgraphs}")
+    if c.replicate != 1:
+        out.append(f"replicate <= {c.replicate}")
     return out
 
 

@@ -163,6 +163,10 @@ class SpecRules:
         return ("subgraphs", q, self.span(meta))
 
     @v_args(meta=True)
+    def replicate(self, meta: Any, ch: list) -> tuple:
+        return ("replicate", self.need_int(ch[0], "replicate", 1), self.span(meta))
+
+    @v_args(meta=True)
     def constraints_decl(self, meta: Any, ch: list) -> Constraints:
         self.block_spans.setdefault(Constraints, []).append(self.span(meta))
         acc: dict[str, Any] = {}

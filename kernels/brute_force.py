@@ -1,7 +1,7 @@
 """Method `brute`: enumerate every assignment (colocated nodes moved together) and keep
 the best by the evaluator; under latency with `subgraphs <= q`, q > 1, every subgraph
 number 0..q-1 of every accelerator node too (the derived numbers are not always the
-best); under the schedule objectives (DiviML) every schedule (kernels/schedule/brute.py).
+best); under `replicate <= r` every replication factor of every stage that fits; under the schedule objectives (DiviML) every schedule (kernels/schedule/brute.py).
 Exact, and a proof of infeasibility when nothing is feasible; only for tiny instances (it
 refuses more than `LIMIT` candidates)."""
 from __future__ import annotations
@@ -32,8 +32,27 @@ def _numbered(spec: Spec) -> int:
 
 
 def count(spec: Spec) -> int:
-    """Candidates to score (an upper bound when subgraph numbers are enumerated)."""
-    return math.prod(len(o) for o in choices(spec)[1]) * _numbered(spec) ** spec.dense.n
+    """Candidates to score (an upper bound when subgraph numbers or replicas are enumerated)."""
+    return (math.prod(len(o) for o in choices(spec)[1]) * _numbered(spec) ** spec.dense.n
+            * spec.constraints.replicate ** min(spec.dense.D, spec.dense.n))
+
+
+def replica_choices(spec: Spec, dev: np.ndarray) -> Iterator[np.ndarray | None]:
+    """Every replication factor of the stages of `dev` (core/replicas.py) whose devices fit
+    in their classes; None alone without `replicate <= r`."""
+    k = spec.constraints.replicate
+    if k == 1:
+        yield None
+        return
+    d = spec.dense
+    used = np.unique(dev)
+    have = np.bincount(d.dev_class, minlength=len(d.class_names))
+    for rs in itertools.product(range(1, k + 1), repeat=len(used)):
+        take = np.bincount(d.dev_class[used], weights=rs, minlength=len(have))
+        if (take <= have).all():
+            r = np.ones(d.D, dtype=np.int64)
+            r[used] = rs
+            yield r
 
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
@@ -52,7 +71,8 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> I
     for combo in itertools.product(*opts):
         dev = np.asarray(combo, dtype=np.int64)[comp]
         if q == 1:
-            yield Candidate("enumeration", dev)
+            for r in replica_choices(spec, dev):
+                yield Candidate("enumeration", dev, replicas=r)
             continue
         acc = np.flatnonzero(~d.host[d.dev_class[dev]])
         for numbers in itertools.product(range(q), repeat=len(acc)):

@@ -1,7 +1,9 @@
 """Cheap proven bounds valid for every method (tighter ones come from the MIP hierarchy).
 
-bottleneck: a device's load is at least the compute of its nodes, so OPT >= the largest
-colocated component's cheapest compute, and >= total cheapest compute / devices usable;
+bottleneck: a device's load is at least the compute of its nodes (divided by the stage's
+replicas under `replicate <= r`), so OPT >= the largest colocated component's cheapest
+compute (over the most replicas its class allows), and >= total cheapest compute / devices
+usable (each of a stage's r replicas has its load, r times which is at least its compute);
 and, on platforms of several classes, OPT >= the least T of the LP "each node's compute
 spread over the classes it may run on, class c's total <= its k_c devices x T" (a slow
 host takes the nodes it runs least badly, not an equal share), taken through the dual
@@ -52,7 +54,8 @@ def _critical_path(spec: Spec, w: np.ndarray) -> float:
 
 def _spread(spec: Spec, w: np.ndarray) -> float:
     d = spec.dense
-    usable = d.D if spec.constraints.max_stages is None else min(d.D, spec.constraints.max_stages)
+    stages = spec.constraints.max_stages
+    usable = d.D if stages is None or spec.constraints.replicate > 1 else min(d.D, stages)
     return float(w.sum() / max(usable, 1))
 
 
@@ -66,7 +69,9 @@ def bound(spec: Spec, deadline: Deadline = NEVER) -> float:
         _, comp = np.unique(d.colo, return_inverse=True)
         per = np.zeros((comp.max() + 1, d.D))
         np.add.at(per, comp, t)
-        return float(max(per.min(axis=1).max(), _spread(spec, _cheapest(spec, d.work)), class_spread(spec),
+        # a stage of r replicas has load >= its compute / r (core/replicas.py)
+        most = np.minimum(spec.constraints.replicate, np.bincount(d.dev_class)[d.dev_class])
+        return float(max((per / most).min(axis=1).max(), _spread(spec, _cheapest(spec, d.work)), class_spread(spec),
                          crossing_bound(spec, deadline)))
     if kind == "latency":
         return _critical_path(spec, _cheapest(spec, d.work))

@@ -37,6 +37,7 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
     "stage limits": ("a stage limit (`stages <= k`)", lambda s: s.constraints.max_stages is not None),
     "subgraphs": ("several subgraphs per accelerator (`subgraphs <= q`)", lambda s: s.constraints.subgraphs > 1),
     "batch split": ("a split batch (`batch L split K`, K > 1)", lambda s: s.objective.split > 1),
+    "replication": ("data-parallel stages (`replicate <= r`)", lambda s: s.constraints.replicate > 1),
 }
 
 
@@ -57,6 +58,7 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "stage limits": lambda s: s.constraints.span_of("max_stages"),
     "subgraphs": lambda s: s.constraints.span_of("subgraphs"),
     "batch split": lambda s: s.objective.span,
+    "replication": lambda s: s.constraints.span_of("replicate"),
 }
 
 

@@ -3,7 +3,7 @@ an exhausted run is a proof, whether it runs a MIP solver, and the options it ta
 method is a generator of events (core/events.py): candidates, proofs, progress, logs."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 from partdsl.core.events import Event
@@ -113,6 +113,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "biased string (each chunk where it runs fastest); until the time limit unless -O iterations=N "
            "(baseline)", ("iterations",), objectives=SCHEDULED),
 )}
+# data-parallel stages (`replicate <= r`, core/replicas.py): the methods that choose replication factors
+REPLICATING = frozenset({"auto", "topo", "brute"})
+METHODS = {k: m if k in REPLICATING else replace(m, ignores=m.ignores + (("replication", None),))
+           for k, m in METHODS.items()}
 # other names: DiviML's (sec. V-A: bMET, bGreedy and bHEFT are the batched MET, Greedy, HEFT)
 ALIASES = {"mla-weighted": "mla_weighted", "bmet": "met", "bgreedy": "eft", "bheft": "heft"}
 # a name that means another method under some objectives: DiviML's Greedy is `eft`

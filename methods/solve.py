@@ -20,6 +20,7 @@ from partdsl.core.evaluate import evaluate
 from partdsl.core.evaluation import Evaluation
 from partdsl.core.events import BudgetSpent, Candidate, Event, Progress, Proven, SolverLog
 from partdsl.core.ir import SolveOptions, Spec
+from partdsl.core.replicas import factors as replica_factors
 from partdsl.core.result import Result, Status, Termination, relative_gap
 from partdsl.core.schedule_eval import evaluate_schedule
 from partdsl.core.validate import links_modelled
@@ -43,7 +44,7 @@ def score(spec: Spec, cand: Candidate) -> tuple[Evaluation, np.ndarray]:
     samples a schedule spreads over several devices)."""
     if cand.schedule is not None:  # a DiviML schedule (pieces, starts): scored as it is
         return evaluate_schedule(spec, cand.schedule), cand.schedule.node_devices(spec.dense.n)
-    return evaluate(spec, cand.devices, cand.subgraphs), cand.devices
+    return evaluate(spec, cand.devices, cand.subgraphs, cand.replicas), cand.devices
 
 
 def modelled_by(spec: Spec, feature: str) -> list[str]:
@@ -94,6 +95,7 @@ class _Run:
     best_dev: np.ndarray | None = None
     best_label: str = ""
     best_method: str = ""  # the portfolio member whose candidate is the incumbent
+    best_rep: np.ndarray | None = None  # its replication factors (`replicate <= r`)
     count: int = 0
     stopped: Termination = Termination.ALL_TRIED
     budget_spent: bool = False  # a portfolio's search budget (no time limit) cut a member short
@@ -124,6 +126,7 @@ class _Run:
             ev, dev = score(self.spec, event)
             if _better(self.spec, ev, self.best):
                 self.best, self.best_dev, self.best_label, self.best_method = ev, dev, event.label, event.method
+                self.best_rep = event.replicas
                 if ev.feasible:
                     by = f"{event.method}: " if event.method else ""
                     self.note(f"incumbent {ev.objective:.6g} ({by}{event.label})")
@@ -257,5 +260,9 @@ def _result(run: _Run, method: str, solver: str, rel: float) -> Result:
     run.log.append(f"best: {run.best_method + ': ' if run.best_method else ''}{run.best_label}")
     subgraphs = subgraph_map(spec, dev, best.subgraph) if spec.constraints.subgraphs > 1 else None
     schedule = best.schedule.to_json(spec) if best.schedule is not None else None
-    return Result(status, method, solver, value, lb, g, sense, unit, wall,
-                  assignment, best, tuple(run.log), run.stopped, logs, subgraphs, schedule, run.best_method or None)
+    reps = None
+    if spec.constraints.replicate > 1:
+        r = replica_factors(spec.dense, dev, run.best_rep)
+        reps = {spec.dense.devices[j]: int(r[j]) for j in np.unique(dev) if r[j] > 1}
+    return Result(status, method, solver, value, lb, g, sense, unit, wall, assignment, best, tuple(run.log),
+                  run.stopped, logs, subgraphs, schedule, run.best_method or None, reps)

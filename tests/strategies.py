@@ -104,7 +104,8 @@ def specs(draw, max_nodes: int = 7, kinds: tuple[str, ...] = ("bottleneck", "lat
     cons = Constraints(acyclic=draw(st.booleans()), contiguous=draw(st.booleans()),
                        memory=draw(st.sampled_from(["hard", "overflow", "ignore"])),
                        colocate=draw(st.booleans()), colocate_sets=sets, pins=pins, forbids=forbids,
-                       max_stages=draw(st.one_of(st.none(), st.integers(1, 4))))
+                       max_stages=draw(st.one_of(st.none(), st.integers(1, 4))),
+                       replicate=draw(st.sampled_from([1, 1, 1, 2, 3])) if kind == "bottleneck" else 1)
     method, options = draw(st.sampled_from([(None, ()), ("topo", ()),
                                             ("brkga", (("population", 12.0), ("generations", 3.0)))]))
     solve = SolveOptions(method=method,

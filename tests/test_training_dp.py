@@ -38,7 +38,7 @@ def training_specs(draw, orphans: bool = False, forms: tuple = (None, "pipedream
             groups[partner] = f"f{partner}"
     nodes = tuple(replace(nd, group=grp) for nd, grp in zip(g.nodes, groups))
     spec = replace(spec, graph=replace(g, nodes=nodes),
-                   constraints=replace(spec.constraints, acyclic=True, colocate=True, colocate_sets=()),
+                   constraints=replace(spec.constraints, acyclic=True, colocate=True, colocate_sets=(), replicate=1),
                    objective=replace(spec.objective, training=draw(st.sampled_from(forms))),
                    solve=replace(spec.solve, method=None, options=(), time_limit=None, gap=None))
     try:
@@ -128,7 +128,10 @@ def _order_splits(spec, pos: "np.ndarray", P: int):  # type: ignore[no-untyped-d
 def test_topo_optimizes_gpipe_over_the_splits_of_its_order(spec) -> None:  # type: ignore[no-untyped-def]
     """The GPipe sweep of the segmentation DP (kernels/bottleneck/order_gpipe.py) finds the
     least max FW + max BW over every split of a fixed order into segments, and each value
-    it states is the evaluator's score (a sweep stopped after one round fails this)."""
+    it states is the evaluator's score (a sweep stopped after one round fails this). As
+    the DP over ideals, it does not see a forward/backward cycle that an edge from a
+    backward to a forward node closes: its least value is then at most the optimum, and
+    equal to it when its split has no such cycle."""
     from partdsl.kernels.bottleneck.order_gpipe import gpipe_splits
     from partdsl.kernels.bottleneck.topo_split import assign, orders
 
@@ -136,10 +139,12 @@ def test_topo_optimizes_gpipe_over_the_splits_of_its_order(spec) -> None:  # typ
     assume(P <= 6)
     counts = [k.count for k in spec.platform.classes]
     splits = gpipe_splits(spec, pos, P, counts, spec.constraints.max_stages)
-    got = min((s.value for s in splits), default=float("inf"))
+    got = min(splits, key=lambda s: s.value, default=None)
     want = _order_splits(spec, pos, P)
     if np.isfinite(want):
-        assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
+        assert got is not None and got.value <= want + 1e-9
+        if evaluate(spec, assign(spec, got, pos)).feasible:
+            assert got.value == pytest.approx(want, rel=1e-9, abs=1e-9)
     for s in splits:
         ev = evaluate(spec, assign(spec, s, pos))
         assert not ev.feasible or ev.objective == pytest.approx(s.value, rel=1e-9, abs=1e-9)

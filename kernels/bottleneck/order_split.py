@@ -15,6 +15,7 @@ from typing import Iterator
 
 import numpy as np
 from partdsl.core.ir import Spec
+from partdsl.kernels.bottleneck import replicated
 from partdsl.kernels.bottleneck.coarse_order import COARSE_POSITIONS, around, coarsen
 from partdsl.kernels.bottleneck.order_gpipe import gpipe_splits
 from partdsl.kernels.bottleneck.segment_dp import Split, split_dp
@@ -33,6 +34,10 @@ def split_order(spec: Spec, fine: np.ndarray, U: int, rounds: int = ROUNDS, dead
     stages = spec.constraints.max_stages
 
     def dp(pos: np.ndarray, P: int) -> list[Split]:
+        if spec.constraints.replicate > 1:  # a state counts devices, replicas too: stages checked after
+            cost, steps = replicated.tables(spec, pos, P, segment_costs(spec, pos, P))
+            return [s for s in split_dp(cost, counts, None, steps=steps)
+                    if stages is None or len(s.segments) <= stages]
         if spec.objective.kind == "bottleneck" and spec.objective.training == "gpipe":
             return gpipe_splits(spec, pos, P, counts, stages, deadline)
         return split_dp(segment_costs(spec, pos, P), counts, stages)

@@ -20,6 +20,7 @@ class Split:
     value: float  # max segment cost
     counts: tuple[int, ...]  # devices used per class
     segments: tuple[tuple[int, int, int], ...]  # (l, r inclusive, class)
+    replicas: tuple[int, ...] = ()  # per segment, its replication factor (empty: 1 each)
 
 
 def _states(counts: list[int], max_used: int | None) -> list[tuple[int, ...]]:
@@ -30,27 +31,32 @@ def _states(counts: list[int], max_used: int | None) -> list[tuple[int, ...]]:
     return sorted(out, key=sum)
 
 
-def state_table(counts: list[int], max_used: int | None) -> tuple[list[tuple[int, ...]], int, np.ndarray]:
+def state_table(counts: list[int], max_used: int | None, steps: list[tuple[int, int]] | None = None
+                ) -> tuple[list[tuple[int, ...]], int, np.ndarray]:
     """DP states (devices used per class), the index of the all-zero state, and
-    prev[c, s]: the state with one device of class c fewer (-1 if none)."""
+    prev[v, s]: the state before a segment of kind v, steps[v] = (class, devices it takes)
+    (default: one device of each class), -1 if none."""
     states = _states(counts, max_used)
     sidx = {s: i for i, s in enumerate(states)}
     C = len(counts)
-    prev = np.full((C, len(states)), -1, dtype=np.int64)
+    steps = [(c, 1) for c in range(C)] if steps is None else steps
+    prev = np.full((len(steps), len(states)), -1, dtype=np.int64)
     for i, s in enumerate(states):
-        for c in range(C):
-            if s[c] > 0:
+        for v, (c, k) in enumerate(steps):
+            if s[c] >= k:
                 t = list(s)
-                t[c] -= 1
-                prev[c, i] = sidx.get(tuple(t), -1)
+                t[c] -= k
+                prev[v, i] = sidx.get(tuple(t), -1)
     return states, sidx[tuple([0] * C)], prev
 
 
 def split_dp(cost: np.ndarray, counts: list[int], max_used: int | None = None,
-             use_numba: bool = True) -> list[Split]:
-    """Best split for every combination of device counts (each a candidate)."""
+             use_numba: bool = True, steps: list[tuple[int, int]] | None = None) -> list[Split]:
+    """Best split for every combination of device counts (each a candidate). With `steps`,
+    cost[v] is the cost of a segment of kind v = (class, replicas) (kernels/bottleneck/
+    replicated.py); the splits then say each segment's replicas."""
     C, P, _ = cost.shape
-    states, zero, prev = state_table(counts, max_used)
+    states, zero, prev = state_table(counts, max_used, steps)
     S = len(states)
     dp = np.full((P + 1, S), INF)
     dp[0, zero] = 0.0
@@ -70,7 +76,12 @@ def split_dp(cost: np.ndarray, counts: list[int], max_used: int | None = None,
             l, c = int(arg_l[r, j]), int(arg_c[r, j])
             segs.append((l, r - 1, c))
             r, j = l, int(prev[c, j])
-        splits.append(Split(float(dp[P, i]), s, tuple(segs[::-1])))
+        segs.reverse()
+        if steps is None:
+            splits.append(Split(float(dp[P, i]), s, tuple(segs)))
+        else:
+            splits.append(Split(float(dp[P, i]), s, tuple((l, r, steps[v][0]) for l, r, v in segs),
+                                tuple(steps[v][1] for _, _, v in segs)))
     return splits
 
 

@@ -15,6 +15,7 @@ from typing import Iterator
 import numpy as np
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
+from partdsl.kernels.bottleneck import replicated
 from partdsl.kernels.bottleneck.order_split import split_order
 from partdsl.kernels.bottleneck.segment_dp import Split
 from partdsl.kernels.graph.contraction import contract
@@ -45,25 +46,39 @@ def orders(spec: Spec, seed: int, n_random: int = 3) -> Iterator[tuple[str, np.n
 
 def assign(spec: Spec, split: Split, pos: np.ndarray) -> np.ndarray:
     """Devices for a split of an order (segments of positions)."""
-    return assign_masks(spec, [((pos >= l) & (pos <= r), c) for l, r, c in split.segments])
+    return assign_masks(spec, [((pos >= l) & (pos <= r), c) for l, r, c in split.segments], split.replicas)
 
 
-def assign_masks(spec: Spec, segments: list[tuple[np.ndarray, int]]) -> np.ndarray:
+def replicas_of(spec: Spec, split: Split, dev: np.ndarray, pos: np.ndarray) -> np.ndarray | None:
+    """Each device's replication factor in `split` (None when it has none)."""
+    if not split.replicas:
+        return None
+    r = np.ones(spec.dense.D, dtype=np.int64)
+    for (l, _, _), k in zip(split.segments, split.replicas):
+        r[dev[np.flatnonzero(pos == l)[0]]] = k
+    return r
+
+
+def assign_masks(spec: Spec, segments: list[tuple[np.ndarray, int]], replicas: tuple[int, ...] = ()) -> np.ndarray:
     """Devices for node sets with classes: each set gets an unused device of its class,
-    preferring one that every node in the set may use (pins to single devices)."""
+    preferring one that every node in the set may use (pins to single devices); a set with
+    r replicas keeps r - 1 more devices of its class free of other sets."""
     d = spec.dense
     dev = np.full(d.n, -1, dtype=np.int64)
     used = np.zeros(d.D, dtype=bool)
-    for members, c in segments:
+    for i, (members, c) in enumerate(segments):
         ok = d.allowed[members].all(axis=0) & (d.dev_class == c) & ~used
         pool = np.flatnonzero(ok) if ok.any() else np.flatnonzero((d.dev_class == c) & ~used)
         j = int(pool[0])
         used[j] = True
         dev[members] = j
+        spare = np.flatnonzero((d.dev_class == c) & ~used)[::-1]  # replicas: from the class's last devices
+        used[spare[: (replicas[i] if replicas else 1) - 1]] = True
     return dev
 
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
+    replicated.check(spec)
     plain = spec.objective.kind == "bottleneck"  # (under GPipe the splits are valued max FW + max BW)
     for name, fine, U in orders(spec, seed):
         if deadline.passed():
@@ -73,7 +88,9 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> I
                 splits = sorted(splits, key=lambda s: s.value)[:3]
             label = f"{name} order" + (f" ({how})" if how else "")
             for sp in splits:
-                yield Candidate(f"{label}, {'+'.join(map(str, sp.counts))} devices", assign(spec, sp, pos))
+                dev = assign(spec, sp, pos)
+                yield Candidate(f"{label}, {'+'.join(map(str, sp.counts))} devices", dev,
+                                replicas=replicas_of(spec, sp, dev, pos))
 
 
 def best_split(spec: Spec, seed: int = 0, deadline: Deadline = NEVER) -> tuple[float, np.ndarray | None]:

@@ -1,0 +1,48 @@
+"""Data-parallel stages (Tarnawski App. C.2, PipeDream's hybrid parallelism): a stage whose
+device has replication factor r runs on r devices of its class, each taking every r-th
+sample. Its load per sample is its one-device load divided by r, after adding the weight
+synchronisation PipeDream's optimizer charges (optimizer_graph_hierarchical.py): an
+AllReduce of the stage's parameters, 4 (r - 1) |w| / (r B) per step, B the class's `link`
+bandwidth, paid with the transfers in (and under GPipe in the backward phase). The other
+r - 1 devices hold nothing else; a stage without a factor has r = 1.
+"""
+from __future__ import annotations
+
+import numpy as np
+from partdsl.core.dense import Dense
+from partdsl.core.evaluation import Violation
+from partdsl.core.ir import Spec
+
+
+def factors(dense: Dense, dev: np.ndarray, replicas: np.ndarray | None) -> np.ndarray:
+    """[D] float: each used device's replication factor (1 where none is given or unused)."""
+    r = np.ones(dense.D)
+    if replicas is not None:
+        used = np.bincount(dev[dev >= 0], minlength=dense.D) > 0
+        r[used] = np.maximum(np.asarray(replicas, dtype=float)[used], 1.0)
+    return r
+
+
+def sync_time(dense: Dense, dev: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """[D] ms: 4 (r - 1) |w| / (r B) for each replicated stage (0 without a link)."""
+    w = np.bincount(dev, weights=dense.params, minlength=dense.D)[:dense.D]
+    link = dense.link[dense.dev_class]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((r > 1) & np.isfinite(link), 4.0 * (r - 1) * w / (r * link) * 1e3, 0.0)
+
+
+def violations(spec: Spec, dense: Dense, dev: np.ndarray, r: np.ndarray) -> list[Violation]:
+    """A factor above `replicate <= k`, and a class whose stages take more devices than it has."""
+    out: list[Violation] = []
+    k = spec.constraints.replicate
+    used = np.bincount(dev, minlength=dense.D)[:dense.D] > 0
+    for d in np.flatnonzero(used & (r > k)):
+        out.append(Violation("replicas", f"the stage on {dense.devices[d]} has {int(r[d])} replicas, at most {k} "
+                             f"allowed (subject to {{ replicate <= {k} }})", device=dense.devices[d]))
+    for c, name in enumerate(dense.class_names):
+        take = int(r[used & (dense.dev_class == c)].sum())
+        have = int((dense.dev_class == c).sum())
+        if take > have:
+            out.append(Violation("replicas", f"the stages on {name} devices take {take} devices with their replicas, "
+                                 f"and the class has {have}"))
+    return out

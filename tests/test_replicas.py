@@ -1,0 +1,132 @@
+"""Data-parallel stages (issue 30, item 1; Tarnawski App. C.2, PipeDream's cost model):
+`subject to { replicate <= r }` lets a stage run on up to r devices of its class, its load
+(one-device load + 4 (r - 1) |w| / (r B)) / r. The evaluator against hand counts, `topo`
+against brute force over every assignment and replication factor on chains (where one
+order holds every acyclic split), the refusals of the methods that do not model it. The
+random specs of tests/strategies.py draw `replicate`, so the oracle checks every bound."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from partdsl import GraphBuilder, PartError, SpecBuilder, parse, solve
+from partdsl.core.assignment import to_array
+from partdsl.core.evaluate import evaluate
+
+from tests.conftest import run_part
+
+SPEC = """
+graph g {
+  node a { work 8 ms; params 10 MB; out 10 MB }
+  node b { work 2 ms; params 40 MB }
+  a -> b
+}
+platform { device gpu[4] { link 10 GB/s } }
+minimize bottleneck
+subject to { replicate <= 4 }
+"""
+
+
+def _score(text: str, where: dict[str, str], reps: dict[str, int]):  # type: ignore[no-untyped-def]
+    spec = parse(text)
+    r = np.ones(spec.dense.D, dtype=np.int64)
+    for d, k in reps.items():
+        r[spec.dense.devices.index(d)] = k
+    return evaluate(spec, to_array(spec, where), replicas_of=r)
+
+
+def test_a_replicated_stage_divides_its_load_after_paying_the_weight_sync() -> None:
+    # a on 3 replicas: sync 4 x 2 x 10 MB / (3 x 10 GB/s) = 2.667 ms; (8 + 1 out + 2.667) / 3
+    ev = _score(SPEC, {"a": "gpu[0]", "b": "gpu[1]"}, {"gpu[0]": 3})
+    assert ev.feasible and ev.loads["gpu[0]"] == pytest.approx((8 + 1 + 8 / 3) / 3)
+    assert ev.parts["gpu[0]"]["sync"] == pytest.approx(8 / 3) and ev.loads["gpu[1]"] == pytest.approx(3.0)
+    # 1 GB of weights: the sync (266.7 ms) makes replication a loss
+    heavy = SPEC.replace("params 10 MB", "params 1 GB")
+    assert _score(heavy, {"a": "gpu[0]", "b": "gpu[1]"}, {"gpu[0]": 3}).objective == pytest.approx((9 + 800 / 3) / 3)
+
+
+def test_under_gpipe_the_sync_is_paid_in_the_backward_phase() -> None:
+    text = """graph g { node f { work 6 ms; params 10 MB; group l } node b { work 9 ms; group l; backward } f -> b }
+    platform { device gpu[2] { link 10 GB/s } }
+    minimize bottleneck training gpipe
+    subject to { colocate by group; replicate <= 2 }"""
+    ev = _score(text, {"f": "gpu[0]", "b": "gpu[0]"}, {"gpu[0]": 2})
+    sync = 4 * 1 * 10e6 / (2 * 10e9) * 1e3  # 2 ms
+    assert ev.parts["gpu[0]"]["fw"] == pytest.approx(6 / 2) and ev.parts["gpu[0]"]["bw"] == pytest.approx((9 + sync) / 2)
+    assert ev.objective == pytest.approx(3 + 5.5)
+
+
+def test_replicas_beyond_the_class_or_the_limit_are_violations() -> None:
+    ev = _score(SPEC, {"a": "gpu[0]", "b": "gpu[1]"}, {"gpu[0]": 3, "gpu[1]": 2})
+    assert [v.kind for v in ev.violations] == ["replicas"] and "take 5 devices" in ev.violations[0].message
+    ev = _score(SPEC.replace("replicate <= 4", "replicate <= 2"), {"a": "gpu[0]", "b": "gpu[1]"}, {"gpu[0]": 3})
+    assert [v.kind for v in ev.violations] == ["replicas"] and "at most 2" in ev.violations[0].message
+
+
+def test_topo_and_brute_choose_the_replicas_and_the_answer_reads_back(tmp_path: Path) -> None:
+    spec = parse(SPEC)
+    topo, brute = solve(spec, method="topo"), solve(spec, method="brute")
+    assert brute.status.value == "optimal" and topo.objective == pytest.approx(brute.objective)
+    assert topo.objective == pytest.approx((8 + 1 + 8 / 3) / 3) and topo.replicas == {"gpu[0]": 3}
+    path = tmp_path / "s.part"
+    path.write_text(SPEC)
+    out = run_part("solve", str(path), "--method", "topo", "--json")
+    assert json.loads(out.stdout)["replicas"] == {"gpu[0]": 3}
+    (tmp_path / "r.json").write_text(out.stdout)
+    again = run_part("eval", str(path), str(tmp_path / "r.json"), "--json")
+    assert json.loads(again.stdout)["objective"] == pytest.approx(topo.objective)
+    table = run_part("solve", str(path), "--method", "topo").stdout
+    assert "replicas" in table and "sync" in table
+
+
+@st.composite
+def chains(draw):  # type: ignore[no-untyped-def]
+    n = draw(st.integers(2, 4))
+    g = GraphBuilder("c")
+    for i in range(n):
+        g.node(f"v{i}", float(draw(st.integers(1, 20))), params=draw(st.sampled_from([0, 1e6, 1e8])),
+               out=draw(st.sampled_from([None, 1e6, 3e7])))
+    g.chain(*[f"v{i}" for i in range(n)])
+    b = SpecBuilder(g).device("gpu", draw(st.integers(2, 4)), link="10 GB/s")
+    if draw(st.booleans()):
+        b = b.device("tpu", draw(st.integers(1, 2)), link="5 GB/s", speed=2.0)
+    return b.minimize("bottleneck").subject_to(acyclic=True, replicate=draw(st.integers(2, 3))).build()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(chains())
+def test_topo_is_exact_on_chains_with_replicas(spec) -> None:  # type: ignore[no-untyped-def]
+    """On a chain under `acyclic` every feasible split is a split of its one order, so the
+    order DP with a kind of segment per (class, replicas) is exact: it equals brute force
+    over every assignment and every replication factor."""
+    topo, brute = solve(spec, method="topo"), solve(spec, method="brute")
+    assert brute.status.value == "optimal"
+    assert topo.objective == pytest.approx(brute.objective, rel=1e-9, abs=1e-9)
+    assert brute.bound <= brute.objective + 1e-9
+
+
+def test_methods_that_do_not_model_replicas_refuse_by_name(tmp_path: Path) -> None:
+    spec = parse(SPEC)
+    for method in ("dp", "exact", "load_search", "slicegraph", "metis"):
+        with pytest.raises(PartError, match="does not model replication") as e:
+            solve(spec, method=method)
+        assert "topo" in (e.value.hint or "")
+    gpipe = SPEC.replace("minimize bottleneck", "minimize bottleneck overlap")
+    with pytest.raises(PartError, match="overlap simplex"):
+        solve(parse(gpipe), method="topo")
+    with pytest.raises(PartError, match="applies to `minimize bottleneck`"):
+        parse(SPEC.replace("minimize bottleneck", "minimize latency"))
+    path = tmp_path / "s.part"
+    path.write_text(SPEC)
+    r = run_part("solve", str(path), "--method", "dp")
+    assert r.returncode == 2 and "replicate <= 4" in r.stderr
+
+
+def test_the_builder_writes_what_the_text_says() -> None:
+    g = GraphBuilder("g").node("a", 8.0, params="10 MB", out="10 MB").node("b", 2.0, params="40 MB").edge("a", "b")
+    built = SpecBuilder(g).device("gpu", 4, link="10 GB/s").minimize("bottleneck").subject_to(replicate=4).build()
+    assert built == parse(SPEC)
