@@ -33,6 +33,9 @@ def exact_mip(spec: Spec, horizon: float | None = None) -> tuple[MatrixMIP, str]
     `horizon`: H of the latency IP and the DiviML MILP (default: a proven safe one)."""
     from partdsl.models.formulations import formulation_for
 
+    if spec.constraints.replicate > 1:
+        raise PartError("the exported MIPs model no replicated stages (`replicate <= r`)",
+                        spec.constraints.span_of("replicate"), "drop `replicate` to export the model")
     f = formulation_for(spec)
     f.check(spec)
     safe = f.safe_horizon(spec)

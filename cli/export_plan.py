@@ -24,7 +24,12 @@ def export_plan(args: argparse.Namespace, spec) -> tuple[dict, str]:  # type: ig
         raise PartError(f"the spec's objective ({spec.objective.kind}) schedules pieces over devices; the "
                         "frameworks' pipelines place each layer on one device", None,
                         "plan under `minimize bottleneck` or `minimize latency`")
-    ev, dev, _ = evaluate_file(spec, args.plan, read_json(args.plan))
+    data = read_json(args.plan)
+    if isinstance(data, dict) and data.get("replicas"):
+        raise PartError(f"{args.plan} has replicated stages ({', '.join(data['replicas'])}); the plan formats "
+                        "written here carry one device per stage", None,
+                        "export a plan without `replicate`, or read the factors from the --json result")
+    ev, dev, _ = evaluate_file(spec, args.plan, data)
     if not ev.feasible:
         raise PartError(f"{args.plan} violates the spec: " + "; ".join(map(str, ev.violations[:3])), None,
                         "export a feasible plan (part eval --strict tells what is wrong)")

@@ -77,8 +77,13 @@ def _why(e: PartError) -> str:
     return e.message.split("does not fit this spec: ")[-1]
 
 
+REPLICAS = "the relaxations model no replicated stages (`replicate <= r`)"
+
+
 def is_mtpp(spec: Spec) -> str | None:
     """None if the spec is an MTPP instance, else why not."""
+    if spec.constraints.replicate > 1:
+        return REPLICAS
     try:
         mtpp.check(spec)
     except PartError as e:
@@ -251,6 +256,11 @@ def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Call
 
     stop = interrupt.requested
     found.consider(solve(spec, method="topo", seed=seed, time_limit=time_limit), "topo")
+    if spec.constraints.replicate > 1:  # no MIP or LP here models replicas: their bounds would not hold
+        for name in ("lp", "bottleneck", "bottleneck_guess", "exact"):
+            if name in only:
+                bounds[name] = BoundEntry(name, None, 0.0, False, f"not applicable: {REPLICAS}")
+        return
     if spec.constraints.acyclic and not stop():
         try:
             found.consider(solve(spec, method="dp", seed=seed, time_limit=time_limit), "dp")

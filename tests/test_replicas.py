@@ -130,3 +130,22 @@ def test_the_builder_writes_what_the_text_says() -> None:
     g = GraphBuilder("g").node("a", 8.0, params="10 MB", out="10 MB").node("b", 2.0, params="40 MB").edge("a", "b")
     built = SpecBuilder(g).device("gpu", 4, link="10 GB/s").minimize("bottleneck").subject_to(replicate=4).build()
     assert built == parse(SPEC)
+
+
+def test_bounds_exports_and_plans_that_model_no_replicas_say_so(tmp_path: Path) -> None:
+    """`part bound` keeps only the bounds that hold with replicas (the LP and MIP relaxations
+    would not); the MIP export and the framework plans refuse rather than drop the factors."""
+    from partdsl.methods.hierarchy import hierarchy
+
+    spec = parse(SPEC)
+    h = hierarchy(spec, time_limit=10)
+    assert h.bounds["simple"].value == pytest.approx(2.5) and h.best == pytest.approx((8 + 1 + 8 / 3) / 3)
+    assert all(h.bounds[k].value is None and "replicated" in h.bounds[k].note
+               for k in ("lp", "bottleneck", "bottleneck_guess", "exact"))
+    path = tmp_path / "s.part"
+    path.write_text(SPEC)
+    r = run_part("export", str(path), "--lp", str(tmp_path / "m.lp"))
+    assert r.returncode == 2 and "model no replicated stages" in r.stderr
+    (tmp_path / "r.json").write_text(run_part("solve", str(path), "--method", "topo", "--json").stdout)
+    r = run_part("export", str(path), "--plan", str(tmp_path / "r.json"), "--format", "megatron")
+    assert r.returncode == 2 and "replicated stages" in r.stderr
