@@ -38,6 +38,8 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
     "subgraphs": ("several subgraphs per accelerator (`subgraphs <= q`)", lambda s: s.constraints.subgraphs > 1),
     "batch split": ("a split batch (`batch L split K`, K > 1)", lambda s: s.objective.split > 1),
     "replication": ("data-parallel stages (`replicate <= r`)", lambda s: s.constraints.replicate > 1),
+    "replicas with overlap or GPipe": ("data-parallel stages under `overlap` or `training gpipe`", lambda s: (
+        s.constraints.replicate > 1 and (s.objective.overlap is not None or s.objective.training == "gpipe"))),
 }
 
 
@@ -59,6 +61,7 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "subgraphs": lambda s: s.constraints.span_of("subgraphs"),
     "batch split": lambda s: s.objective.span,
     "replication": lambda s: s.constraints.span_of("replicate"),
+    "replicas with overlap or GPipe": lambda s: s.constraints.span_of("replicate"),
 }
 
 

@@ -117,6 +117,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
 REPLICATING = frozenset({"auto", "topo", "brute"})
 METHODS = {k: m if k in REPLICATING else replace(m, ignores=m.ignores + (("replication", None),))
            for k, m in METHODS.items()}
+METHODS["topo"] = replace(METHODS["topo"], ignores=(("replicas with overlap or GPipe", None),))  # replicated.py
 # other names: DiviML's (sec. V-A: bMET, bGreedy and bHEFT are the batched MET, Greedy, HEFT)
 ALIASES = {"mla-weighted": "mla_weighted", "bmet": "met", "bgreedy": "eft", "bheft": "heft"}
 # a name that means another method under some objectives: DiviML's Greedy is `eft`

@@ -116,7 +116,7 @@ def test_methods_that_do_not_model_replicas_refuse_by_name(tmp_path: Path) -> No
             solve(spec, method=method)
         assert "topo" in (e.value.hint or "")
     gpipe = SPEC.replace("minimize bottleneck", "minimize bottleneck overlap")
-    with pytest.raises(PartError, match="overlap simplex"):
+    with pytest.raises(PartError, match="replicas with overlap or GPipe"):
         solve(parse(gpipe), method="topo")
     with pytest.raises(PartError, match="applies to `minimize bottleneck`"):
         parse(SPEC.replace("minimize bottleneck", "minimize latency"))

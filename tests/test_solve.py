@@ -7,12 +7,13 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from partdsl import PartError, evaluate, parse, solve
-from partdsl.core.assignment import to_array
+from partdsl.core.assignment import replica_factors, to_array
 from partdsl.core.ir import Spec
 from partdsl.core.result import Status
 from partdsl.core.solver_errors import SolverFailed
+from partdsl.kernels import brute_force
 from partdsl.methods.capabilities import unmodelled
 from partdsl.methods.registry import METHODS
 from partdsl.solvers.registry import SOLVERS, failures, is_installed
@@ -38,6 +39,7 @@ def test_brute_is_exact_and_bounds_hold(spec: Spec) -> None:
     """brute enumerates assignments: exact for bottleneck and latency (the schedule
     objectives, where it enumerates schedules, are in tests/test_oracle.py)."""
     # the generated spec's own solve block may ask for a loose gap or a tiny time limit
+    assume(brute_force.count(spec) <= brute_force.LIMIT)  # replicas multiply the candidates
     exact = solve(spec, method="brute", gap=0.0, time_limit=1e6)
     assert exact.status in (Status.OPTIMAL, Status.INFEASIBLE)
     for method, opts in HEURISTICS:
@@ -49,7 +51,7 @@ def test_brute_is_exact_and_bounds_hold(spec: Spec) -> None:
         if r.status.has_solution():
             assert exact.status.has_solution()
             # re-scored by the evaluator, feasible, never better than the best assignment
-            ev = evaluate(spec, to_array(spec, r.assignment))
+            ev = evaluate(spec, to_array(spec, r.assignment), replicas_of=replica_factors(spec, {"replicas": r.replicas}))
             assert ev.feasible and ev.objective == r.objective
             assert better_or_equal(spec, exact.objective, r.objective)
             assert r.gap >= 0
@@ -58,7 +60,7 @@ def test_brute_is_exact_and_bounds_hold(spec: Spec) -> None:
             again = solve(spec, method=method, gap=0.0, time_limit=1e6, options=opts)
             assert again.assignment == r.assignment
     if exact.status.has_solution():
-        ev = evaluate(spec, to_array(spec, exact.assignment))
+        ev = evaluate(spec, to_array(spec, exact.assignment), replicas_of=replica_factors(spec, {"replicas": exact.replicas}))
         assert ev.feasible and ev.objective == exact.objective
         # the cheap bound is valid: never beyond the optimum (nor, so, beyond any solution)
         from partdsl.methods.bounds import bound

@@ -15,7 +15,7 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
                        "normalized .part or graph JSON")
     p.add_argument("file")
     p.add_argument("--from", dest="from_format", choices=["dnn-partitioning", "onnx", "torch-export", "regal", "layers",
-                                                                 "metis", "part"])
+                                                                 "metis", "pipedream", "part"])
     p.add_argument("--to", choices=["part", "json", "layers"],
                    help="part (default), json (a spec's graph) or layers: a partdsl-layers profile of the model's "
                         "layers, estimated by the cost model, to edit or plan from (docs/importers.md)")
@@ -48,6 +48,13 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
                    "stashed for the backward pass (one micro-batch in flight, no recomputation)")
     p.add_argument("--kv-cache", metavar="SIZE", help="serving: the KV cache of the batch and context you serve "
                    "(e.g. 8GiB), spread evenly over the decoder layers' memory (docs/importers.md)")
+    pd = p.add_argument_group("pipedream: a PipeDream profile (graph.txt), as its optimizer reads it")
+    pd.add_argument("--machines", metavar="N", help="devices (PipeDream's -n; one level: server hierarchies are "
+                    "not modelled yet)")
+    pd.add_argument("--bandwidths", metavar="B", help="their link in bytes/s (PipeDream's -b, default 1e9)")
+    pd.add_argument("--memory", metavar="BYTES", help="memory per device (PipeDream's -s; unconstrained without it)")
+    pd.add_argument("--transfers", action="store_true", help="send each layer's activations over the link (PipeDream's "
+                    "DP charges none)")
     p.add_argument("--output", "-o", metavar="FILE")
     p.add_argument("-D", dest="define", action="append", metavar="NAME=VALUE")
     import_arguments(p)
@@ -64,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
     from partdsl.plans.grouping import group_by
 
     src = Path(args.file)
+    if (args.machines or args.bandwidths or args.memory or args.transfers) and args.from_format != "pipedream":
+        raise PartError("--machines, --bandwidths, --memory and --transfers go with --from pipedream", None,
+                        "add --from pipedream")
     fmt = args.from_format or ("metis" if src.is_dir() else "dnn-partitioning" if src.suffix == ".json" else
                                "onnx" if src.suffix.lower() == ".onnx" else
                                "torch-export" if src.suffix.lower() == ".pt2" else
@@ -102,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
         spec = profile_spec(src, objective, tp=args.tp) if fmt == "layers" else \
             layers_spec(metis(src, args), src, objective)
         header = f"{src.name}, a {'Metis ' if fmt == 'metis' else ''}layer profile converted by `part convert`"
+    elif fmt == "pipedream":
+        spec = pipedream(src, args)
+        header = f"{src.name}, a PipeDream profile converted by `part convert`"
     elif fmt == "torch-export":
         from partdsl.cli.convert import torch_export_to_part
 
@@ -205,3 +218,29 @@ def summary(text: str, output: str | None, options) -> str:  # type: ignore[no-u
                              (f"memory {c.memory}", c.memory != "ignore")) if on]
     return (f"wrote {where}: {d.n:,} nodes, {d.m:,} edges; devices {kinds}; {objective_name(spec)}"
             + (f"; {', '.join(rules)}" if rules else ""))
+
+
+def pipedream(src: Path, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The spec of a PipeDream profile with PipeDream's own platform options, one level."""
+    from partdsl.core.errors import PartError
+    from partdsl.dsl.pipedream_profile import pipedream_spec
+
+    def numbers(text: str | None, what: str, default: str) -> list[float]:
+        try:
+            out = [float(x) for x in (text or default).split(",")]
+        except ValueError:
+            raise PartError(f"{what} {text}: expected numbers separated by commas", None, f"e.g. {what} {default}") \
+                from None
+        if len(out) > 1:
+            raise PartError(f"{what} {text}: a hierarchy of {len(out)} levels; server hierarchies (Tarnawski App. C.3) "
+                            "are not modelled yet", None, f"give one level, e.g. {what} {out[0]:g}")
+        if not all(x > 0 for x in out):
+            raise PartError(f"{what} {text}: must be positive", None, f"e.g. {what} {default}")
+        return out
+
+    machines = numbers(args.machines, "--machines", "4")[0]
+    if machines != int(machines):
+        raise PartError(f"--machines {args.machines}: a whole number of devices", None, "e.g. --machines 4")
+    memory = numbers(args.memory, "--memory", "16e9")[0] if args.memory else None
+    return pipedream_spec(src, int(machines), numbers(args.bandwidths, "--bandwidths", "1e9")[0], memory,
+                          args.transfers)

@@ -3,24 +3,14 @@ chooses, with each segment's class, how many devices of it the stage takes, r = 
 `replicate`, at the load core/replicas.py defines, (cost + 4 (r - 1) |w| / (r B)) / r for
 the segment's one-device cost and parameters |w|. Each (class, r) is one kind of segment
 of the segmentation DP (segment_dp.split_dp's `steps`), which takes r devices of the class.
-Transfers not overlapped, PipeDream's load (not GPipe): other forms are refused by name.
+Transfers not overlapped, PipeDream's load (not GPipe): topo refuses the other forms
+(methods/capabilities.py, `replicas with overlap or GPipe`).
 """
 from __future__ import annotations
 
 import numpy as np
-from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
 from partdsl.runtime import memory
-
-
-def check(spec: Spec) -> None:
-    """Refuse the forms this DP does not model with replicas."""
-    o = spec.objective
-    if spec.constraints.replicate > 1 and (o.overlap is not None or o.training == "gpipe"):
-        what = f"overlap {o.overlap}" if o.overlap is not None else "training gpipe"
-        raise PartError(f"the order DP models `replicate <= r` with transfers not overlapped and the PipeDream "
-                        f"load; this spec has {what}", spec.constraints.span_of("replicate"),
-                        "drop `replicate`, or the overlap / GPipe form; method brute models every form on tiny graphs")
 
 
 def tables(spec: Spec, pos: np.ndarray, P: int, cost: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:

@@ -15,7 +15,6 @@ from typing import Iterator
 import numpy as np
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
-from partdsl.kernels.bottleneck import replicated
 from partdsl.kernels.bottleneck.order_split import split_order
 from partdsl.kernels.bottleneck.segment_dp import Split
 from partdsl.kernels.graph.contraction import contract
@@ -78,7 +77,6 @@ def assign_masks(spec: Spec, segments: list[tuple[np.ndarray, int]], replicas: t
 
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
-    replicated.check(spec)
     plain = spec.objective.kind == "bottleneck"  # (under GPipe the splits are valued max FW + max BW)
     for name, fine, U in orders(spec, seed):
         if deadline.passed():

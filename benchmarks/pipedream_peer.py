@@ -1,0 +1,112 @@
+"""PipeDream's optimizer as a peer (issue 30, item 7): on PipeDream's own profiles, its
+hybrid-parallel plan (stages and replication factors) beside partdsl's, side by side.
+
+PipeDream's optimizer (msr-fiddle/pipedream, `optimizer/optimizer_graph_hierarchical.py`,
+MIT) runs as it is, in a subprocess, from a checkout you give (`--pipedream DIR`; it needs
+Python and numpy, and graphviz only to draw: a stand-in module is put on its path, so no
+graphviz install is needed). For each profile and machine count it prints:
+- PipeDream's time per stage (its own printout, in ms);
+- partdsl's evaluator on PipeDream's plan (read from the gpus=N.txt it writes, with the
+  replication factors it prints) and the relative difference: 0 when the cost models agree;
+- partdsl's `topo` (which chooses replication factors, `replicate <= N`) on the same
+  spec (`part convert graph.txt --from pipedream --machines N`), and ours / PipeDream's:
+  at most 1 when we search at least PipeDream's space;
+- both wall times and partdsl's peak memory.
+
+One level (-n N -b B) only: server hierarchies (App. C.3) are not modelled yet.
+
+    python benchmarks/pipedream_peer.py --pipedream /path/to/pipedream
+    python benchmarks/pipedream_peer.py --pipedream DIR --profiles alexnet,vgg16 --machines 4,8 --bandwidth 1e10
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+import needs_partdsl  # noqa: E402,F401  (a plain message if partdsl is missing)
+
+STAND_IN = "class Digraph:\n    def __init__(self, *a, **k): pass\n    def node(self, *a, **k): pass\n" \
+           "    def edge(self, *a, **k): pass\n    def render(self, *a, **k): pass\n"
+DEFAULT = ("alexnet", "vgg16", "resnet18", "resnet50", "squeezenet1_0", "inception_v3", "gnmt")
+
+
+def profiles(pipedream: Path) -> dict[str, Path]:
+    return {p.parent.name: p for p in sorted(pipedream.glob("profiler/*/profiles/*/graph.txt"))}
+
+
+def run_pipedream(pipedream: Path, graph: Path, machines: int, bandwidth: float, work: Path,
+                  timeout: float) -> dict:
+    """PipeDream's optimizer on one profile: its time per stage (ms), factors, plan file, seconds."""
+    (work / "stub").mkdir(exist_ok=True)
+    (work / "stub" / "graphviz.py").write_text(STAND_IN)
+    out = work / f"{graph.parent.name}-{machines}"
+    out.mkdir(exist_ok=True)
+    t = time.monotonic()
+    r = subprocess.run([sys.executable, "optimizer_graph_hierarchical.py", "-f", str(graph), "-n", str(machines),
+                        "-b", str(bandwidth), "-o", str(out)], cwd=pipedream / "optimizer", capture_output=True,
+                       text=True, env={"PYTHONPATH": str(work / "stub"), "PATH": "/usr/bin:/bin"}, timeout=timeout)
+    seconds = time.monotonic() - t
+    if r.returncode != 0:
+        why = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit code {r.returncode}"
+        raise RuntimeError(f"PipeDream's optimizer failed: {why}")
+    per_stage = float(re.search(r"Time per stage in pipeline: ([0-9.eE+-]+)", r.stdout).group(1)) * 1e3
+    config = r.stdout.split("replication factor per stage:")[-1]
+    factors = [int(m.group(1)) for m in re.finditer(r"^\(\d+, \d+\) \S+ (\d+)$", config, re.M)]
+    return {"ms": per_stage, "factors": factors, "plan": out / f"gpus={machines}.txt", "seconds": seconds}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pipedream", type=Path, required=True, help="a checkout of msr-fiddle/pipedream")
+    ap.add_argument("--profiles", default=",".join(DEFAULT))
+    ap.add_argument("--machines", default="4,8")
+    ap.add_argument("--bandwidth", type=float, default=1e9, help="bytes/s (PipeDream's -b; default 1e9, its own)")
+    ap.add_argument("--cap", type=float, default=60.0, help="partdsl's time limit per run, s")
+    ap.add_argument("--pd-timeout", type=float, default=1800.0, help="PipeDream's, s")
+    args = ap.parse_args()
+    from partdsl import solve
+    from partdsl.core.evaluate import evaluate
+    from partdsl.dsl.pipedream_profile import pipedream_spec, plan
+
+    found = profiles(args.pipedream)
+    head = (f"{'profile':<14} {'N':>3} {'PipeDream ms':>13} {'ours on its plan':>17} {'rel diff':>9} "
+            f"{'topo ms':>10} {'ours/PD':>8} {'PD s':>6} {'topo s':>7} {'factors (PD | ours)':>22}")
+    print(head)
+    print("-" * len(head))
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.profiles.split(","):
+            if name not in found:
+                print(f"{name:<14} not in {args.pipedream} (profiles: {', '.join(found)})")
+                continue
+            for n in (int(x) for x in args.machines.split(",")):
+                try:
+                    pd = run_pipedream(args.pipedream, found[name], n, args.bandwidth, Path(tmp), args.pd_timeout)
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    print(f"{name:<14} {n:>3}  PipeDream gave no plan: {str(e)[:90]}")
+                    continue
+                spec = pipedream_spec(found[name], n, args.bandwidth)
+                dev, reps = plan(spec, pd["plan"], pd["factors"])
+                mine = evaluate(spec, dev, replicas_of=reps)
+                t = time.monotonic()
+                r = solve(spec, method="topo", time_limit=args.cap)
+                seconds = time.monotonic() - t
+                ours = "+".join(str(v) for v in sorted((r.replicas or {}).values(), reverse=True)) or "1s"
+                print(f"{name:<14} {n:>3} {pd['ms']:>13.6f} {mine.objective:>17.6f} "
+                      f"{abs(mine.objective - pd['ms']) / pd['ms']:>9.1e} {r.objective:>10.4f} "
+                      f"{r.objective / pd['ms']:>8.4f} {pd['seconds']:>6.1f} {seconds:>7.1f} "
+                      f"{'+'.join(map(str, pd['factors'])) + ' | ' + ours:>22}"
+                      + ("" if mine.feasible else "  (PD plan infeasible here: " + mine.violations[0].message + ")"))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\npartdsl peak memory: {peak:.0f} MiB; PipeDream at -b {args.bandwidth:g} B/s, no activation "
+          "compression (its DP then charges no activation transfers, nor does the converted spec)")
+
+
+if __name__ == "__main__":
+    main()

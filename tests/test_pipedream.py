@@ -1,0 +1,74 @@
+"""PipeDream's profiles in (issue 30, item 6) and its optimizer as the reference of the
+replicated-stage cost model (item 7, one level): `part convert graph.txt --from pipedream`,
+the evaluator scoring PipeDream's own plans (data/pipedream: its profiles, the plans its
+optimizer wrote and the time per stage it printed) at that time per stage, and `topo`
+finding a plan at least as good."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from partdsl import PartError, parse, solve
+from partdsl.core.evaluate import evaluate
+from partdsl.dsl.pipedream_profile import pipedream_spec, plan, read_profile
+
+from tests.conftest import run_part
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "pipedream"
+RUNS = json.loads((DATA / "pipedream_runs.json").read_text())["runs"]
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda r: r["profile"])
+def test_the_evaluator_scores_pipedreams_plan_at_its_time_per_stage(run: dict) -> None:
+    spec = pipedream_spec(DATA / run["profile"], run["machines"], run["bandwidth"])
+    dev, reps = plan(spec, DATA / run["plan"], run["replication_factors"])
+    ev = evaluate(spec, dev, replicas_of=reps)
+    assert ev.feasible
+    assert ev.objective == pytest.approx(run["time_per_stage_s"] * 1e3, rel=1e-6)
+    ours = solve(spec, method="topo")  # PipeDream's splits are splits of one order of its antichains
+    assert ours.evaluation.feasible and ours.objective <= ev.objective * (1 + 1e-9)
+
+
+def test_convert_writes_a_training_spec_with_mirrored_backward_nodes(tmp_path: Path) -> None:
+    out = tmp_path / "alexnet.part"
+    r = run_part("convert", str(DATA / "alexnet_graph.txt"), "--from", "pipedream", "--machines", "4",
+                 "--bandwidths", "1e9", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    spec = parse(out.read_text())
+    nodes, edges, _ = read_profile(DATA / "alexnet_graph.txt")
+    assert len(spec.graph.nodes) == 2 * len(nodes) and len(spec.graph.edges) == 2 * len(edges) + 1
+    conv = spec.graph.nodes[spec.graph.index["node10"]]  # Conv2d(384, 256): 4.423 ms forward, 7.197 backward
+    assert conv.work[0].time == 4.423 and conv.params == 3539968.0 and conv.group == "node10"
+    bw = spec.graph.nodes[spec.graph.index["node10_bw"]]
+    assert bw.backward and bw.work[0].time == 7.197 and bw.group == "node10"
+    assert spec.graph.nodes[spec.graph.index["node1"]].work[0].time == 0.0  # the Input costs nothing
+    assert spec.objective.training == "pipedream" and spec.constraints.replicate == 4
+    assert spec.platform.classes[0].count == 4 and spec.platform.classes[0].link == 1e9
+    moved = pipedream_spec(DATA / "alexnet_graph.txt", 4, transfers=True)
+    assert moved.graph.nodes[moved.graph.index["node10"]].out == 44302336.0
+
+
+@pytest.mark.parametrize("args,what", [
+    (["--machines", "4,2", "--bandwidths", "1e10,1e9"], "not modelled yet"),
+    (["--machines", "2.5"], "whole number"),
+    (["--machines", "4", "--bandwidths", "fast"], "expected numbers"),
+])
+def test_convert_refuses_what_it_cannot_model(args: list[str], what: str) -> None:
+    r = run_part("convert", str(DATA / "alexnet_graph.txt"), "--from", "pipedream", *args)
+    assert r.returncode == 2 and what in r.stderr, r.stderr
+
+
+def test_a_malformed_profile_names_its_line(tmp_path: Path) -> None:
+    bad = tmp_path / "graph.txt"
+    bad.write_text("node1 -- Input -- forward_compute_time=1.0, backward_compute_time=0.0, activation_size=4.0, "
+                   "parameter_size=0.0\nnode2 -- Linear -- forward_compute_time=fast, backward_compute_time=1.0, "
+                   "activation_size=4.0, parameter_size=8.0\n\tnode1 -- node2\n")
+    with pytest.raises(PartError, match=r"graph.txt:2: forward_compute_time: 'fast' is not a number"):
+        read_profile(bad)
+    bad.write_text("node1 -- Input -- forward_compute_time=1.0, backward_compute_time=0.0, activation_size=4.0, "
+                   "parameter_size=0.0\n\tnode1 -- node9\n")
+    with pytest.raises(PartError, match="graph.txt:2: an edge names a node not declared"):
+        read_profile(bad)
+    r = run_part("convert", str(DATA / "alexnet_graph.txt"), "--machines", "4")
+    assert r.returncode == 2 and "go with --from pipedream" in r.stderr
