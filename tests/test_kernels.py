@@ -189,9 +189,12 @@ def test_ideal_dp_equals_brute_force_best_acyclic_split(spec: Spec, force: str) 
         assert brute.status.has_solution() and dp.objective >= brute.objective - 1e-9
         assert evaluate(spec, to_array(spec, dp.assignment)).feasible
     if exact_for(spec) and brute.status.has_solution():
+        assert dp.bound <= brute.objective + 1e-9
+        d = spec.dense
+        if (d.backward[d.src] & ~d.backward[d.dst]).any() and not dp.status.has_solution():
+            return  # the DP's best split may close a forward/backward cycle: a bound, no split (docs/limitations.md)
         assert dp.status.value == "optimal", (dp.log, brute.objective, dp.objective, dp.bound)
         assert math.isclose(dp.objective, brute.objective, rel_tol=1e-9, abs_tol=1e-9)
-        assert dp.bound <= brute.objective + 1e-9
 
 
 def test_ideals_of_a_diamond_and_absorbed_sinks() -> None:
