@@ -80,6 +80,17 @@ class Graph:
     def is_training(self) -> bool:
         return any(nd.backward for nd in self.nodes)
 
+    def written_edges(self) -> tuple[list[tuple[int, int]], list[tuple[Node, list[str]]]]:
+        """The graph as the language writes it: the edges between operators, and each tensor
+        carrier with the names of its targets (`a -> {b, c} out 4 MB`), in carrier order."""
+        plain, targets = [], {}
+        for a, b in self.edges:
+            if self.nodes[a].tensor_of is not None:
+                targets.setdefault(a, []).append(self.nodes[b].name)
+            elif self.nodes[b].tensor_of is None:
+                plain.append((a, b))
+        return plain, [(self.nodes[i], targets.get(i, [])) for i, _ in self.carriers]
+
     @cached_property
     def carriers(self) -> tuple[tuple[int, int], ...]:
         """(carrier, its source) index pairs of the tensor carriers (Node.tensor_of)."""

@@ -142,13 +142,9 @@ def graph_to_json(g: Graph) -> dict:
     """The lossless dump: nodes, edges, and the sized edge tensors as `tensors`
     ({"from": a, "to": [b, c], "out": bytes} or "comm": ms), as the language writes them."""
     nodes = []
-    targets: dict[int, list[str]] = {}
-    for a, b in g.edges:
-        if g.nodes[a].tensor_of is not None:
-            targets.setdefault(a, []).append(g.nodes[b].name)
-    tensors = [{"from": nd.tensor_of, "to": targets.get(i, []),
-                **({"out": nd.out} if nd.comm is None else {"comm": nd.comm})}
-               for i, nd in enumerate(g.nodes) if nd.tensor_of is not None]
+    plain, carried = g.written_edges()
+    tensors = [{"from": nd.tensor_of, "to": ts, **({"out": nd.out} if nd.comm is None else {"comm": nd.comm})}
+               for nd, ts in carried]
     for nd in g.nodes:
         if nd.tensor_of is not None:
             continue
@@ -167,8 +163,7 @@ def graph_to_json(g: Graph) -> dict:
             d["not"] = list(nd.forbid)
         nodes.append(d)
     out = {"format": "partdsl-graph", "version": 1, "name": g.name, "nodes": nodes,
-           "edges": [[g.nodes[a].name, g.nodes[b].name] for a, b in g.edges
-                     if g.nodes[a].tensor_of is None and g.nodes[b].tensor_of is None]}
+           "edges": [[g.nodes[a].name, g.nodes[b].name] for a, b in plain]}
     return out | ({"tensors": tensors} if tensors else {})
 
 

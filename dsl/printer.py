@@ -135,18 +135,11 @@ def _solve(s: SolveOptions) -> str | None:
 
 def _edge_tensors(spec: Spec) -> list[str]:
     """Each tensor carrier back as the sized hop it was written as, in carrier order."""
-    g = spec.graph
-    targets: dict[int, list[str]] = {}
-    for a, b in g.edges:
-        if g.nodes[a].tensor_of is not None:
-            targets.setdefault(a, []).append(g.nodes[b].name)
     lines = []
-    for i, nd in enumerate(g.nodes):
-        if nd.tensor_of is not None:
-            ts = targets.get(i, [])
-            to = ts[0] if len(ts) == 1 else "{" + ", ".join(ts) + "}"
-            size = f"out {num(nd.out)} B" if nd.comm is None else f"comm {num(nd.comm)} ms"
-            lines.append(f"  {nd.tensor_of} -> {to} {size}")
+    for nd, ts in spec.graph.written_edges()[1]:
+        to = ts[0] if len(ts) == 1 else "{" + ", ".join(ts) + "}"
+        size = f"out {num(nd.out)} B" if nd.comm is None else f"comm {num(nd.comm)} ms"
+        lines.append(f"  {nd.tensor_of} -> {to} {size}")
     return lines
 
 
@@ -156,8 +149,7 @@ def to_part(spec: Spec, header: str | None = None) -> str:
     lines += [f"param {name} = {_quantity(v)}" for name, v in spec.params]
     lines.append(f"graph {g.name} {{")
     lines += [_node(nd) for nd in g.nodes if nd.tensor_of is None]
-    lines += [f"  {g.nodes[a].name} -> {g.nodes[b].name}" for a, b in g.edges
-              if g.nodes[a].tensor_of is None and g.nodes[b].tensor_of is None]
+    lines += [f"  {g.nodes[a].name} -> {g.nodes[b].name}" for a, b in g.written_edges()[0]]
     lines += _edge_tensors(spec)
     lines.append("}")
     lines.append("platform {")
