@@ -13,6 +13,7 @@ from functools import cached_property
 
 import numpy as np
 from partdsl.core.ir import GENERIC, Node, Spec
+from partdsl.core.server_paths import path_bandwidth
 
 INF = float("inf")
 
@@ -126,6 +127,7 @@ class Dense:
     colo: np.ndarray  # [n] component label (smallest member index)
     allowed: np.ndarray  # [n, D] bool
     topo: np.ndarray  # [n]
+    path_bw: np.ndarray | None = None  # [D, D] slowest fabric between devices (core/server_paths.py), None: flat
 
     @cached_property
     def preds(self) -> list[list[int]]:
@@ -234,4 +236,5 @@ class Dense:
                      host=host, work=work, params=params, comm=comm, out_bytes=out_bytes,
                      memory=memory, link=link, src=src, dst=dst, succ_ptr=succ_ptr,
                      succ_idx=succ_idx, backward=backward, colo=colo, allowed=allowed,
-                     topo=np.array(topo if topo is not None else [], dtype=np.int64))
+                     topo=np.array(topo if topo is not None else [], dtype=np.int64),
+                     path_bw=path_bandwidth(p))

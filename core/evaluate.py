@@ -23,7 +23,7 @@ Cost semantics
 from __future__ import annotations
 
 import numpy as np
-from partdsl.core import replicas, subgraphs
+from partdsl.core import levels, replicas, subgraphs
 from partdsl.core.dense import INF, Dense
 from partdsl.core.evaluation import Evaluation, Violation
 from partdsl.core.ir import Spec
@@ -44,16 +44,16 @@ def transfer_charges(dense: Dense, dev: np.ndarray, phase: np.ndarray | None = N
     src, dst = dense.src, dense.dst
     cross = dev[src] != dev[dst]
     cu, cv = src[cross], dst[cross]
-    cls = dense.dev_class
+    far = levels.farthest(dense, cu, dev[cu], dev[cv])
     out = np.zeros(D * P)
     key = np.unique(cu * P + ph[cu])
     u, p = key // P, key % P
-    np.add.at(out, dev[u] * P + p, dense.comm[u, cls[dev[u]]])
+    np.add.at(out, dev[u] * P + p, levels.send_ms(dense, u, dev[u], None if far is None else far[u]))
     inn = np.zeros(D * P)
     key = np.unique((cu * D + dev[cv]) * P + ph[cv])
     p, ud = key % P, key // P
     u, d = ud // D, ud % D
-    np.add.at(inn, d * P + p, dense.comm[u, cls[d]])
+    np.add.at(inn, d * P + p, levels.receive_ms(dense, u, dev[u], d))
     return inn, out
 
 

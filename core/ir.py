@@ -8,6 +8,7 @@ cached on the Spec).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -113,6 +114,21 @@ class DeviceClass:
     profile: str | None = None  # a device profile of the cost model (dsl/device_profiles.json)
     profile_fields: tuple[tuple[str, float], ...] = ()  # its fields overridden, in canonical units
     span: Span | None = field(default=None, compare=False, repr=False)
+    server: str | None = None  # the innermost server level it is declared in; `count` is then the total
+
+
+@dataclass(frozen=True)
+class Server:
+    """A level of a hierarchical platform (Tarnawski App. C.3, PipeDream's levels): `count`
+    identical servers, each holding the device classes and servers declared inside it.
+    `link` is the bandwidth of the fabric between its children (B/s); a transfer pays the
+    slowest fabric it crosses (core/levels.py). `parent`: the enclosing level, or None."""
+
+    name: str
+    count: int = 1
+    link: float | None = None
+    parent: str | None = None
+    span: Span | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -137,13 +153,37 @@ class Platform:
     links: tuple[Link, ...] = ()
     span: Span | None = field(default=None, compare=False, repr=False)
     empty: tuple[DeviceClass, ...] = ()
+    servers: tuple[Server, ...] = ()  # the levels of a hierarchical platform, outermost first
+    link: float | None = None  # the fabric between the top-level servers and devices (B/s)
 
     @staticmethod
     def of(declared: tuple[DeviceClass, ...] | list[DeviceClass], links: tuple[Link, ...] = (),
-           span: Span | None = None) -> "Platform":
+           span: Span | None = None, servers: tuple[Server, ...] = (), link: float | None = None) -> "Platform":
         """A platform from declared classes, those with count 0 set apart as `empty`."""
         return Platform(tuple(k for k in declared if k.count != 0), tuple(links), span,
-                        tuple(k for k in declared if k.count == 0))
+                        tuple(k for k in declared if k.count == 0), tuple(servers), link)
+
+    @property
+    def hierarchical(self) -> bool:
+        """Servers or a platform fabric are declared: transfers pay the levels they cross."""
+        return bool(self.servers) or self.link is not None
+
+    @cached_property
+    def server_index(self) -> dict[str, Server]:
+        return {s.name: s for s in self.servers}
+
+    def chain(self, server: str | None) -> list[Server]:
+        """The levels enclosing `server`, innermost first (itself included)."""
+        out: list[Server] = []
+        while server is not None:
+            s = self.server_index[server]
+            out.append(s)
+            server = s.parent
+        return out
+
+    def per_server(self, k: DeviceClass) -> int:
+        """The devices of class k in each instance of its innermost server (its count as written)."""
+        return k.count // max(1, math.prod(s.count for s in self.chain(k.server)))
 
     @cached_property
     def empty_names(self) -> frozenset[str]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 import numpy as np
+from partdsl.core import levels
 from partdsl.core.dense import INF, work_time
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Schedule
@@ -14,13 +15,17 @@ from partdsl.core.schedule import Schedule
 
 def transfer_time(spec: Spec, links: Mapping[tuple[int, int], float], node: int, a: int, b: int) -> float:
     """One input's tensor of `node` from device a to device b (eq. 3): nothing on one device,
-    over their direct link if there is one, else out to host memory and back in."""
+    over their direct link if there is one, else out to host memory and back in, over the
+    fabrics between them on a hierarchical platform (core/levels.py)."""
     dense = spec.dense
     if a == b:
         return 0.0
     if (a, b) in links:
         return float(dense.out_bytes[node] / links[(a, b)] * 1e3)
-    return float(dense.comm[node, dense.dev_class[a]] + dense.comm[node, dense.dev_class[b]])
+    if dense.path_bw is None:
+        return float(dense.comm[node, dense.dev_class[a]] + dense.comm[node, dense.dev_class[b]])
+    u, da, db = np.array([node]), np.array([a]), np.array([b])
+    return float(levels.send_ms(dense, u, da, dense.path_bw[da, db])[0] + levels.receive_ms(dense, u, da, db)[0])
 
 
 @dataclass

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from partdsl.core import levels
 from partdsl.core.dense import INF, Dense, topological_order
 
 
@@ -105,15 +106,16 @@ def unit_transfers(dense: Dense, dev: np.ndarray, u: SubgraphUnits) -> tuple[np.
     src, dst = dense.src, dense.dst
     un = u.of_node
     cross = un[src] != un[dst]
-    cls = dense.dev_class
     inn = np.zeros(A)
     into = cross & (un[dst] < A)
     key = np.unique(src[into] * (A + 1) + un[dst][into])
     p, a = key // (A + 1), key % (A + 1)
-    np.add.at(inn, a, dense.comm[p, cls[u.device[a]]])
+    np.add.at(inn, a, levels.receive_ms(dense, p, dev[p], u.device[a]))
     out = np.zeros(A)
-    leaving = np.unique(src[cross & (un[src] < A)])
-    np.add.at(out, un[leaving], dense.comm[leaving, cls[dev[leaving]]])
+    sends = cross & (un[src] < A)
+    far = levels.farthest(dense, src[sends], dev[src[sends]], dev[dst[sends]])
+    leaving = np.unique(src[sends])
+    np.add.at(out, un[leaving], levels.send_ms(dense, leaving, dev[leaving], None if far is None else far[leaving]))
     return inn, out
 
 

@@ -115,11 +115,14 @@ def validate(spec: Spec) -> None:
     # transfers need a bandwidth on non-host classes
     needs_link = np.array([nd.comm is None and bool(nd.out) for nd in g.nodes])
     has_succ = np.bincount(dense.src, minlength=dense.n) > 0
+    _check_hierarchy(spec)
     for ci, k in enumerate(p.classes):
         if k.host or k.link is not None:
             continue
+        # on a hierarchical platform its transfers cross at least the fabric of the level it is declared in
+        fabric = p.hierarchical and (p.link if k.server is None else p.server_index[k.server].link) is not None
         runs = np.isfinite(dense.work[:, ci])
-        if (needs_link & has_succ & runs).any():
+        if not fabric and (needs_link & has_succ & runs).any():
             who = g.nodes[int(np.flatnonzero(needs_link & has_succ & runs)[0])].name
             raise PartError(f"device class '{k.name}' has no link bandwidth, but node '{who}' "
                             "sends an output tensor given in bytes", k.span,
@@ -246,6 +249,32 @@ def _check_memory(spec: Spec) -> None:
         raise PartError(f"the graph needs {human_size(need)} on memory-limited devices, but all of "
                         f"them together hold {human_size(total)}", spec.platform.span,
                         "add devices (e.g. `-D k=...`), raise `memory`, or use `memory overflow`")
+
+
+def _check_hierarchy(spec: Spec) -> None:
+    """Server levels (core/levels.py): positive fabrics, tensors given in bytes, and no
+    replicated stages (their synchronisation over levels is not modelled yet)."""
+    p, g, c = spec.platform, spec.graph, spec.constraints
+    for s in p.servers:
+        if s.link is not None and not s.link > 0:
+            raise PartError(f"server '{s.name}' has link bandwidth {s.link:g} B/s", s.span,
+                            "a fabric bandwidth must be positive, e.g. `link 10 GB/s`")
+    if p.link is not None and not p.link > 0:
+        raise PartError(f"the platform's fabric has link bandwidth {p.link:g} B/s", p.span,
+                        "a fabric bandwidth must be positive, e.g. `link 1 GB/s`")
+    if not p.hierarchical:
+        return
+    sends = np.bincount(spec.dense.src, minlength=len(g.nodes)) > 0
+    for i, nd in enumerate(g.nodes):
+        if nd.comm is not None and sends[i]:
+            what = f"the tensor {nd.tensor_of} -> ..." if nd.tensor_of else f"node '{nd.name}'"
+            raise PartError(f"{what} gives its transfer as a time (`comm {nd.comm:g} ms`), but on a platform "
+                            "with server levels a transfer's time depends on the levels it crosses", nd.span,
+                            "give the tensor's size instead, e.g. `out 4 MB`")
+    if c.replicate > 1:
+        raise PartError("replicated stages on a platform with server levels are not modelled yet (their weight "
+                        "synchronisation would depend on the levels the replicas span)", c.span_of("replicate"),
+                        "drop `replicate`, or declare the devices without `server` levels")
 
 
 def links_modelled(spec: Spec) -> None:

@@ -25,7 +25,7 @@ from partdsl.core.ir import (
     Link,
     Node,
     Objective,
-    Platform,
+    Server,
     SolveOptions,
     Spec,
     Target,
@@ -126,6 +126,8 @@ class SpecBuilder:
         self.graph = graph.build() if isinstance(graph, GraphBuilder) else graph
         self._classes: list[DeviceClass] = []
         self._links: list[Link] = []
+        self._servers: list[Server] = []
+        self._fabric: float | None = None
         self._objective = Objective()
         self._constraints = Constraints()
         self._solve = SolveOptions()
@@ -134,9 +136,10 @@ class SpecBuilder:
     def device(self, name: str, count: int = 1, *, memory: Amount | None = None,
                link: Amount | None = None, host: bool = False, speed: float = 1.0,
                batches: Iterable[int] = (), profile: str | None = None,
-               profile_fields: Mapping[str, float] | None = None) -> "SpecBuilder":
+               profile_fields: Mapping[str, float] | None = None, server: str | None = None) -> "SpecBuilder":
         """`profile` names a device profile of the cost model (`profile_fields` override its
-        fields, in FLOP/s, B/s, seconds)."""
+        fields, in FLOP/s, B/s, seconds). `server`: the server level it is in (see `server`);
+        `count` is then per server, as written in `server node[2] { device gpu[4] }`."""
         from partdsl.dsl.cost_model import FIELDS, names
 
         if profile is not None and profile not in names():
@@ -147,7 +150,20 @@ class SpecBuilder:
         fields = tuple(("peak_flops" if k == "peak" else k, float(v)) for k, v in (profile_fields or {}).items())
         self._classes.append(DeviceClass(name, int(count), _value(memory, SIZE, "memory"),
                                          _value(link, BANDWIDTH, "link"), host, float(speed),
-                                         tuple(sorted(set(int(b) for b in batches))), profile, fields))
+                                         tuple(sorted(set(int(b) for b in batches))), profile, fields,
+                                         server=server))
+        return self
+
+    def server(self, name: str, count: int = 1, *, link: Amount | None = None,
+               within: str | None = None) -> "SpecBuilder":
+        """A level of servers (`server name[count] { ...; link 10 GB/s }`), inside the level
+        `within` if given; `link` is its fabric (core/levels.py)."""
+        self._servers.append(Server(name, int(count), _value(link, BANDWIDTH, "link"), within))
+        return self
+
+    def fabric(self, bandwidth: Amount) -> "SpecBuilder":
+        """The platform's own fabric, between its top-level servers (`link 1 GB/s` in `platform`)."""
+        self._fabric = _value(bandwidth, BANDWIDTH, "link")
         return self
 
     def link(self, a: str, b: str, bandwidth: Amount, directed: bool = False) -> "SpecBuilder":
@@ -190,8 +206,14 @@ class SpecBuilder:
 
     def build(self) -> Spec:
         from partdsl.dsl.cost_model import apply
+        from partdsl.dsl.platform_tree import platform as levels
 
-        graph, platform = apply(self.graph, Platform.of(self._classes, tuple(self._links)), self._objective)
+        unknown = [x for x in self._servers if x.parent is not None and x.parent not in {y.name for y in self._servers}]
+        if unknown:
+            raise PartError(f"server '{unknown[0].name}' is within unknown server '{unknown[0].parent}'", None,
+                            "declare the enclosing server first")
+        flat = levels(self._classes, tuple(self._links), None, self._servers, self._fabric)
+        graph, platform = apply(self.graph, flat, self._objective)
         spec = Spec(graph, platform, self._objective, self._constraints, self._solve, self._params)
         validate(spec)
         return spec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from partdsl.core.ir import GENERIC, Constraints, DeviceClass, Node, Objective, SolveOptions, Spec, Target
+from partdsl.core.ir import GENERIC, Constraints, DeviceClass, Node, Objective, Platform, SolveOptions, Spec, Target
 from partdsl.core.quantities import Quantity
 from partdsl.core.quantities import format_number as num
 
@@ -50,7 +50,7 @@ def _node(nd: Node) -> str:
     return f"  node {nd.name} {{ " + "; ".join(props) + (" }" if props else "}")
 
 
-def _device(k: DeviceClass) -> str:
+def _device(k: DeviceClass, count: int | None = None, indent: str = "  ") -> str:
     props = []
     if k.memory is not None:
         props.append(f"memory {num(k.memory)} B")
@@ -73,7 +73,20 @@ def _device(k: DeviceClass) -> str:
             fields.append(f"{name} {num(v * scale)}{unit.rstrip()}")
         props.append(f"profile {k.profile}" + (" { " + "; ".join(fields) + " }" if fields else ""))
     body = " { " + "; ".join(props) + " }" if props else ""
-    return f"  device {k.name}[{k.count}]{body}"
+    return f"{indent}device {k.name}[{k.count if count is None else count}]{body}"
+
+
+def _platform_items(p: Platform, server: str | None = None, indent: str = "  ") -> list[str]:
+    """The classes and server levels declared in `server` (None: the platform), nested."""
+    lines = [_device(k, p.per_server(k), indent) for k in p.classes + p.empty if k.server == server]
+    for sv in p.servers:
+        if sv.parent == server:
+            lines.append(f"{indent}server {sv.name}[{sv.count}] {{")
+            lines += _platform_items(p, sv.name, indent + "  ")
+            if sv.link is not None:
+                lines.append(f"{indent}  link {num(sv.link)} B/s")
+            lines.append(f"{indent}}}")
+    return lines
 
 
 def _objective(o: Objective) -> str:
@@ -153,7 +166,9 @@ def to_part(spec: Spec, header: str | None = None) -> str:
     lines += _edge_tensors(spec)
     lines.append("}")
     lines.append("platform {")
-    lines += [_device(k) for k in p.classes + p.empty]
+    lines += _platform_items(p)
+    if p.link is not None:
+        lines.append(f"  link {num(p.link)} B/s")
     lines += [f"  link {ln.a} {'->' if ln.directed else '<->'} {ln.b} {num(ln.bandwidth)} B/s"
               for ln in p.links]
     lines.append("}")

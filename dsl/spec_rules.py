@@ -9,6 +9,8 @@ from partdsl.core.errors import PartError, Span, did_you_mean
 from partdsl.core.ir import Constraints, DeviceClass, Link, Objective, Platform, SolveOptions, Target
 from partdsl.core.limits import MAX_BATCH, MAX_DEVICES, MAX_SUBGRAPHS, check_count
 from partdsl.core.quantities import BANDWIDTH, NUMBER, SIZE, TIME
+from partdsl.dsl import platform_tree
+from partdsl.dsl.platform_tree import ServerBlock
 from partdsl.dsl.tokens import Q, Ref, tok_span
 
 
@@ -75,15 +77,28 @@ class SpecRules:
         a, op, b, bw = ch
         return Link(a.name, b.name, self.need(bw, BANDWIDTH, "link"), str(op) == "->", self.span(meta))
 
+    def fabric_link(self, ch: list) -> tuple[str, Any]:
+        return ("fabric", self.need(ch[0], BANDWIDTH, "link"))
+
+    @v_args(meta=True)
+    def server_decl(self, meta: Any, ch: list) -> ServerBlock:
+        count = 1
+        if len(ch) > 1 and isinstance(ch[1], Q):
+            count = self.need_int(ch[1], "a server count", 1)
+            check_count(count, MAX_DEVICES, f"server '{ch[0]}' has too many instances", ch[1].span,
+                        "check the count (a param, or -D)")
+        return ServerBlock(str(ch[0]), count, [x for x in ch[1:] if not isinstance(x, Q)], self.span(meta))
+
     @v_args(meta=True)
     def platform_decl(self, meta: Any, ch: list) -> Platform:
-        classes = [x for x in ch if isinstance(x, DeviceClass)]
+        classes, servers = platform_tree.walk(ch)
         seen: dict[str, DeviceClass] = {}
         for k in classes:
             if k.name in seen:
                 raise PartError(f"device class '{k.name}' is declared twice", k.span)
             seen[k.name] = k
-        return Platform.of(classes, tuple(x for x in ch if isinstance(x, Link)), self.span(meta))
+        return platform_tree.platform(classes, tuple(x for x in ch if isinstance(x, Link)), self.span(meta),
+                                      servers, platform_tree.fabric(ch, "the platform", self.span(meta)))
 
     # ------------------------------------------------------------------ objective
     def training(self, ch: list) -> tuple[str, str]:

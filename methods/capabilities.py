@@ -37,6 +37,8 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
     "stage limits": ("a stage limit (`stages <= k`)", lambda s: s.constraints.max_stages is not None),
     "subgraphs": ("several subgraphs per accelerator (`subgraphs <= q`)", lambda s: s.constraints.subgraphs > 1),
     "batch split": ("a split batch (`batch L split K`, K > 1)", lambda s: s.objective.split > 1),
+    "server levels": ("a hierarchical platform (`server` levels or a platform `link`), under the bottleneck or "
+                      "latency objective", lambda s: s.platform.hierarchical and not s.objective.scheduled),
     "replication": ("data-parallel stages (`replicate <= r`)", lambda s: s.constraints.replicate > 1),
     "replicas with overlap or GPipe": ("data-parallel stages under `overlap` or `training gpipe`", lambda s: (
         s.constraints.replicate > 1 and (s.objective.overlap is not None or s.objective.training == "gpipe"))),
@@ -60,6 +62,7 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "stage limits": lambda s: s.constraints.span_of("max_stages"),
     "subgraphs": lambda s: s.constraints.span_of("subgraphs"),
     "batch split": lambda s: s.objective.span,
+    "server levels": lambda s: s.platform.servers[0].span if s.platform.servers else s.platform.span,
     "replication": lambda s: s.constraints.span_of("replicate"),
     "replicas with overlap or GPipe": lambda s: s.constraints.span_of("replicate"),
 }

@@ -211,6 +211,11 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
     if spec.objective.kind != "bottleneck":
         raise PartError("`part bound` computes the lower-bound hierarchy for the bottleneck and latency "
                         "objectives", None, "use `part solve` for batched throughput (it prints a bound too)")
+    if spec.platform.hierarchical:
+        s = spec.platform.servers
+        raise PartError("`part bound` runs relaxations and exact methods that model no server levels", s[0].span
+                        if s else spec.platform.span, "use `part solve`: its certificate uses bounds that hold "
+                        "with levels (a transfer never costs less than on a flat platform)")
     if solver is not None:
         require(solver)  # an unknown or missing solver is the caller's to fix, not a bound to skip
     say = progress or (lambda _m: None)

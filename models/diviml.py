@@ -109,8 +109,8 @@ SYMMETRY = {0: "off", 1: "tasks", 2: "time", 3: "batches"}  # sec. V-E criteria
 
 
 def identical_devices(spec: Spec) -> tuple[tuple[int, ...], ...]:
-    """Groups (size >= 2) of interchangeable devices: one class, allowed the same nodes,
-    and swapping two of them maps every link onto an equal one."""
+    """Groups (size >= 2) of interchangeable devices: one class, allowed the same nodes, and
+    swapping two of them maps every link and server-level path (core/levels.py) onto an equal one."""
     d = spec.dense
     links = link_table(spec)
 
@@ -118,6 +118,8 @@ def identical_devices(spec: Spec) -> tuple[tuple[int, ...], ...]:
         if d.dev_class[u] != d.dev_class[w] or not np.array_equal(d.allowed[:, u], d.allowed[:, w]):
             return False
         others = [z for z in range(d.D) if z not in (u, w)]
+        if d.path_bw is not None and not np.array_equal(d.path_bw[u, others], d.path_bw[w, others]):
+            return False
         return (links.get((u, w)) == links.get((w, u))
                 and all(links.get((u, z)) == links.get((w, z)) and links.get((z, u)) == links.get((z, w))
                         for z in others))

@@ -17,16 +17,51 @@ def node_time(spec: Spec, v: int, cls: int) -> float:
     return exact[0] if exact else (generic[0] if generic else math.inf)
 
 
-def tensor_time(spec: Spec, u: int, cls: int) -> float:
+def tensor_time(spec: Spec, u: int, cls: int, path: float = math.inf) -> float:
+    """Node u's tensor through a device of class `cls`, over a path whose slowest fabric is
+    `path` (inf: a flat platform, or both ends in one place)."""
     k = spec.platform.classes[cls]
     nd = spec.graph.nodes[u]
-    if k.host:
+    if k.host and path == math.inf:
         return 0.0
     if nd.comm is not None:
         return nd.comm
     if not nd.out:
         return 0.0
-    return nd.out / k.link * 1000.0
+    bw = min(math.inf if k.host or k.link is None else k.link, path)
+    return 0.0 if bw == math.inf else nd.out / bw * 1000.0
+
+
+def addresses(spec: Spec) -> list[tuple[tuple[str, tuple[int, ...]], ...]]:
+    """Per device, the server instances holding it, outermost first, each named by its level
+    and its address (the instance numbers from the outermost level down): the devices of a
+    class are numbered server by server, in the order the instances are written out."""
+    p = spec.platform
+    levels = {s.name: s for s in p.servers}
+    out = []
+    for k in p.classes:
+        chain, at = [], k.server
+        while at is not None:
+            chain.insert(0, levels[at])
+            at = levels[at].parent
+        per = k.count // math.prod(x.count for x in chain)
+        for addr in product(*(range(x.count) for x in chain)):
+            out += [tuple((chain[i].name, addr[:i + 1]) for i in range(len(chain)))] * per
+    return out
+
+
+def path_bandwidth(spec: Spec, a: int, b: int) -> float:
+    """The slowest fabric between devices a and b: every server instance holding one but not
+    the other, and the innermost one holding both (else the platform's own fabric)."""
+    if a == b:
+        return math.inf
+    p = spec.platform
+    fabric = {s.name: math.inf if s.link is None else s.link for s in p.servers}
+    A, B = addresses(spec)[a], addresses(spec)[b]
+    common = [x for x in A if x in B]
+    crossed = [fabric[name] for name, _ in A + B if (name, _) not in common]
+    crossed.append(fabric[common[-1][0]] if common else (math.inf if p.link is None else p.link))
+    return min(crossed)
 
 
 def closure(spec: Spec) -> list[set[int]]:
@@ -76,11 +111,12 @@ def loads(spec: Spec, assign: list[int], phase: int | None = None) -> list[float
         c = cls[d]
         comp = sum(node_time(spec, v, c) for v in S)
         # tensors entering the device, charged to the phase of a consumer in S
-        ins = {k for (u, k, vs) in tensors(spec) if vs & S and u not in on_dev[d]}
-        # tensors leaving the device, sent by a node in S
-        outs = {k for (u, k, vs) in tensors(spec) if u in S and vs - on_dev[d]}
-        tin = sum(tensor_time(spec, u, c) for u in ins)
-        tout = sum(tensor_time(spec, u, c) for u in outs)
+        ins = {(k, assign[u]) for (u, k, vs) in tensors(spec) if vs & S and u not in on_dev[d]}
+        # tensors leaving the device, sent by a node in S, at the slowest path to a receiver
+        outs = {k: min(path_bandwidth(spec, d, assign[v]) for v in vs - on_dev[d])
+                for (u, k, vs) in tensors(spec) if u in S and vs - on_dev[d]}
+        tin = sum(tensor_time(spec, u, c, path_bandwidth(spec, a, d)) for u, a in ins)
+        tout = sum(tensor_time(spec, u, c, path) for u, path in outs.items())
         ov = 0.0
         k = spec.platform.classes[c]
         if spec.constraints.memory == "overflow" and k.memory is not None:
@@ -145,9 +181,10 @@ def latency(spec: Spec, assign: list[int]) -> float:
             start = max([lat[u] for (u, v) in g.edges if v in S and u not in S], default=0.0)
             c = cls[d]
             ins = {u for (u, v) in g.edges if v in S and u not in S}
-            outs = {u for (u, v) in g.edges if u in S and v not in S}
-            fin = (start + sum(tensor_time(spec, u, c) for u in ins) + sum(node_time(spec, v, c) for v in S)
-                   + sum(tensor_time(spec, u, c) for u in outs))
+            outs = {u: min(path_bandwidth(spec, d, assign[v]) for (x, v) in g.edges if x == u and v not in S)
+                    for (u, v) in g.edges if u in S and v not in S}
+            fin = (start + sum(tensor_time(spec, u, c, path_bandwidth(spec, assign[u], d)) for u in ins)
+                   + sum(node_time(spec, v, c) for v in S) + sum(tensor_time(spec, u, c, p) for u, p in outs.items()))
             for v in S:
                 new[v] = fin
         if new == lat:

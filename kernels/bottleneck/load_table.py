@@ -85,7 +85,7 @@ class LoadTable:
     def __init__(self, spec: Spec, use_numba: bool = True) -> None:
         d = spec.dense
         self.spec, self.d = spec, d
-        self.compiled = HAVE_NUMBA and use_numba
+        self.compiled = HAVE_NUMBA and use_numba and d.path_bw is None  # server levels: the evaluator's own
         self.gpipe = spec.objective.training == "gpipe"
         self.P = 2 if self.gpipe else 1
         self.phase = d.backward.astype(np.int64) if self.gpipe else np.zeros(d.n, dtype=np.int64)

@@ -1,0 +1,237 @@
+"""Server levels (Tarnawski App. C.3, core/levels.py): `server node[2] { device gpu[2] {...};
+link 10 GB/s }; link 1 GB/s`. Hand-computed charges in every objective, the evaluator
+against the naive reference (tests/reference.py) on random specs put on random levels,
+flat bounds staying bounds, the DiviML MILP against brute force with levels, the language
+and builder round trip, and the refusals."""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from partdsl.core.assignment import to_array
+from partdsl.core.errors import PartError
+from partdsl.core.evaluate import evaluate
+from partdsl.core.ir import Platform, Server, Spec
+from partdsl.core.schedule_eval import transfer_time
+from partdsl.core.validate import validate
+from partdsl.dsl.builder import GraphBuilder, SpecBuilder
+from partdsl.dsl.parser import parse
+from partdsl.dsl.printer import to_part
+from partdsl.methods.solve import solve
+
+from tests import reference
+from tests.effort import examples
+from tests.strategies import assignments, specs
+
+TEXT = """
+graph g {
+  node a { work 2 ms; out 10 MB }
+  node b { work 3 ms; out 10 MB }
+  node c { work 1 ms }
+  a -> b -> c
+}
+platform {
+  server node[2] {
+    device gpu[2] { link 100 GB/s }
+    link 10 GB/s
+  }
+  link 1 GB/s
+}
+minimize bottleneck
+"""
+
+
+def test_a_transfer_pays_the_slowest_level_it_crosses() -> None:
+    spec = parse(TEXT)
+    assert spec.platform.devices == ("gpu[0]", "gpu[1]", "gpu[2]", "gpu[3]")
+    # a -> gpu[1] (same server, 10 GB/s: 1 ms each side); b -> gpu[2] (across servers, 1 GB/s: 10 ms)
+    ev = evaluate(spec, np.array([0, 1, 2]))
+    assert ev.loads == pytest.approx({"gpu[0]": 3.0, "gpu[1]": 14.0, "gpu[2]": 11.0, "gpu[3]": 0.0})
+    assert ev.objective == pytest.approx(14.0)
+    assert evaluate(spec, np.array([0, 0, 1])).objective == pytest.approx(6.0)  # 2 + 3 + 1 (out), 1 + 1
+    # the latency and DiviML objectives pay the same paths
+    lat = parse(TEXT.replace("minimize bottleneck", "minimize latency"))
+    assert evaluate(lat, np.array([0, 1, 2])).objective == pytest.approx(2 + 1 + 1 + 3 + 10 + 10 + 1)
+    thr = parse(TEXT.replace("minimize bottleneck", "maximize throughput batch 1"))
+    assert transfer_time(thr, {}, 0, 0, 1) == pytest.approx(2.0)
+    assert transfer_time(thr, {}, 0, 0, 3) == pytest.approx(20.0)
+    assert transfer_time(thr, {}, 0, 2, 3) == pytest.approx(2.0)
+
+
+def test_a_sender_pays_once_at_its_slowest_receiver_and_ports_still_count() -> None:
+    two = TEXT.replace("a -> b -> c", "a -> {b, c}").replace("link 100 GB/s", "link 5 GB/s")
+    spec = parse(two)
+    # b on gpu[1] (server fabric 10 GB/s, port 5 GB/s: 2 ms), c on gpu[2] (1 GB/s: 10 ms); a sends once, at 10 ms
+    ev = evaluate(spec, np.array([0, 1, 2]))
+    assert ev.loads["gpu[0]"] == pytest.approx(2 + 10)
+    assert ev.loads["gpu[1]"] == pytest.approx(2 + 3)
+    assert ev.loads["gpu[2]"] == pytest.approx(10 + 1)
+
+
+def test_nested_levels_and_host_devices() -> None:
+    spec = parse("""
+graph g { node a { work 1 ms; out 1 GB }  node b { work 1 ms }  a -> b }
+platform {
+  server rack[2] {
+    server node[2] { device gpu[1] { link 100 GB/s }; device cpu[1] { host }; link 50 GB/s }
+    link 10 GB/s
+  }
+  link 1 GB/s
+}
+minimize bottleneck
+""")
+    names = spec.platform.devices
+    assert names == ("gpu[0]", "gpu[1]", "gpu[2]", "gpu[3]", "cpu[0]", "cpu[1]", "cpu[2]", "cpu[3]")
+    bw = spec.dense.path_bw
+    g, c = names.index, names.index
+    assert bw[g("gpu[0]"), c("cpu[0]")] == 50e9  # one server
+    assert bw[g("gpu[0]"), g("gpu[1]")] == 10e9  # one rack, two servers
+    assert bw[g("gpu[0]"), g("gpu[2]")] == 1e9  # two racks
+    assert bw[g("gpu[0]"), g("gpu[0]")] == math.inf
+    # a host device has no port to pay (it reads host memory free), only the fabrics it crosses
+    ev = evaluate(spec, np.array([c("cpu[0]"), c("cpu[3]")]))
+    assert ev.loads["cpu[3]"] == pytest.approx(1 + 1000.0)
+    assert evaluate(spec, np.array([g("gpu[0]"), c("cpu[0]")])).loads["cpu[0]"] == pytest.approx(1 + 20.0)
+    for a in range(len(names)):
+        for b in range(len(names)):
+            assert bw[a, b] == reference.path_bandwidth(spec, a, b)
+
+
+@st.composite
+def levelled(draw, kinds: tuple[str, ...] = ("bottleneck", "latency")) -> tuple[Spec, Spec]:  # type: ignore[no-untyped-def]
+    """(flat, levelled): a random spec with its tensors given in bytes, and the same spec
+    on random server levels (servers of one or two instances, maybe nested in racks)."""
+    spec = draw(specs(max_nodes=5, kinds=kinds))
+    assume(spec.constraints.replicate == 1 and not spec.platform.links)
+    nodes = tuple(replace(nd, comm=None, out=nd.out or (nd.comm or 0.0) * 1e6) for nd in spec.graph.nodes)
+    flat = replace(spec, graph=replace(spec.graph, nodes=nodes), solve=replace(spec.solve, method=None))
+    m = draw(st.sampled_from([1, 2]))
+    rack = draw(st.booleans())
+    fabric = st.one_of(st.none(), st.floats(1e8, 1e11))
+    servers = ((Server("rack", 1, draw(fabric)),) if rack else ()) + \
+        (Server("node", m, draw(fabric), "rack" if rack else None),)
+    classes = tuple(replace(k, server="node" if k.count % m == 0 and draw(st.booleans()) else None)
+                    for k in flat.platform.classes)
+    top = draw(fabric)
+    assume(any(k.server for k in classes) or top is not None)
+    hier = replace(flat, platform=Platform(classes, (), None, flat.platform.empty, servers, top))
+    try:
+        validate(flat)
+        validate(hier)
+    except PartError:
+        assume(False)
+    return flat, hier
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_the_evaluator_matches_the_reference_and_levels_never_cost_less(data: st.DataObject) -> None:
+    flat, hier = data.draw(levelled())
+    a = data.draw(assignments(hier))
+    ev = evaluate(hier, np.array(a))
+    ref = reference.bottleneck(hier, a) if hier.objective.kind == "bottleneck" else reference.latency(hier, a)
+    if math.isinf(ref):
+        assert math.isinf(ev.objective) or not ev.feasible
+        return
+    assert ev.objective == pytest.approx(ref, rel=1e-9, abs=1e-9)
+    assert ev.objective >= evaluate(flat, np.array(a)).objective - 1e-9  # so a flat bound stays a bound
+
+
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=list(HealthCheck))
+@given(levelled(kinds=("bottleneck",)))
+def test_solve_on_levels_is_certified_against_brute_force(pair: tuple[Spec, Spec]) -> None:
+    from partdsl.kernels import brute_force
+
+    _, hier = pair
+    assume(brute_force.count(hier) <= 3000)
+    opt = solve(hier, method="brute", gap=0.0)
+    for method in ("auto", "load_search", "local_search"):
+        r = solve(hier, method=method, time_limit=5)
+        if not opt.status.has_solution():
+            assert not r.status.has_solution() or not r.evaluation.feasible
+            continue
+        assert r.objective >= opt.objective - 1e-9
+        assert r.bound <= opt.objective + 1e-9, (method, r.bound, opt.objective)
+        assert evaluate(hier, to_array(hier, r.assignment)).objective == pytest.approx(r.objective)
+
+
+def test_the_diviml_milp_models_levels_and_keeps_symmetry_within_a_server() -> None:
+    from partdsl.models import diviml
+
+    from tests.test_diviml_milp import brute_schedules
+
+    spec = parse("""
+graph g {
+  node a { work 1 ms on gpu; work 4 ms on cpu; out 20 MB }
+  node b { work 3 ms on gpu; work 9 ms on cpu; out 20 MB }
+  node c { work 3 ms on gpu; work 9 ms on cpu }
+  a -> {b, c}
+}
+platform {
+  server node[2] { device gpu[2] { link 100 GB/s }; link 20 GB/s }
+  device cpu[1] { host }
+  link 1 GB/s
+}
+maximize throughput batch 2
+""")
+    assert diviml.identical_devices(spec) == ((0, 1), (2, 3))  # not across servers
+    opt = brute_schedules(spec)
+    for options in ({}, {"symmetry": 1}):
+        r = solve(spec, method="exact", time_limit=60, gap=0.0, options=options)
+        assert r.status.value == "optimal" and r.objective == pytest.approx(opt, rel=1e-6)
+
+
+def test_text_builder_and_printer_agree() -> None:
+    spec = parse(TEXT)
+    assert parse(to_part(spec)) == spec
+    g = GraphBuilder("g").node("a", 2, out="10 MB").node("b", 3, out="10 MB").node("c", 1).chain("a", "b", "c")
+    built = (SpecBuilder(g).server("node", 2, link="10 GB/s").device("gpu", 2, link="100 GB/s", server="node")
+             .fabric("1 GB/s").minimize().build())
+    assert built.platform == spec.platform and built.graph == spec.graph
+
+
+@pytest.mark.parametrize("text, message, caret", [
+    (TEXT.replace("node a { work 2 ms; out 10 MB }", "node a { work 2 ms; comm 1 ms }"),
+     "gives its transfer as a time", "a {"),
+    (TEXT.replace("minimize bottleneck", "minimize bottleneck\nsubject to { replicate <= 2 }"),
+     "replicated stages on a platform with server levels", "replicate"),
+    (TEXT.replace("link 10 GB/s", "link 10 GB/s; link 2 GB/s"), "gives its fabric `link` twice", "server node"),
+    (TEXT.replace("link 1 GB/s\n}", "server node { device tpu }\n}"), "server 'node' is declared twice", "server node"),
+    (TEXT.replace("device gpu[2]", "device node[2]"), "has the name of a server", "device node"),
+    (TEXT.replace("server node[2]", "server node[0]"), "server count", "0"),
+])
+def test_bad_levels_get_a_caret(text: str, message: str, caret: str) -> None:
+    with pytest.raises(PartError) as e:
+        parse(text)
+    assert message in e.value.message
+    assert e.value.span is not None
+    line = text.splitlines()[e.value.span.line - 1]
+    assert line[e.value.span.column - 1:].startswith(caret), (line, e.value.span)
+
+
+def test_methods_that_cost_transfers_flat_refuse_by_name() -> None:
+    spec = parse(TEXT)
+    for method in ("topo", "dp", "exact", "slicegraph", "pipedream", "metis"):
+        with pytest.raises(PartError) as e:
+            solve(spec, method=method, time_limit=5)
+        assert "server levels" in e.value.message and "load_search" in (e.value.hint or "")
+    from partdsl.methods.hierarchy import hierarchy
+
+    with pytest.raises(PartError, match="model no server levels"):
+        hierarchy(spec)
+
+
+def test_the_mip_export_refuses_levels_it_would_cost_flat(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from partdsl.cli.main import main
+
+    spec = tmp_path / "levels.part"
+    spec.write_text(TEXT)
+    assert main(["export", str(spec), "--lp", str(tmp_path / "m.lp")]) == 2
+    assert not (tmp_path / "m.lp").exists()
+    spec.write_text(TEXT.replace("minimize bottleneck", "maximize throughput batch 2"))
+    assert main(["export", str(spec), "--lp", str(tmp_path / "m.lp")]) == 0  # the DiviML MILP models them
+    assert (tmp_path / "m.lp").read_text().strip()
