@@ -27,7 +27,7 @@ from partdsl.core.validate import validate
 from partdsl.methods.registry import METHODS
 from partdsl.methods.solve import ABS_TOL, solve
 
-from tests.strategies import specs
+from tests.strategies import on_levels, specs
 
 KINDS = ("bottleneck", "latency", "task_latency", "throughput")
 EXACT = (("exact", "highs"), ("exact", "scip"))  # every MIP method on both solvers
@@ -45,7 +45,7 @@ class Finding:
 def tiny_specs(draw, kinds: tuple[str, ...] = KINDS) -> Spec:  # type: ignore[no-untyped-def]
     """Specs the brute force enumerates in well under a second: at most 4 nodes and 3
     devices (2 and batch <= 4 under the schedule objectives), every constraint the
-    language has drawn at random (tests/strategies.py)."""
+    language has drawn at random (tests/strategies.py), one in four on server levels."""
     kind = draw(st.sampled_from(kinds))
     scheduled = kind in ("task_latency", "throughput")
     spec = draw(specs(max_nodes=3 if scheduled else 4, kinds=(kind,), max_devices=2 if scheduled else 3))
@@ -54,6 +54,8 @@ def tiny_specs(draw, kinds: tuple[str, ...] = KINDS) -> Spec:  # type: ignore[no
     if scheduled and spec.objective.batch > 4:
         spec = replace(spec, objective=replace(spec.objective, batch=4, split=min(spec.objective.split, 2)))
     spec = replace(spec, solve=replace(spec.solve, method=None, options=(), time_limit=None, gap=None))
+    if draw(st.integers(0, 3)) == 0:  # one case in four on server levels (core/levels.py)
+        spec = draw(on_levels(spec))
     try:
         validate(spec)
     except PartError:

@@ -2,6 +2,8 @@
 that pass validation, and random complete assignments for them."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import assume
 from hypothesis import strategies as st
 from partdsl.core.errors import PartError
@@ -13,6 +15,7 @@ from partdsl.core.ir import (
     Node,
     Objective,
     Platform,
+    Server,
     SolveOptions,
     Spec,
     Target,
@@ -154,3 +157,28 @@ def mtpp_specs(draw, max_nodes: int = 6, max_k: int = 3) -> Spec:
     except PartError:
         assume(False)
     return spec
+
+
+@st.composite
+def on_levels(draw, spec: Spec) -> Spec:  # type: ignore[no-untyped-def]
+    """`spec` on random server levels (core/levels.py): servers of one or two instances,
+    maybe in a rack, each class in a server or not, random fabrics; tensors given as
+    times (`comm`) become sizes, replicas are dropped (neither is allowed with levels)."""
+    nodes = tuple(replace(nd, comm=None, out=nd.out or (nd.comm or 0.0) * 1e6) for nd in spec.graph.nodes)
+    m = draw(st.sampled_from([1, 2]))
+    rack = draw(st.booleans())
+    fabric = st.one_of(st.none(), st.floats(1e8, 1e11))
+    servers = ((Server("rack", 1, draw(fabric)),) if rack else ()) + \
+        (Server("node", m, draw(fabric), "rack" if rack else None),)
+    classes = tuple(replace(k, server="node" if k.count % m == 0 and draw(st.booleans()) else None)
+                    for k in spec.platform.classes)
+    top = draw(fabric)
+    assume(any(k.server for k in classes) or top is not None)
+    out = replace(spec, graph=replace(spec.graph, nodes=nodes),
+                  platform=Platform(classes, spec.platform.links, None, spec.platform.empty, servers, top),
+                  constraints=replace(spec.constraints, replicate=1), solve=replace(spec.solve, method=None))
+    try:
+        validate(out)
+    except PartError:
+        assume(False)
+    return out

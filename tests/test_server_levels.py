@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from partdsl.core.assignment import to_array
 from partdsl.core.errors import PartError
 from partdsl.core.evaluate import evaluate
-from partdsl.core.ir import Platform, Server, Spec
+from partdsl.core.ir import Spec
 from partdsl.core.schedule_eval import transfer_time
 from partdsl.core.validate import validate
 from partdsl.dsl.builder import GraphBuilder, SpecBuilder
@@ -25,7 +25,7 @@ from partdsl.methods.solve import solve
 
 from tests import reference
 from tests.effort import examples
-from tests.strategies import assignments, specs
+from tests.strategies import assignments, on_levels, specs
 
 TEXT = """
 graph g {
@@ -104,24 +104,13 @@ minimize bottleneck
 @st.composite
 def levelled(draw, kinds: tuple[str, ...] = ("bottleneck", "latency")) -> tuple[Spec, Spec]:  # type: ignore[no-untyped-def]
     """(flat, levelled): a random spec with its tensors given in bytes, and the same spec
-    on random server levels (servers of one or two instances, maybe nested in racks)."""
+    on random server levels (tests/strategies.on_levels)."""
     spec = draw(specs(max_nodes=5, kinds=kinds))
     assume(spec.constraints.replicate == 1 and not spec.platform.links)
-    nodes = tuple(replace(nd, comm=None, out=nd.out or (nd.comm or 0.0) * 1e6) for nd in spec.graph.nodes)
-    flat = replace(spec, graph=replace(spec.graph, nodes=nodes), solve=replace(spec.solve, method=None))
-    m = draw(st.sampled_from([1, 2]))
-    rack = draw(st.booleans())
-    fabric = st.one_of(st.none(), st.floats(1e8, 1e11))
-    servers = ((Server("rack", 1, draw(fabric)),) if rack else ()) + \
-        (Server("node", m, draw(fabric), "rack" if rack else None),)
-    classes = tuple(replace(k, server="node" if k.count % m == 0 and draw(st.booleans()) else None)
-                    for k in flat.platform.classes)
-    top = draw(fabric)
-    assume(any(k.server for k in classes) or top is not None)
-    hier = replace(flat, platform=Platform(classes, (), None, flat.platform.empty, servers, top))
+    hier = draw(on_levels(spec))
+    flat = replace(hier, platform=replace(hier.platform, servers=(), link=None))
     try:
         validate(flat)
-        validate(hier)
     except PartError:
         assume(False)
     return flat, hier
