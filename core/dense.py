@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 from partdsl.core.ir import GENERIC, Node, Spec
-from partdsl.core.server_paths import path_bandwidth
+from partdsl.core.server_paths import direct_bandwidth, path_bandwidth
 
 INF = float("inf")
 
@@ -128,6 +128,7 @@ class Dense:
     allowed: np.ndarray  # [n, D] bool
     topo: np.ndarray  # [n]
     path_bw: np.ndarray | None = None  # [D, D] slowest fabric between devices (core/server_paths.py), None: flat
+    direct_bw: np.ndarray | None = None  # [D, D] declared direct links' B/s, 0 where none; None: no links
 
     @cached_property
     def preds(self) -> list[list[int]]:
@@ -237,4 +238,4 @@ class Dense:
                      memory=memory, link=link, src=src, dst=dst, succ_ptr=succ_ptr,
                      succ_idx=succ_idx, backward=backward, colo=colo, allowed=allowed,
                      topo=np.array(topo if topo is not None else [], dtype=np.int64),
-                     path_bw=path_bandwidth(p))
+                     path_bw=path_bandwidth(p), direct_bw=direct_bandwidth(p))

@@ -44,11 +44,11 @@ def transfer_charges(dense: Dense, dev: np.ndarray, phase: np.ndarray | None = N
     src, dst = dense.src, dense.dst
     cross = dev[src] != dev[dst]
     cu, cv = src[cross], dst[cross]
-    far = levels.farthest(dense, cu, dev[cu], dev[cv])
+    sends = levels.send_charges(dense, cu, dev[cu], dev[cv])
     out = np.zeros(D * P)
     key = np.unique(cu * P + ph[cu])
     u, p = key // P, key % P
-    np.add.at(out, dev[u] * P + p, levels.send_ms(dense, u, dev[u], None if far is None else far[u]))
+    np.add.at(out, dev[u] * P + p, levels.send_ms(dense, u, dev[u], sends))
     inn = np.zeros(D * P)
     key = np.unique((cu * D + dev[cv]) * P + ph[cv])
     p, ud = key % P, key // P

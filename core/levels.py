@@ -10,10 +10,15 @@ platform's own `link` when no server holds both). It pays the slowest of them:
 - each receiving device pays a tensor once, |t| / min(its port, path(a, b));
 - the sending device pays it once, |t| / min(its port, slowest path to any receiver).
 
-Without servers and a platform fabric the paths are free and this is Tarnawski's host
-memory model (sec. 3), the same numbers as `Dense.comm`. Every charge is at least the flat
-one, so a bound computed without the hierarchy stays a bound. The paths themselves:
-core/server_paths.py (`Dense.path_bw`).
+A declared direct link `link a <-> b 50 GB/s` (DiviML's beta(a, b)) replaces that route:
+the receiver and the sender pay |t| / beta for it. The sender pays once, at its slowest
+route (the largest of its per-receiver times).
+
+Without servers, a platform fabric and direct links, this is Tarnawski's host memory
+model (sec. 3), the same numbers as `Dense.comm` (the fast path below). Levels never make
+a charge smaller than the flat one; a direct link faster than the ports can, so bounds that
+charge transfers take the cheapest route (`cheapest_comm`). The paths themselves:
+core/server_paths.py (`Dense.path_bw`, `Dense.direct_bw`).
 """
 from __future__ import annotations
 
@@ -34,31 +39,68 @@ def port(dense: Dense) -> np.ndarray:
 
 def _ms(size: np.ndarray, bw: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(np.isfinite(bw), size / bw * 1e3, 0.0)
+        return np.where(np.isfinite(bw) & (bw > 0), size / bw * 1e3, 0.0)
+
+
+def _route(dense: Dense, u: np.ndarray, a: np.ndarray, b: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Node u's tensor from a to b at the end `end` (a or b): its port and the path, or the
+    direct link; flat pairs at the end's `comm`."""
+    cls = dense.dev_class[end]
+    if dense.path_bw is None:
+        t = dense.comm[u, cls]
+    else:
+        t = _ms(dense.out_bytes[u], np.minimum(port(dense)[cls], dense.path_bw[a, b]))
+    if dense.direct_bw is not None:
+        beta = dense.direct_bw[a, b]
+        t = np.where(beta > 0, _ms(dense.out_bytes[u], beta), t)
+    return t
+
+
+def routed(dense: Dense) -> bool:
+    """Transfers depend on the pair of devices (server levels or direct links)."""
+    return dense.path_bw is not None or dense.direct_bw is not None
 
 
 def receive_ms(dense: Dense, u: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:
     """Time for device d to receive node u's tensor from device a (a != d)."""
-    cls = dense.dev_class[d]
-    if dense.path_bw is None:
-        return dense.comm[u, cls]
-    return _ms(dense.out_bytes[u], np.minimum(port(dense)[cls], dense.path_bw[a, d]))
+    if not routed(dense):
+        return dense.comm[u, dense.dev_class[d]]
+    return _route(dense, u, a, d, d)
 
 
-def send_ms(dense: Dense, u: np.ndarray, a: np.ndarray, far: np.ndarray | None) -> np.ndarray:
-    """Time for device a to send node u's tensor once; `far`: the slowest path to any of
-    its receivers (see `farthest`), unused on a flat platform."""
-    cls = dense.dev_class[a]
-    if dense.path_bw is None or far is None:
-        return dense.comm[u, cls]
-    return _ms(dense.out_bytes[u], np.minimum(port(dense)[cls], far))
-
-
-def farthest(dense: Dense, src: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray | None:
-    """[n] per node, the slowest path bandwidth from its device a to a receiving device d
-    over the pairs given (inf for a node that sends nothing); None on a flat platform."""
-    if dense.path_bw is None:
+def send_charges(dense: Dense, src: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray | None:
+    """[n] per node, its send time: the largest over the (node, its device a, a receiving
+    device d) pairs given; None on a flat platform (then it is `comm` at its class)."""
+    if not routed(dense):
         return None
-    far = np.full(dense.n, INF)
-    np.minimum.at(far, src, dense.path_bw[a, d])
-    return far
+    out = np.zeros(dense.n)
+    np.maximum.at(out, src, _route(dense, src, a, d, a))
+    return out
+
+
+def send_ms(dense: Dense, u: np.ndarray, a: np.ndarray, charges: np.ndarray | None) -> np.ndarray:
+    """Time for device a to send node u's tensor once (`charges` from `send_charges`)."""
+    return dense.comm[u, dense.dev_class[a]] if charges is None else charges[u]
+
+
+def pair_ms(dense: Dense, u: int, a: int, b: int) -> float:
+    """One tensor from a to b through host memory (both ends' charges), over their path, or
+    over their direct link alone (DiviML eq. 3)."""
+    if a == b:
+        return 0.0
+    if dense.direct_bw is not None and dense.direct_bw[a, b] > 0:
+        return float(dense.out_bytes[u] / dense.direct_bw[a, b] * 1e3)
+    x, y, z = np.array([u]), np.array([a]), np.array([b])
+    return float(_route(dense, x, y, z, y)[0] + _route(dense, x, y, z, z)[0])
+
+
+def cheapest_comm(dense: Dense) -> np.ndarray:
+    """[n, C] a lower bound on what a device of each class pays for each tensor on any route
+    (`comm` where no direct link is faster): what bounds may charge."""
+    if dense.direct_bw is None:
+        return dense.comm
+    fastest = np.zeros(len(dense.class_names))
+    np.maximum.at(fastest, dense.dev_class, dense.direct_bw.max(axis=1))
+    np.maximum.at(fastest, dense.dev_class, dense.direct_bw.max(axis=0))
+    over_link = _ms(dense.out_bytes[:, None], np.broadcast_to(fastest, (dense.n, len(fastest))))
+    return np.where(fastest[None, :] > 0, np.minimum(dense.comm, over_link), dense.comm)

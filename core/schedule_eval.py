@@ -24,8 +24,7 @@ def transfer_time(spec: Spec, links: Mapping[tuple[int, int], float], node: int,
         return float(dense.out_bytes[node] / links[(a, b)] * 1e3)
     if dense.path_bw is None:
         return float(dense.comm[node, dense.dev_class[a]] + dense.comm[node, dense.dev_class[b]])
-    u, da, db = np.array([node]), np.array([a]), np.array([b])
-    return float(levels.send_ms(dense, u, da, dense.path_bw[da, db])[0] + levels.receive_ms(dense, u, da, db)[0])
+    return levels.pair_ms(dense, node, a, b)
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """The slowest fabric between two devices of a hierarchical platform (core/levels.py has
-the cost semantics), computed once per spec into `Dense.path_bw`."""
+the cost semantics), and the declared direct links between devices, computed once per
+spec into `Dense.path_bw` and `Dense.direct_bw`."""
 from __future__ import annotations
 
 from typing import Protocol, Sequence
@@ -21,15 +22,27 @@ class _Class(Protocol):
     server: str | None
 
 
+class _Link(Protocol):
+    a: str
+    b: str
+    bandwidth: float
+    directed: bool
+
+
 class _Platform(Protocol):  # core.ir.Platform (not imported: the IR builds Dense, which builds this)
     servers: Sequence[_Level]
     classes: Sequence[_Class]
+    links: Sequence[_Link]
     link: float | None
 
     @property
     def devices(self) -> Sequence[str]: ...
     @property
     def hierarchical(self) -> bool: ...
+    @property
+    def device_class(self) -> Sequence[int]: ...
+    @property
+    def class_index(self) -> dict[str, int]: ...
     def chain(self, server: str | None) -> Sequence[_Level]: ...
     def per_server(self, k: _Class) -> int: ...  # type: ignore[misc]
 
@@ -77,3 +90,27 @@ def path_bandwidth(p: _Platform) -> np.ndarray | None:
     return bw
 
 
+
+
+def direct_bandwidth(p: _Platform) -> np.ndarray | None:
+    """[D, D] the declared direct links' bandwidths (B/s; 0 where none; class links expanded
+    to every pair of their devices, a later declaration winning), or None without links."""
+    if not p.links:
+        return None
+    D = len(p.devices)
+    index = {d: j for j, d in enumerate(p.devices)}
+    cls = np.asarray(p.device_class)
+
+    def ends(x: str) -> np.ndarray:  # an unknown name (validation reports it) or an empty class: no device
+        if x in index:
+            return np.array([index[x]])
+        return np.flatnonzero(cls == p.class_index[x]) if x in p.class_index else np.zeros(0, dtype=np.int64)
+
+    out = np.zeros((D, D))
+    for ln in p.links:
+        a, b = ends(ln.a), ends(ln.b)
+        out[np.ix_(a, b)] = ln.bandwidth
+        if not ln.directed:
+            out[np.ix_(b, a)] = ln.bandwidth
+    np.fill_diagonal(out, 0.0)
+    return out

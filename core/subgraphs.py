@@ -113,9 +113,9 @@ def unit_transfers(dense: Dense, dev: np.ndarray, u: SubgraphUnits) -> tuple[np.
     np.add.at(inn, a, levels.receive_ms(dense, p, dev[p], u.device[a]))
     out = np.zeros(A)
     sends = cross & (un[src] < A)
-    far = levels.farthest(dense, src[sends], dev[src[sends]], dev[dst[sends]])
+    charges = levels.send_charges(dense, src[sends], dev[src[sends]], dev[dst[sends]])
     leaving = np.unique(src[sends])
-    np.add.at(out, un[leaving], levels.send_ms(dense, leaving, dev[leaving], None if far is None else far[leaving]))
+    np.add.at(out, un[leaving], levels.send_ms(dense, leaving, dev[leaving], charges))
     return inn, out
 
 

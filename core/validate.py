@@ -88,7 +88,6 @@ def validate(spec: Spec) -> None:
                                 did_you_mean(end, list(classes) + list(p.devices)))
         if ln.bandwidth <= 0:
             raise PartError("link bandwidth must be positive", ln.span)
-    links_modelled(spec)
     if c.max_stages is not None and c.max_stages < 1:
         raise PartError("stages must be at least 1", None, "write e.g. `stages <= 4`")
     if not 1 <= c.subgraphs <= MAX_SUBGRAPHS:
@@ -115,7 +114,7 @@ def validate(spec: Spec) -> None:
     # transfers need a bandwidth on non-host classes
     needs_link = np.array([nd.comm is None and bool(nd.out) for nd in g.nodes])
     has_succ = np.bincount(dense.src, minlength=dense.n) > 0
-    _check_hierarchy(spec)
+    check_routes(spec)
     for ci, k in enumerate(p.classes):
         if k.host or k.link is not None:
             continue
@@ -251,9 +250,10 @@ def _check_memory(spec: Spec) -> None:
                         "add devices (e.g. `-D k=...`), raise `memory`, or use `memory overflow`")
 
 
-def _check_hierarchy(spec: Spec) -> None:
-    """Server levels (core/levels.py): positive fabrics, tensors given in bytes, and no
-    replicated stages (their synchronisation over levels is not modelled yet)."""
+def check_routes(spec: Spec) -> None:
+    """Server levels and direct links (core/levels.py): positive fabrics, a size for every
+    tensor whose time depends on the route, and no replicated stages on levels (their
+    synchronisation over levels is not modelled yet)."""
     p, g, c = spec.platform, spec.graph, spec.constraints
     for s in p.servers:
         if s.link is not None and not s.link > 0:
@@ -262,31 +262,17 @@ def _check_hierarchy(spec: Spec) -> None:
     if p.link is not None and not p.link > 0:
         raise PartError(f"the platform's fabric has link bandwidth {p.link:g} B/s", p.span,
                         "a fabric bandwidth must be positive, e.g. `link 1 GB/s`")
-    if not p.hierarchical:
+    if not p.hierarchical and not p.links:
         return
     sends = np.bincount(spec.dense.src, minlength=len(g.nodes)) > 0
     for i, nd in enumerate(g.nodes):
-        if nd.comm is not None and sends[i]:
+        if nd.comm is not None and sends[i] and (p.hierarchical or not nd.out):
             what = f"the tensor {nd.tensor_of} -> ..." if nd.tensor_of else f"node '{nd.name}'"
-            raise PartError(f"{what} gives its transfer as a time (`comm {nd.comm:g} ms`), but on a platform "
-                            "with server levels a transfer's time depends on the levels it crosses", nd.span,
-                            "give the tensor's size instead, e.g. `out 4 MB`")
-    if c.replicate > 1:
+            where = "a platform with server levels" if p.hierarchical else "a direct `link` between devices"
+            raise PartError(f"{what} gives its transfer as a time (`comm {nd.comm:g} ms`), but over {where} a "
+                            "transfer's time depends on its route", nd.span,
+                            "give the tensor's size instead (or as well, without levels), e.g. `out 4 MB`")
+    if c.replicate > 1 and p.hierarchical:
         raise PartError("replicated stages on a platform with server levels are not modelled yet (their weight "
                         "synchronisation would depend on the levels the replicas span)", c.span_of("replicate"),
                         "drop `replicate`, or declare the devices without `server` levels")
-
-
-def links_modelled(spec: Spec) -> None:
-    """Declared device-to-device links are modelled by the DiviML objectives only (a
-    transfer takes the direct link, sec. III); the bottleneck and latency evaluators would
-    ignore them and certify a cost the user did not declare, so such a spec is refused."""
-    p, o = spec.platform, spec.objective
-    if p.links and not o.scheduled:
-        ln = p.links[0]
-        raise PartError(f"the {o.kind} objective does not model declared links (`link {ln.a} "
-                        f"{'->' if ln.directed else '<->'} {ln.b}`): its transfers go through host memory at "
-                        "each device class's own `link` bandwidth", ln.span,
-                        "remove the link declarations, or use `minimize latency by tasks` or `maximize "
-                        "throughput batch L`, whose schedules take direct links")
-

@@ -2,7 +2,7 @@
 declared in the method table (methods/registry.py, `Method.ignores`), and `solve` refuses a
 spec that has one, naming the feature and the methods that do model it (exit 2). A
 feature no method of the objective models cannot reach here: validation refuses it
-(declared links outside the DiviML objectives, core/validate.links_modelled).
+(core/validate.check_routes: replicas on server levels, route-dependent tensors given as times).
 
 Each feature is a test on the spec; `ignores` pairs a feature with the method option that
 makes the method model it (the peers' `repair`), or None.
@@ -37,8 +37,10 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
     "stage limits": ("a stage limit (`stages <= k`)", lambda s: s.constraints.max_stages is not None),
     "subgraphs": ("several subgraphs per accelerator (`subgraphs <= q`)", lambda s: s.constraints.subgraphs > 1),
     "batch split": ("a split batch (`batch L split K`, K > 1)", lambda s: s.objective.split > 1),
-    "server levels": ("a hierarchical platform (`server` levels or a platform `link`), under the bottleneck or "
-                      "latency objective", lambda s: s.platform.hierarchical and not s.objective.scheduled),
+    "server levels or direct links": (
+        "a hierarchical platform (`server` levels or a platform `link`) or direct links (`link a <-> b ...`), under "
+        "the bottleneck or latency objective",
+        lambda s: (s.platform.hierarchical or bool(s.platform.links)) and not s.objective.scheduled),
     "replication": ("data-parallel stages (`replicate <= r`)", lambda s: s.constraints.replicate > 1),
     "replicas with overlap or GPipe": ("data-parallel stages under `overlap` or `training gpipe`", lambda s: (
         s.constraints.replicate > 1 and (s.objective.overlap is not None or s.objective.training == "gpipe"))),
@@ -62,7 +64,8 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "stage limits": lambda s: s.constraints.span_of("max_stages"),
     "subgraphs": lambda s: s.constraints.span_of("subgraphs"),
     "batch split": lambda s: s.objective.span,
-    "server levels": lambda s: s.platform.servers[0].span if s.platform.servers else s.platform.span,
+    "server levels or direct links": lambda s: (s.platform.servers[0].span if s.platform.servers else
+                                                s.platform.links[0].span if s.platform.links else s.platform.span),
     "replication": lambda s: s.constraints.span_of("replicate"),
     "replicas with overlap or GPipe": lambda s: s.constraints.span_of("replicate"),
 }

@@ -206,16 +206,16 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
     and the best solution found by topo, dp (exact under `acyclic`) and the exact MIP.
     The bottleneck-guess MIPs run on `executor` if given (see bottleneck_guess). Ctrl-C
     stops it: the bounds computed so far are kept, the others say so."""
+    p = spec.platform
+    if (p.hierarchical or p.links) and spec.objective.kind in ("bottleneck", "latency"):
+        raise PartError("`part bound` runs relaxations and exact methods that model no server levels or direct "
+                        "links", p.servers[0].span if p.servers else p.links[0].span if p.links else p.span,
+                        "use `part solve`: its certificate uses bounds that hold on every route")
     if spec.objective.kind == "latency":
         return latency_hierarchy(spec, time_limit, solver, threads, seed, say=progress or (lambda _m: None))
     if spec.objective.kind != "bottleneck":
         raise PartError("`part bound` computes the lower-bound hierarchy for the bottleneck and latency "
                         "objectives", None, "use `part solve` for batched throughput (it prints a bound too)")
-    if spec.platform.hierarchical:
-        s = spec.platform.servers
-        raise PartError("`part bound` runs relaxations and exact methods that model no server levels", s[0].span
-                        if s else spec.platform.span, "use `part solve`: its certificate uses bounds that hold "
-                        "with levels (a transfer never costs less than on a flat platform)")
     if solver is not None:
         require(solver)  # an unknown or missing solver is the caller's to fix, not a bound to skip
     say = progress or (lambda _m: None)

@@ -118,10 +118,10 @@ REPLICATING = frozenset({"auto", "topo", "brute"})
 METHODS = {k: m if k in REPLICATING else replace(m, ignores=m.ignores + (("replication", None),))
            for k, m in METHODS.items()}
 METHODS["topo"] = replace(METHODS["topo"], ignores=(("replicas with overlap or GPipe", None),))  # replicated.py
-# server levels (core/levels.py) under bottleneck and latency: the methods that score every move with the
-# evaluator (or do not look at transfers at all); the others' kernels and models cost transfers flat
-LEVELLED = frozenset({"auto", "brute", "single", "greedy", "local_search", "load_search", "fill", "latency_search"})
-METHODS = {k: m if k in LEVELLED else replace(m, ignores=m.ignores + (("server levels", None),))
+# server levels and direct links (core/levels.py) under bottleneck and latency: the methods that score every
+# move with the evaluator (or do not look at transfers at all); the others' kernels and models cost transfers flat
+ROUTED = frozenset({"auto", "brute", "single", "greedy", "local_search", "load_search", "fill", "latency_search"})
+METHODS = {k: m if k in ROUTED else replace(m, ignores=m.ignores + (("server levels or direct links", None),))
            for k, m in METHODS.items()}
 # other names: DiviML's (sec. V-A: bMET, bGreedy and bHEFT are the batched MET, Greedy, HEFT)
 ALIASES = {"mla-weighted": "mla_weighted", "bmet": "met", "bgreedy": "eft", "bheft": "heft"}

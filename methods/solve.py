@@ -23,7 +23,7 @@ from partdsl.core.ir import SolveOptions, Spec
 from partdsl.core.replicas import factors as replica_factors
 from partdsl.core.result import Result, Status, Termination, relative_gap
 from partdsl.core.schedule_eval import evaluate_schedule
-from partdsl.core.validate import links_modelled
+from partdsl.core.validate import check_routes
 from partdsl.methods import capabilities
 from partdsl.methods.bounds import bound as trivial_bound
 from partdsl.methods.registry import KERNEL_SOLVER, METHODS, Method, lookup
@@ -151,7 +151,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
     opts = spec.solve.merged(method=method, solver=solver, time_limit=time_limit, gap=gap,
                              seed=seed, threads=threads)
     m = lookup(opts.method, spec.objective.kind)
-    links_modelled(spec)  # a spec built in Python skips validate(): the one feature no method models
+    check_routes(spec)  # a spec built in Python skips validate(): what no method models with levels and links
     log: list[str] = []
     method_opts = _checked_options(spec, m, method, options, opts, log)
     capabilities.check(spec, m.name, m.ignores, method_opts, lambda f: modelled_by(spec, f))

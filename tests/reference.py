@@ -64,6 +64,30 @@ def path_bandwidth(spec: Spec, a: int, b: int) -> float:
     return min(crossed)
 
 
+def direct(spec: Spec, a: int, b: int) -> float:
+    """The declared direct link's bandwidth from device a to b (0: none; a later one wins)."""
+    names = spec.platform.devices
+
+    def names_it(x: str, j: int) -> bool:
+        return names[j] == x or names[j].split("[")[0] == x
+
+    bw = 0.0
+    for ln in spec.platform.links:
+        if a != b and (names_it(ln.a, a) and names_it(ln.b, b) or not ln.directed and names_it(ln.b, a)
+                       and names_it(ln.a, b)):
+            bw = ln.bandwidth
+    return bw
+
+
+def route_time(spec: Spec, u: int, a: int, b: int, end: int) -> float:
+    """Node u's tensor from device a to device b, as paid by the device `end` (a or b): over
+    their direct link, else through its port and the fabrics between them."""
+    beta = direct(spec, a, b)
+    if beta:
+        return (spec.graph.nodes[u].out or 0.0) / beta * 1000.0
+    return tensor_time(spec, u, spec.platform.device_class[end], path_bandwidth(spec, a, b))
+
+
 def closure(spec: Spec) -> list[set[int]]:
     n = len(spec.graph.nodes)
     reach = [set() for _ in range(n)]
@@ -112,11 +136,11 @@ def loads(spec: Spec, assign: list[int], phase: int | None = None) -> list[float
         comp = sum(node_time(spec, v, c) for v in S)
         # tensors entering the device, charged to the phase of a consumer in S
         ins = {(k, assign[u]) for (u, k, vs) in tensors(spec) if vs & S and u not in on_dev[d]}
-        # tensors leaving the device, sent by a node in S, at the slowest path to a receiver
-        outs = {k: min(path_bandwidth(spec, d, assign[v]) for v in vs - on_dev[d])
+        # tensors leaving the device, sent by a node in S, at the slowest route to a receiver
+        outs = {k: max(route_time(spec, k, d, assign[v], d) for v in vs - on_dev[d])
                 for (u, k, vs) in tensors(spec) if u in S and vs - on_dev[d]}
-        tin = sum(tensor_time(spec, u, c, path_bandwidth(spec, a, d)) for u, a in ins)
-        tout = sum(tensor_time(spec, u, c, path) for u, path in outs.items())
+        tin = sum(route_time(spec, u, a, d, d) for u, a in ins)
+        tout = sum(outs.values())
         ov = 0.0
         k = spec.platform.classes[c]
         if spec.constraints.memory == "overflow" and k.memory is not None:
@@ -181,10 +205,10 @@ def latency(spec: Spec, assign: list[int]) -> float:
             start = max([lat[u] for (u, v) in g.edges if v in S and u not in S], default=0.0)
             c = cls[d]
             ins = {u for (u, v) in g.edges if v in S and u not in S}
-            outs = {u: min(path_bandwidth(spec, d, assign[v]) for (x, v) in g.edges if x == u and v not in S)
+            outs = {u: max(route_time(spec, u, d, assign[v], d) for (x, v) in g.edges if x == u and v not in S)
                     for (u, v) in g.edges if u in S and v not in S}
-            fin = (start + sum(tensor_time(spec, u, c, path_bandwidth(spec, assign[u], d)) for u in ins)
-                   + sum(node_time(spec, v, c) for v in S) + sum(tensor_time(spec, u, c, p) for u, p in outs.items()))
+            fin = (start + sum(route_time(spec, u, assign[u], d, d) for u in ins)
+                   + sum(node_time(spec, v, c) for v in S) + sum(outs.values()))
             for v in S:
                 new[v] = fin
         if new == lat:

@@ -83,7 +83,7 @@ def specs(draw, max_nodes: int = 7, kinds: tuple[str, ...] = ("bottleneck", "lat
     else:
         classes.append(DeviceClass("cpu", 1, host=True))
     kind = draw(st.sampled_from(kinds))
-    # declared links are modelled by the DiviML objectives only (the others refuse them)
+    # declared links (every objective models them; tests/strategies.on_levels draws them for the others)
     links = (Link("acc[0]", "acc", draw(st.floats(1e9, 1e11))),) if kind in ("task_latency", "throughput") and \
         draw(st.booleans()) else ()
     if kind == "bottleneck":
@@ -161,9 +161,10 @@ def mtpp_specs(draw, max_nodes: int = 6, max_k: int = 3) -> Spec:
 
 @st.composite
 def on_levels(draw, spec: Spec) -> Spec:  # type: ignore[no-untyped-def]
-    """`spec` on random server levels (core/levels.py): servers of one or two instances,
-    maybe in a rack, each class in a server or not, random fabrics; tensors given as
-    times (`comm`) become sizes, replicas are dropped (neither is allowed with levels)."""
+    """`spec` on random routes (core/levels.py): server levels (servers of one or two
+    instances, maybe in a rack, each class in a server or not, random fabrics) and/or a
+    direct link from acc[0] to the other accelerators; tensors given as times (`comm`)
+    become sizes, replicas are dropped (neither is allowed with levels)."""
     nodes = tuple(replace(nd, comm=None, out=nd.out or (nd.comm or 0.0) * 1e6) for nd in spec.graph.nodes)
     m = draw(st.sampled_from([1, 2]))
     rack = draw(st.booleans())
@@ -173,9 +174,13 @@ def on_levels(draw, spec: Spec) -> Spec:  # type: ignore[no-untyped-def]
     classes = tuple(replace(k, server="node" if k.count % m == 0 and draw(st.booleans()) else None)
                     for k in spec.platform.classes)
     top = draw(fabric)
-    assume(any(k.server for k in classes) or top is not None)
+    if not draw(st.integers(0, 3)):  # no levels: direct links alone
+        classes, servers, top = tuple(replace(k, server=None) for k in classes), (), None
+    links = spec.platform.links or ((Link("acc[0]", "acc", draw(st.floats(1e8, 1e11)), draw(st.booleans())),)
+                                    if draw(st.booleans()) else ())
+    assume(any(k.server for k in classes) or top is not None or links)
     out = replace(spec, graph=replace(spec.graph, nodes=nodes),
-                  platform=Platform(classes, spec.platform.links, None, spec.platform.empty, servers, top),
+                  platform=Platform(classes, links, None, spec.platform.empty, servers, top),
                   constraints=replace(spec.constraints, replicate=1), solve=replace(spec.solve, method=None))
     try:
         validate(out)

@@ -45,7 +45,7 @@ solve topo with highs { time 90 s; gap 0.5%; seed 7; threads 2 }
 
 LINKS = "  link gpu[0] <-> gpu[1] 50 GB/s\n  link gpu -> cpu 1 GB/s\n"
 OBJECTIVE = "minimize bottleneck training gpipe overlap duplex\n"
-GOLDEN = WITH_LINKS.replace(LINKS, "")  # the bottleneck does not model declared links
+GOLDEN = WITH_LINKS.replace(LINKS, "")
 
 
 def test_golden_spec_means_what_it_says() -> None:
@@ -78,19 +78,22 @@ def test_golden_spec_means_what_it_says() -> None:
                               "lat": Quantity(1.5, "number")}
 
 
-def test_links_parse_under_a_schedule_objective_and_are_refused_by_the_others() -> None:
-    """Declared links are modelled by the DiviML objectives only; the bottleneck and
-    latency evaluators would ignore them (issue 28, defect 3), so those refuse them, located."""
+def test_links_parse_and_a_tensor_they_carry_needs_its_size() -> None:
+    """Declared links are modelled by every objective (core/levels.py); a tensor given only
+    as a time (`comm`) has no time over a direct link, so it is refused, located, instead of
+    crossing the link for free (issue 30)."""
     assert LINKS in WITH_LINKS and OBJECTIVE in WITH_LINKS
-    text = WITH_LINKS.replace(OBJECTIVE, "maximize throughput batch 4\n").replace("acyclic; contiguous; memory overflow;",
-                                                                              "memory hard;")
+    sized = WITH_LINKS.replace("comm 0.25 ms;", "comm 0.25 ms; out 1 MB;")
+    text = sized.replace(OBJECTIVE, "maximize throughput batch 4\n").replace("acyclic; contiguous; memory overflow;",
+                                                                          "memory hard;")
     s = parse(text.replace("training gpipe", "").replace("  stages <= 2\n", ""))
     assert [(ln.a, ln.b, ln.bandwidth, ln.directed) for ln in s.platform.links] == [
         ("gpu[0]", "gpu[1]", 50e9, False), ("gpu", "cpu", 1e9, True)]
     for objective in ("minimize bottleneck\n", "minimize latency\n"):
+        assert parse(sized.replace(OBJECTIVE, objective)).platform.links == s.platform.links
         with pytest.raises(PartError) as e:
             parse(WITH_LINKS.replace(OBJECTIVE, objective))
-        assert "does not model declared links" in e.value.message and e.value.span.line == 21
+        assert "gives its transfer as a time" in e.value.message and e.value.span.line == 10
 
 
 def test_dense_view_resolves_work_speed_and_placement() -> None:

@@ -101,14 +101,51 @@ minimize bottleneck
             assert bw[a, b] == reference.path_bandwidth(spec, a, b)
 
 
+DIRECT = """
+graph g {
+  node a { work 1 ms; out 100 MB }
+  node b { work 1 ms; out 100 MB }
+  node c { work 1 ms }
+  a -> b -> c
+}
+platform {
+  device gpu[3] { link 1 GB/s }
+  link gpu[0] <-> gpu[1] 100 GB/s
+}
+minimize bottleneck
+"""
+
+
+def test_a_direct_link_replaces_the_route_in_the_bottleneck_and_latency() -> None:
+    spec = parse(DIRECT)
+    # a -> b over the direct link (1 ms each side); b -> c through host memory (100 ms each side)
+    ev = evaluate(spec, np.array([0, 1, 2]))
+    assert ev.loads == pytest.approx({"gpu[0]": 1 + 1, "gpu[1]": 1 + 1 + 100, "gpu[2]": 100 + 1})
+    assert evaluate(spec, np.array([0, 1, 1])).objective == pytest.approx(1 + 1 + 1)
+    lat = parse(DIRECT.replace("minimize bottleneck", "minimize latency"))
+    assert evaluate(lat, np.array([0, 1, 2])).objective == pytest.approx(2 + 102 + 101)
+    # the bounds charge a tensor its cheapest route, so the certificate holds though the
+    # link is 100x faster than the ports (and a transfer between the classes is forced)
+    forced = """
+graph g { node a { work 1 ms; out 100 MB; only tpu }  node b { work 1 ms; only gpu }  a -> b }
+platform { device tpu[1] { link 1 GB/s }  device gpu[1] { link 1 GB/s }  link tpu <-> gpu 100 GB/s }
+minimize bottleneck
+"""
+    for text, objective in [(t, o) for t in (DIRECT, forced) for o in ("minimize bottleneck", "minimize latency")]:
+        s = parse(text.replace("minimize bottleneck", objective))
+        opt = solve(s, method="brute", gap=0.0)
+        r = solve(s, time_limit=20)
+        assert r.bound <= opt.objective + 1e-9 and r.objective == pytest.approx(opt.objective)
+
+
 @st.composite
 def levelled(draw, kinds: tuple[str, ...] = ("bottleneck", "latency")) -> tuple[Spec, Spec]:  # type: ignore[no-untyped-def]
-    """(flat, levelled): a random spec with its tensors given in bytes, and the same spec
-    on random server levels (tests/strategies.on_levels)."""
+    """(flat, levelled): a random spec on random routes (tests/strategies.on_levels: server
+    levels and/or direct links), and the same spec without the levels (its links kept)."""
     spec = draw(specs(max_nodes=5, kinds=kinds))
-    assume(spec.constraints.replicate == 1 and not spec.platform.links)
     hier = draw(on_levels(spec))
-    flat = replace(hier, platform=replace(hier.platform, servers=(), link=None))
+    flat = replace(hier, platform=replace(hier.platform, servers=(), link=None,
+                                          classes=tuple(replace(k, server=None) for k in hier.platform.classes)))
     try:
         validate(flat)
     except PartError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from partdsl.core.evaluate import bottleneck_loads
 from partdsl.core.ir import Spec
+from partdsl.core.levels import routed
 from partdsl.kernels.jit import HAVE_NUMBA, njit
 
 OVERLAP = {None: 0, "duplex": 1, "simplex": 2}
@@ -85,7 +86,7 @@ class LoadTable:
     def __init__(self, spec: Spec, use_numba: bool = True) -> None:
         d = spec.dense
         self.spec, self.d = spec, d
-        self.compiled = HAVE_NUMBA and use_numba and d.path_bw is None  # server levels: the evaluator's own
+        self.compiled = HAVE_NUMBA and use_numba and not routed(d)  # levels, direct links: the evaluator's own
         self.gpipe = spec.objective.training == "gpipe"
         self.P = 2 if self.gpipe else 1
         self.phase = d.backward.astype(np.int64) if self.gpipe else np.zeros(d.n, dtype=np.int64)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from partdsl.core.dense import INF
 from partdsl.core.ir import Spec
+from partdsl.core.levels import cheapest_comm
 from partdsl.kernels.jit import njit
 from partdsl.runtime.deadline import NEVER, Deadline
 
@@ -52,13 +53,14 @@ def path_runs(spec: Spec, path: list[int], deadline: Deadline = NEVER) -> float:
     K = len(acc)
     cw, cbad, ow, obad = (np.zeros((K, m + 1)), np.zeros((K, m + 1)), np.zeros((K, d.n + 1)), np.zeros((K, d.n + 1)))
     tin, tout, cap = np.zeros((K, m)), np.zeros((K, m)), np.full(K, INF)
+    comm = cheapest_comm(d)  # a direct link may beat the host route: bounds charge the cheapest
     for k, c in enumerate(acc):
         w = np.where(ok_cls[:, c], d.work[:, c], 0.0)
         cw[k] = np.r_[0.0, np.cumsum(w[P])]
         cbad[k] = np.r_[0, np.cumsum(~ok_cls[P, c])]
         ow[k], obad[k] = between(w), between((~ok_cls[:, c]).astype(float))
-        tin[k] = np.r_[0.0, d.comm[P[:-1], c]]  # into p_j from p_j-1
-        tout[k] = np.r_[d.comm[P[:-1], c], 0.0]  # out of p_i to p_i+1
+        tin[k] = np.r_[0.0, comm[P[:-1], c]]  # into p_j from p_j-1
+        tout[k] = np.r_[comm[P[:-1], c], 0.0]  # out of p_i to p_i+1
         cap[k] = d.memory[c] * (1 + 1e-12) if hard and np.isfinite(d.memory[c]) else INF
     if deadline.passed():
         return 0.0
