@@ -129,6 +129,8 @@ class Dense:
     topo: np.ndarray  # [n]
     path_bw: np.ndarray | None = None  # [D, D] slowest fabric between devices (core/server_paths.py), None: flat
     direct_bw: np.ndarray | None = None  # [D, D] declared direct links' B/s, 0 where none; None: no links
+    tensor_source: np.ndarray | None = None  # [n] a sized edge tensor's source node (Node.tensor_of), -1 for operators
+    activations: bool = False  # memory counts peak live activations (core/activations.py)
 
     @cached_property
     def preds(self) -> list[list[int]]:
@@ -238,4 +240,7 @@ class Dense:
                      memory=memory, link=link, src=src, dst=dst, succ_ptr=succ_ptr,
                      succ_idx=succ_idx, backward=backward, colo=colo, allowed=allowed,
                      topo=np.array(topo if topo is not None else [], dtype=np.int64),
-                     path_bw=path_bandwidth(p), direct_bw=direct_bandwidth(p))
+                     path_bw=path_bandwidth(p), direct_bw=direct_bandwidth(p),
+                     tensor_source=np.array([g.index[nd.tensor_of] if nd.tensor_of in g.index else -1
+                                             for nd in g.nodes], dtype=np.int64).reshape(n),
+                     activations=c.activations)

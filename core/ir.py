@@ -255,6 +255,7 @@ class Constraints:
     max_stages: int | None = None
     subgraphs: int = 1  # q: contiguous subgraphs per accelerator under latency (Tarnawski sec. 4.1, Fig. 4)
     replicate: int = 1  # r: a stage may run data parallel on up to r devices of its class (Tarnawski App. C.2)
+    activations: bool = False  # memory = parameters + the block's peak live activations (Archer eq. 2)
     # where each constraint was written (field name -> span of its first occurrence), for errors
     spans: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)
 

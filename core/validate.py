@@ -103,6 +103,14 @@ def validate(spec: Spec) -> None:
         raise PartError(f"`replicate <= {c.replicate}` applies to `minimize bottleneck` (data-parallel stages of a "
                         f"pipeline, Tarnawski App. C.2): this spec has the {o.kind} objective", c.span_of("replicate"),
                         "drop it, or use `minimize bottleneck`")
+    if c.activations and o.scheduled:
+        raise PartError("`activations` applies to `minimize bottleneck` and `minimize latency`: the DiviML "
+                        "objectives' memory (eq. 6) already counts each sample's tensors", c.span_of("activations"),
+                        "drop `activations`")
+    if c.activations and c.memory == "ignore":
+        raise PartError("`activations` adds peak activations to the memory that `memory hard` limits or `memory "
+                        "overflow` streams, and this spec has `memory ignore`", c.span_of("activations"),
+                        "drop `activations`, or use `memory hard` or `memory overflow`")
     if o.kind == "throughput" and o.batch < 1:
         raise PartError("the throughput batch must be at least 1", o.span, "write e.g. `batch 128`")
     if o.kind == "throughput" and o.batch >= 1:

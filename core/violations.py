@@ -5,7 +5,7 @@ latency subgraphs. The evaluator (core/evaluate.py) and the schedule checks
 from __future__ import annotations
 
 import numpy as np
-from partdsl.core import subgraphs
+from partdsl.core import activations, subgraphs
 from partdsl.core.dense import Dense
 from partdsl.core.evaluation import Violation, short_list
 from partdsl.core.graphs import quotient_cycle
@@ -13,7 +13,10 @@ from partdsl.core.ir import Spec
 
 
 def memory_used(dense: Dense, dev: np.ndarray) -> np.ndarray:
-    return np.bincount(dev, weights=dense.params, minlength=dense.D)
+    """[D] bytes per device: its parameters, plus its peak live activations under
+    `activations` (Archer eq. 2, core/activations.py)."""
+    used = np.bincount(dev, weights=dense.params, minlength=dense.D)
+    return used + activations.peak(dense, dev) if dense.activations else used
 
 
 def _label_bits(dense: Dense, dev: np.ndarray, training: bool) -> np.ndarray:

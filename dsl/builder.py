@@ -188,14 +188,16 @@ class SpecBuilder:
                    colocate: bool = False, colocate_sets: Iterable[Iterable[str]] = (),
                    pins: Mapping[str, Iterable[str]] | None = None,
                    forbids: Mapping[str, Iterable[str]] | None = None,
-                   max_stages: int | None = None, subgraphs: int = 1, replicate: int = 1) -> "SpecBuilder":
+                   max_stages: int | None = None, subgraphs: int = 1, replicate: int = 1,
+                   activations: bool = False) -> "SpecBuilder":
         def tg(xs: Iterable[str]) -> tuple[Target, ...]:
             return tuple(Target(x) for x in xs)
 
         self._constraints = Constraints(
             acyclic, contiguous, memory, colocate, tuple(tg(s) for s in colocate_sets),
             tuple((Target(k), tg(v)) for k, v in (pins or {}).items()),
-            tuple((Target(k), tg(v)) for k, v in (forbids or {}).items()), max_stages, subgraphs, replicate)
+            tuple((Target(k), tg(v)) for k, v in (forbids or {}).items()), max_stages, subgraphs, replicate,
+            activations)
         return self
 
     def solve_with(self, method: str | None = None, solver: str | None = None, *,

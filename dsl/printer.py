@@ -126,6 +126,8 @@ def _constraints(c: Constraints) -> list[str]:
         out.append(f"subgraphs <= {c.subgraphs}")
     if c.replicate != 1:
         out.append(f"replicate <= {c.replicate}")
+    if c.activations:
+        out.append("activations")
     return out
 
 

@@ -94,7 +94,9 @@ def _searches(spec: Spec) -> list[Member]:
     peers = [Member("metis", 0.1, options=REPAIR), Member("kahypar", 0.2, options=REPAIR)] \
         if spec.dense.n > PEER_NODES else []
     dp = [Member("dp", 0.5, True)] if ideal_dp.refusal(spec) is None else []
-    return [Member("greedy", 0.05), *peers, Member("load_search", 0.3, True), *dp, *exact]
+    # with peak activations in memory only the evaluator-driven local search models memory (registry.ACTIVE)
+    local = [Member("local_search", 0.5, True)] if spec.constraints.activations else []
+    return [Member("greedy", 0.05), *peers, Member("load_search", 0.3, True), *local, *dp, *exact]
 
 
 def members(spec: Spec, methods: Methods) -> list[Member]:

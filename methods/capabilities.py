@@ -41,6 +41,8 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
         "a hierarchical platform (`server` levels or a platform `link`) or direct links (`link a <-> b ...`), under "
         "the bottleneck or latency objective",
         lambda s: (s.platform.hierarchical or bool(s.platform.links)) and not s.objective.scheduled),
+    "activation memory": ("peak activations in memory (`activations`, Archer eq. 2)",
+                          lambda s: s.constraints.activations),
     "replication": ("data-parallel stages (`replicate <= r`)", lambda s: s.constraints.replicate > 1),
     "replicas with overlap or GPipe": ("data-parallel stages under `overlap` or `training gpipe`", lambda s: (
         s.constraints.replicate > 1 and (s.objective.overlap is not None or s.objective.training == "gpipe"))),
@@ -66,6 +68,7 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "batch split": lambda s: s.objective.span,
     "server levels or direct links": lambda s: (s.platform.servers[0].span if s.platform.servers else
                                                 s.platform.links[0].span if s.platform.links else s.platform.span),
+    "activation memory": lambda s: s.constraints.span_of("activations"),
     "replication": lambda s: s.constraints.span_of("replicate"),
     "replicas with overlap or GPipe": lambda s: s.constraints.span_of("replicate"),
 }

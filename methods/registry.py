@@ -123,6 +123,10 @@ METHODS["topo"] = replace(METHODS["topo"], ignores=(("replicas with overlap or G
 ROUTED = frozenset({"auto", "brute", "single", "greedy", "local_search", "load_search", "fill", "latency_search"})
 METHODS = {k: m if k in ROUTED else replace(m, ignores=m.ignores + (("server levels or direct links", None),))
            for k, m in METHODS.items()}
+# peak activations in memory (core/activations.py): the methods that vet every move with the evaluator
+ACTIVE = frozenset({"auto", "brute", "single", "local_search", "latency_search"})
+METHODS = {k: m if k in ACTIVE else replace(m, ignores=m.ignores + (("activation memory", None),))
+           for k, m in METHODS.items()}
 # other names: DiviML's (sec. V-A: bMET, bGreedy and bHEFT are the batched MET, Greedy, HEFT)
 ALIASES = {"mla-weighted": "mla_weighted", "bmet": "met", "bgreedy": "eft", "bheft": "heft"}
 # a name that means another method under some objectives: DiviML's Greedy is `eft`

@@ -45,7 +45,8 @@ class Finding:
 def tiny_specs(draw, kinds: tuple[str, ...] = KINDS) -> Spec:  # type: ignore[no-untyped-def]
     """Specs the brute force enumerates in well under a second: at most 4 nodes and 3
     devices (2 and batch <= 4 under the schedule objectives), every constraint the
-    language has drawn at random (tests/strategies.py), one in four on server levels."""
+    language has drawn at random (tests/strategies.py), one in four on server levels or
+    direct links, one in four bottleneck/latency cases with activation memory."""
     kind = draw(st.sampled_from(kinds))
     scheduled = kind in ("task_latency", "throughput")
     spec = draw(specs(max_nodes=3 if scheduled else 4, kinds=(kind,), max_devices=2 if scheduled else 3))
@@ -56,6 +57,8 @@ def tiny_specs(draw, kinds: tuple[str, ...] = KINDS) -> Spec:  # type: ignore[no
     spec = replace(spec, solve=replace(spec.solve, method=None, options=(), time_limit=None, gap=None))
     if draw(st.integers(0, 3)) == 0:  # one case in four on server levels (core/levels.py)
         spec = draw(on_levels(spec))
+    if not scheduled and spec.constraints.memory != "ignore" and draw(st.integers(0, 3)) == 0:
+        spec = replace(spec, constraints=replace(spec.constraints, activations=True))  # core/activations.py
     try:
         validate(spec)
     except PartError:

@@ -230,3 +230,33 @@ def interleaved(pieces: list[tuple[int, int]], start: list[float], finish: list[
         if any(p[0] == d and p[1] != v and lo + eps < start[k] < hi - eps for k, p in enumerate(pieces)):
             out.add((d, v))
     return out
+
+
+def peak_activations(spec: Spec, assign: list[int]) -> list[float]:
+    """Per device, the most activation bytes live at one step of its nodes run in the
+    spec's topological order (Archer eq. 2's peak; the rules in core/activations.py),
+    step by step with plain loops."""
+    g = spec.graph
+    n, D = len(g.nodes), len(spec.platform.devices)
+    topo = [int(v) for v in spec.dense.topo]
+    size = [nd.out or 0.0 for nd in g.nodes]
+    source = [g.index[nd.tensor_of] if nd.tensor_of else u for u, nd in enumerate(g.nodes)]
+    readers = [[v for (x, v) in g.edges if x == u and g.nodes[v].tensor_of is None] for u in range(n)]
+    out = []
+    for d in range(D):
+        steps = [v for v in topo if assign[v] == d]
+        at = {v: k for k, v in enumerate(steps)}
+        live = [0.0] * len(steps)
+        for u in range(n):
+            here = [at[v] for v in readers[u] if assign[v] == d]
+            if assign[u] == d:
+                first = at[source[u]]
+                last = len(steps) - 1 if any(assign[v] != d for v in readers[u]) else max(here + [at[u]])
+            elif here:
+                first, last = 0, max(here)
+            else:
+                continue
+            for k in range(first, last + 1):
+                live[k] += size[u]
+        out.append(max(live, default=0.0))
+    return out

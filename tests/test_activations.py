@@ -1,0 +1,87 @@
+"""Activation memory (`subject to { activations }`, Archer eq. 2, core/activations.py): a
+worked example by hand, the vectorized peak against a step-by-step reference on random
+specs, hard limits and overflow, the refusals, and solve against brute force."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from partdsl.core.activations import peak
+from partdsl.core.errors import PartError
+from partdsl.core.evaluate import evaluate
+from partdsl.dsl.parser import parse
+from partdsl.dsl.printer import to_part
+from partdsl.methods.solve import solve
+
+from tests import reference
+from tests.effort import examples
+from tests.strategies import assignments, specs
+
+TEXT = """
+graph g {
+  node a { work 1 ms; params 2 MB; out 4 MB }
+  node b { work 1 ms; params 1 MB; out 1 MB }
+  node c { work 1 ms; params 1 MB; out 2 MB }
+  node d { work 1 ms; params 1 MB }
+  a -> {b, c}
+  b -> d
+  c -> d
+}
+platform { device gpu[2] { memory 8 MB; link 1 GB/s } }
+minimize bottleneck
+subject to { memory overflow; activations }
+"""
+
+
+def test_archers_overflow_with_activations_by_hand() -> None:
+    spec = parse(TEXT)
+    # one device, order a b c d: a's 4 MB; + b's 1 MB; a (read by c) + b + c's 2 MB = 7 MB; b + c = 3 MB
+    # peak 7 MB + 5 MB of parameters = 12 MB on 8 MB: 4 MB streamed at 1 GB/s = 4 ms, + 4 ms compute
+    one = np.array([0, 0, 0, 0])
+    assert peak(spec.dense, one).tolist() == [7e6, 0.0]
+    assert evaluate(spec, one).objective == pytest.approx(8.0)
+    # a, b | c, d: gpu[0] holds a and b (both sent on: live to the end): 5 MB + 3 MB params, no overflow;
+    # gpu[1] receives a (until c) and b (until d): 4 + 1 + 2 = 7 MB at c, + 2 MB params: 1 ms overflow
+    split = np.array([0, 0, 1, 1])
+    assert peak(spec.dense, split).tolist() == [5e6, 7e6]
+    ev = evaluate(spec, split)
+    assert ev.loads == pytest.approx({"gpu[0]": 2 + 4 + 1, "gpu[1]": 4 + 1 + 2 + 1})
+    # without activations only the parameters count: no overflow anywhere
+    plain = parse(TEXT.replace("; activations", ""))
+    assert evaluate(plain, one).objective == pytest.approx(4.0)
+    # a hard limit counts them too
+    hard = parse(TEXT.replace("memory overflow", "memory hard"))
+    assert not evaluate(hard, one).feasible and evaluate(hard, split).feasible is False
+    assert evaluate(parse(TEXT.replace("memory overflow", "memory hard").replace("8 MB", "9 MB")), split).feasible
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_the_peak_matches_the_step_by_step_reference(data: st.DataObject) -> None:
+    spec = data.draw(specs(max_nodes=7, kinds=("bottleneck", "latency")))
+    a = data.draw(assignments(spec))
+    assert peak(spec.dense, np.array(a)).tolist() == pytest.approx(reference.peak_activations(spec, a))
+
+
+def test_round_trip_errors_and_refusals() -> None:
+    spec = parse(TEXT)
+    assert spec.constraints.activations and parse(to_part(spec)) == spec
+    for bad, message in ((TEXT.replace("memory overflow", "memory ignore"), "memory ignore"),
+                         (TEXT.replace("minimize bottleneck", "maximize throughput batch 2")
+                          .replace("memory overflow", "memory hard"), "DiviML")):
+        with pytest.raises(PartError, match=message) as e:
+            parse(bad)
+        assert e.value.span is not None and e.value.span.line == 13
+    for method in ("topo", "dp", "exact", "load_search", "greedy"):
+        with pytest.raises(PartError, match="activation memory"):
+            solve(spec, method=method)
+
+
+def test_solve_meets_brute_force_with_activations() -> None:
+    for text in (TEXT, TEXT.replace("memory overflow", "memory hard").replace("8 MB", "9 MB")):
+        spec = parse(text)
+        opt = solve(spec, method="brute", gap=0.0)
+        r = solve(spec, time_limit=20)
+        assert r.bound <= opt.objective + 1e-9 and r.objective >= opt.objective - 1e-9
+        assert r.objective == pytest.approx(opt.objective)
