@@ -27,13 +27,18 @@ from tests import reference
 from tests.effort import examples
 from tests.strategies import assignments, on_levels, specs
 
-TEXT = """
-graph g {
-  node a { work 2 ms; out 10 MB }
-  node b { work 3 ms; out 10 MB }
-  node c { work 1 ms }
+def chain(a: float, b: float, c: float, size: str) -> str:
+    """The graph a -> b -> c with these works (ms), a and b sending `size`."""
+    return f"""
+graph g {{
+  node a {{ work {a:g} ms; out {size} }}
+  node b {{ work {b:g} ms; out {size} }}
+  node c {{ work {c:g} ms }}
   a -> b -> c
-}
+}}"""
+
+
+TEXT = chain(2, 3, 1, "10 MB") + """
 platform {
   server node[2] {
     device gpu[2] { link 100 GB/s }
@@ -101,13 +106,7 @@ minimize bottleneck
             assert bw[a, b] == reference.path_bandwidth(spec, a, b)
 
 
-DIRECT = """
-graph g {
-  node a { work 1 ms; out 100 MB }
-  node b { work 1 ms; out 100 MB }
-  node c { work 1 ms }
-  a -> b -> c
-}
+DIRECT = chain(1, 1, 1, "100 MB") + """
 platform {
   device gpu[3] { link 1 GB/s }
   link gpu[0] <-> gpu[1] 100 GB/s
