@@ -11,11 +11,20 @@ Live tensors, on each device, per step of its schedule:
   run, or until the block's end if a consumer is elsewhere (it leaves after the compute);
   a sized edge tensor (`a -> b out 4 MB`) from its source's step.
 The step of a node holds its inputs and its output together.
+
+Training under the PipeDream schedule (1F1B, Tarnawski sec. 5.3): a stage keeps the
+forward activations of every micro-batch in flight until its backward pass. Stage i of a
+k-stage pipeline has k - i micro-batches in flight (PipeDream's optimizer stashes for
+ceil((N - r) / r') of them, "the stages after this one"), so beyond the one the peak
+covers, a device stashes its forward nodes' outputs once per stage downstream of it: the
+devices its forward nodes reach through forward edges (`stash`).
 """
 from __future__ import annotations
 
 import numpy as np
 from partdsl.core.dense import Dense
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
 
 
 def peak(dense: Dense, dev: np.ndarray) -> np.ndarray:
@@ -52,3 +61,19 @@ def peak(dense: Dense, dev: np.ndarray) -> np.ndarray:
     if n:
         out[used] = np.maximum.reduceat(live, offs[used])
     return out
+
+
+def stash(dense: Dense, dev: np.ndarray) -> np.ndarray:
+    """[D] bytes: per device, its forward outputs times the stages downstream of it (the
+    other used devices its forward nodes reach through forward edges)."""
+    D = dense.D
+    fw = ~dense.backward
+    forward_out = np.bincount(dev[fw], weights=dense.out_bytes[fw], minlength=D)[:D]
+    s, t = dense.src, dense.dst
+    cross = fw[s] & fw[t] & (dev[s] != dev[t])
+    if not cross.any():
+        return np.zeros(D)
+    hops = csr_matrix((np.ones(int(cross.sum())), (dev[s[cross]], dev[t[cross]])), shape=(D, D))
+    reach = np.isfinite(shortest_path(hops, unweighted=True, directed=True))
+    np.fill_diagonal(reach, False)
+    return reach.sum(axis=1) * forward_out

@@ -131,6 +131,7 @@ class Dense:
     direct_bw: np.ndarray | None = None  # [D, D] declared direct links' B/s, 0 where none; None: no links
     tensor_source: np.ndarray | None = None  # [n] a sized edge tensor's source node (Node.tensor_of), -1 for operators
     activations: bool = False  # memory counts peak live activations (core/activations.py)
+    stash: bool = False  # and, training under PipeDream's schedule, the activations of micro-batches in flight
 
     @cached_property
     def preds(self) -> list[list[int]]:
@@ -243,4 +244,6 @@ class Dense:
                      path_bw=path_bandwidth(p), direct_bw=direct_bandwidth(p),
                      tensor_source=np.array([g.index[nd.tensor_of] if nd.tensor_of in g.index else -1
                                              for nd in g.nodes], dtype=np.int64).reshape(n),
-                     activations=c.activations)
+                     activations=c.activations,
+                     stash=c.activations and g.is_training and spec.objective.kind == "bottleneck"
+                     and spec.objective.training != "gpipe")

@@ -16,7 +16,9 @@ def memory_used(dense: Dense, dev: np.ndarray) -> np.ndarray:
     """[D] bytes per device: its parameters, plus its peak live activations under
     `activations` (Archer eq. 2, core/activations.py)."""
     used = np.bincount(dev, weights=dense.params, minlength=dense.D)
-    return used + activations.peak(dense, dev) if dense.activations else used
+    if not dense.activations:
+        return used
+    return used + activations.peak(dense, dev) + (activations.stash(dense, dev) if dense.stash else 0.0)
 
 
 def _label_bits(dense: Dense, dev: np.ndarray, training: bool) -> np.ndarray:

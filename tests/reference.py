@@ -260,3 +260,24 @@ def peak_activations(spec: Spec, assign: list[int]) -> list[float]:
                 live[k] += size[u]
         out.append(max(live, default=0.0))
     return out
+
+
+def stashed(spec: Spec, assign: list[int]) -> list[float]:
+    """Per device, its forward nodes' outputs times the other devices its forward nodes
+    reach through forward edges (the stages downstream of it, PipeDream's in-flight
+    micro-batches), by a plain search."""
+    g = spec.graph
+    D = len(spec.platform.devices)
+    fw = [not nd.backward for nd in g.nodes]
+    hop = {(assign[a], assign[b]) for a, b in g.edges if fw[a] and fw[b] and assign[a] != assign[b]}
+    out = []
+    for d in range(D):
+        seen, todo = set(), [d]
+        while todo:
+            x = todo.pop()
+            for y in {b for a, b in hop if a == x} - seen:
+                seen.add(y)
+                todo.append(y)
+        seen.discard(d)
+        out.append(len(seen) * sum(nd.out or 0.0 for v, nd in enumerate(g.nodes) if fw[v] and assign[v] == d))
+    return out
