@@ -93,7 +93,7 @@ def describe(spec: Spec, bound: float) -> str:
 def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str:
     d = spec.dense
     ops = assignment.copy()
-    ops[[i for i, _ in spec.graph.carriers]] = -1  # operators only: carriers ride with their sources
+    ops[d.tensor_source >= 0] = -1  # operators only: carriers ride with their sources
     counts = np.bincount(ops[ops >= 0], minlength=d.D)
     if ev.schedule is not None:  # operators with a piece on each device
         counts = np.bincount(list({(p.node, p.device): p.device for p in ev.schedule.pieces

@@ -148,7 +148,7 @@ def subgraph_map(spec: Spec, dev: np.ndarray, sub: np.ndarray | None) -> dict[st
         return None
     d = spec.dense
     acc = ~d.host[d.dev_class[dev]]
-    acc[[i for i, _ in spec.graph.carriers]] = False  # carriers ride with their sources
+    acc[d.tensor_source >= 0] = False  # carriers ride with their sources
     return {d.names[i]: int(sub[i]) for i in np.flatnonzero(acc)}
 
 

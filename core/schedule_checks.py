@@ -124,11 +124,7 @@ def sample_bytes(spec: Spec) -> np.ndarray:
     the source holds already: a carrier holds only its own tensor."""
     dense = spec.dense
     held = dense.out_bytes.astype(float).copy()
-    keep = np.ones(dense.m, dtype=bool)
-    if spec.graph.carriers:
-        carrier = np.zeros(dense.n, dtype=bool)
-        carrier[[i for i, _ in spec.graph.carriers]] = True
-        keep = ~carrier[dense.dst]
+    keep = dense.tensor_source[dense.dst] < 0  # a carrier's input is the tensor it carries
     np.add.at(held, dense.dst[keep], dense.out_bytes[dense.src[keep]])
     return held
 

@@ -254,9 +254,9 @@ def _result(run: _Run, method: str, solver: str, rel: float) -> Result:
     # near zero a relative gap means nothing: ABS_TOL absolute is the solvers' tolerance
     status = Status.OPTIMAL if g <= rel or abs(value - lb) <= ABS_TOL else Status.FEASIBLE
     # a node whose samples run on several devices has no one device: the schedule says where
-    carriers = {i for i, _ in spec.graph.carriers}  # they ride with their sources: left out
+    carrier = spec.dense.tensor_source >= 0  # they ride with their sources: left out
     assignment = None if (dev < 0).any() else {
-        spec.dense.names[i]: spec.dense.devices[j] for i, j in enumerate(dev.tolist()) if i not in carriers}
+        spec.dense.names[i]: spec.dense.devices[j] for i, j in enumerate(dev.tolist()) if not carrier[i]}
     run.log.append(f"best: {run.best_method + ': ' if run.best_method else ''}{run.best_label}")
     subgraphs = subgraph_map(spec, dev, best.subgraph) if spec.constraints.subgraphs > 1 else None
     schedule = best.schedule.to_json(spec) if best.schedule is not None else None
