@@ -59,7 +59,13 @@ def describe(spec: Spec, bound: float) -> str:
             bits.append(f"memory {human_size(k.memory)}")
         if k.link is not None:
             bits.append(f"link {human_rate(k.link)}")
+        if k.server is not None:
+            bits.append(f"{p.per_server(k)} in each {k.server}")
         kinds.append(", ".join(bits))
+    kinds += [f"{s.count} x server {s.name}" + (f" in each {s.parent}" if s.parent else "")
+              + (f", link {human_rate(s.link)}" if s.link is not None else "") for s in p.servers]
+    kinds += [f"platform link {human_rate(p.link)}"] if p.link is not None else []
+    kinds += [f"{len(p.links)} direct link{'s' if len(p.links) > 1 else ''}"] if p.links else []
     cons = [x for x, on in (("acyclic", c.acyclic), ("contiguous", c.contiguous),
                             ("colocate by group", c.colocate)) if on]
     cons.append(f"memory {c.memory}")
@@ -69,6 +75,7 @@ def describe(spec: Spec, bound: float) -> str:
     cons += [f"stages <= {c.max_stages}"] if c.max_stages else []
     cons += [f"subgraphs <= {c.subgraphs}"] if c.subgraphs != 1 else []
     cons += [f"replicate <= {c.replicate}"] if c.replicate != 1 else []
+    cons += ["activations"] if c.activations else []
     groups = len(np.unique(d.colo))
     unit = "samples/s" if spec.objective.kind == "throughput" else "ms"
     which = "upper" if spec.objective.sense == "max" else "lower"

@@ -27,6 +27,7 @@ from tests import reference
 from tests.effort import examples
 from tests.strategies import assignments, on_levels, specs
 
+
 def chain(a: float, b: float, c: float, size: str) -> str:
     """The graph a -> b -> c with these works (ms), a and b sending `size`."""
     return f"""
@@ -260,3 +261,14 @@ def test_the_mip_export_refuses_levels_it_would_cost_flat(tmp_path) -> None:  # 
     spec.write_text(TEXT.replace("minimize bottleneck", "maximize throughput batch 2"))
     assert main(["export", str(spec), "--lp", str(tmp_path / "m.lp")]) == 0  # the DiviML MILP models them
     assert (tmp_path / "m.lp").read_text().strip()
+
+
+def test_part_check_describes_the_levels(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from partdsl.cli.main import main
+
+    spec = tmp_path / "levels.part"
+    spec.write_text(TEXT)
+    assert main(["check", str(spec)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("platform"))
+    assert "4 x gpu" in line and "2 in each node" in line and "2 x server node, link 10 GB/s" in line
+    assert "platform link 1 GB/s" in line
