@@ -5,6 +5,11 @@ synchronisation PipeDream's optimizer charges (optimizer_graph_hierarchical.py):
 AllReduce of the stage's parameters, 4 (r - 1) |w| / (r B) per step, B the class's `link`
 bandwidth, paid with the transfers in (and under GPipe in the backward phase). The other
 r - 1 devices hold nothing else; a stage without a factor has r = 1.
+
+On a platform with server levels (core/levels.py) the replicas are placed: the stage on
+device j of a class with factor r runs on that class's devices j .. j + r - 1 (numbered
+server by server), none of which may hold another stage, and B is the slowest bandwidth
+between them (the ports and the fabrics their AllReduce crosses).
 """
 from __future__ import annotations
 
@@ -23,10 +28,23 @@ def factors(dense: Dense, dev: np.ndarray, replicas: np.ndarray | None) -> np.nd
     return r
 
 
+def _span_bandwidth(dense: Dense, r: np.ndarray) -> np.ndarray:
+    """[D] B/s: the slowest link between each stage's replicas (its port, and on levels the
+    fabrics between devices j .. j + r - 1)."""
+    link = dense.link[dense.dev_class]
+    if dense.path_bw is None:
+        return link
+    out = link.copy()
+    for j in np.flatnonzero(r > 1):
+        span = np.arange(j + 1, min(j + int(r[j]), dense.D))
+        out[j] = min(float(link[j]), float(dense.path_bw[j, span].min(initial=np.inf)))
+    return out
+
+
 def sync_time(dense: Dense, dev: np.ndarray, r: np.ndarray) -> np.ndarray:
     """[D] ms: 4 (r - 1) |w| / (r B) for each replicated stage (0 without a link)."""
     w = np.bincount(dev, weights=dense.params, minlength=dense.D)[:dense.D]
-    link = dense.link[dense.dev_class]
+    link = _span_bandwidth(dense, r)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where((r > 1) & np.isfinite(link), 4.0 * (r - 1) * w / (r * link) * 1e3, 0.0)
 
@@ -45,4 +63,25 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, r: np.ndarray) -> list
         if take > have:
             out.append(Violation("replicas", f"the stages on {name} devices take {take} devices with their replicas, "
                                  f"and the class has {have}"))
+    if dense.path_bw is not None:
+        out += _placed(dense, used, r)
+    return out
+
+
+def _placed(dense: Dense, used: np.ndarray, r: np.ndarray) -> list[Violation]:
+    """On levels: each stage's replicas, devices j .. j + r - 1 of its class, hold no other stage."""
+    out: list[Violation] = []
+    owner = np.where(used, np.arange(dense.D), -1)
+    for j in np.flatnonzero(used & (r > 1)):
+        span = np.arange(j + 1, j + int(r[j]))
+        if len(span) and (span[-1] >= dense.D or dense.dev_class[span[-1]] != dense.dev_class[j]):
+            out.append(Violation("replicas", f"the stage on {dense.devices[j]} has {int(r[j])} replicas, past the "
+                                 f"last {dense.class_names[dense.dev_class[j]]} device (on server levels a stage's "
+                                 "replicas are the devices after it)", device=dense.devices[j]))
+            continue
+        taken = span[owner[span] >= 0]
+        if len(taken):
+            out.append(Violation("replicas", f"the replicas of the stage on {dense.devices[j]} take "
+                                 f"{dense.devices[taken[0]]}, which holds another stage", device=dense.devices[j]))
+        owner[span] = j
     return out

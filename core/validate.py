@@ -259,9 +259,8 @@ def _check_memory(spec: Spec) -> None:
 
 
 def check_routes(spec: Spec) -> None:
-    """Server levels and direct links (core/levels.py): positive fabrics, a size for every
-    tensor whose time depends on the route, and no replicated stages on levels (their
-    synchronisation over levels is not modelled yet)."""
+    """Server levels and direct links (core/levels.py): positive fabrics, and a size for
+    every tensor whose time depends on the route."""
     p, g, c = spec.platform, spec.graph, spec.constraints
     for s in p.servers:
         if s.link is not None and not s.link > 0:
@@ -280,7 +279,3 @@ def check_routes(spec: Spec) -> None:
             raise PartError(f"{what} gives its transfer as a time (`comm {nd.comm:g} ms`), but over {where} a "
                             "transfer's time depends on its route", nd.span,
                             "give the tensor's size instead (or as well, without levels), e.g. `out 4 MB`")
-    if c.replicate > 1 and p.hierarchical:
-        raise PartError("replicated stages on a platform with server levels are not modelled yet (their weight "
-                        "synchronisation would depend on the levels the replicas span)", c.span_of("replicate"),
-                        "drop `replicate`, or declare the devices without `server` levels")

@@ -107,6 +107,19 @@ def members(spec: Spec, methods: Methods) -> list[Member]:
             and not capabilities.unmodelled(spec, methods[p.method].ignores, dict(p.options))]
 
 
+def _no_member(spec: Spec, methods: Methods) -> PartError:
+    """Every member of the portfolio ignores one of the spec's features: say which models each."""
+    kind = spec.objective.kind
+    used = capabilities.features(spec)
+    who = {f: [m.name for m in methods.values() if kind in m.objectives and not m.portfolio
+               and all(g != f for g, _ in m.ignores)] for f in used}
+    ignored = [f for f in used if any(f in {g for g, _ in methods[p.method].ignores} for p in portfolio(spec))]
+    detail = "; ".join(f"{f}: {', '.join(who[f]) or 'none'}" for f in ignored)
+    return PartError(f"no method that auto runs on this spec models all of its features ({detail})",
+                     capabilities.WHERE[ignored[0]](spec) if ignored else None,
+                     "drop one of these features, or run `--method brute` on a graph small enough to enumerate")
+
+
 def _budget(deadline: Deadline, long: Deadline, p: Member, last: bool) -> Deadline:
     """A member's deadline: its share of the time left; without a limit, none for a
     heuristic, and its share of what is left of UNTIMED_SECONDS (`long`) for a long search."""
@@ -127,6 +140,8 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     if methods is None:
         raise PartError("method auto runs through solve(), which passes it the method table", None)
     chosen = members(spec, methods)
+    if not chosen:
+        raise _no_member(spec, methods)
     yield Progress("auto: " + ", then ".join(p.method for p in chosen))
     long: Deadline | None = None  # no limit: UNTIMED_SECONDS from the first long search on
     # members that run subproblems on worker processes get them started now, warm when they come

@@ -164,7 +164,7 @@ def on_levels(draw, spec: Spec) -> Spec:  # type: ignore[no-untyped-def]
     """`spec` on random routes (core/levels.py): server levels (servers of one or two
     instances, maybe in a rack, each class in a server or not, random fabrics) and/or a
     direct link from acc[0] to the other accelerators; tensors given as times (`comm`)
-    become sizes, replicas are dropped (neither is allowed with levels)."""
+    become sizes (a time is not allowed where the route decides it)."""
     nodes = tuple(replace(nd, comm=None, out=nd.out or (nd.comm or 0.0) * 1e6) for nd in spec.graph.nodes)
     m = draw(st.sampled_from([1, 2]))
     rack = draw(st.booleans())
@@ -181,7 +181,7 @@ def on_levels(draw, spec: Spec) -> Spec:  # type: ignore[no-untyped-def]
     assume(any(k.server for k in classes) or top is not None or links)
     out = replace(spec, graph=replace(spec.graph, nodes=nodes),
                   platform=Platform(classes, links, None, spec.platform.empty, servers, top),
-                  constraints=replace(spec.constraints, replicate=1), solve=replace(spec.solve, method=None))
+                  solve=replace(spec.solve, method=None))
     try:
         validate(out)
     except PartError:

@@ -50,7 +50,7 @@ def test_convert_writes_a_training_spec_with_mirrored_backward_nodes(tmp_path: P
 
 
 @pytest.mark.parametrize("args,what", [
-    (["--machines", "4,2", "--bandwidths", "1e10,1e9"], "not modelled yet"),
+    (["--machines", "4,2", "--bandwidths", "1e10,1e9"], "is not imported"),
     (["--machines", "2.5"], "whole number"),
     (["--machines", "4", "--bandwidths", "fast"], "expected numbers"),
 ])

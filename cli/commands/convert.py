@@ -49,8 +49,8 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("--kv-cache", metavar="SIZE", help="serving: the KV cache of the batch and context you serve "
                    "(e.g. 8GiB), spread evenly over the decoder layers' memory (docs/importers.md)")
     pd = p.add_argument_group("pipedream: a PipeDream profile (graph.txt), as its optimizer reads it")
-    pd.add_argument("--machines", metavar="N", help="devices (PipeDream's -n; one level: server hierarchies are "
-                    "not modelled yet)")
+    pd.add_argument("--machines", metavar="N", help="devices (PipeDream's -n; one level: its hierarchical cost is "
+                    "not imported)")
     pd.add_argument("--bandwidths", metavar="B", help="their link in bytes/s (PipeDream's -b, default 1e9)")
     pd.add_argument("--memory", metavar="BYTES", help="memory per device (PipeDream's -s; unconstrained without it)")
     pd.add_argument("--transfers", action="store_true", help="send each layer's activations over the link (PipeDream's "
@@ -232,8 +232,11 @@ def pipedream(src: Path, args: argparse.Namespace):  # type: ignore[no-untyped-d
             raise PartError(f"{what} {text}: expected numbers separated by commas", None, f"e.g. {what} {default}") \
                 from None
         if len(out) > 1:
-            raise PartError(f"{what} {text}: a hierarchy of {len(out)} levels; server hierarchies (Tarnawski App. C.3) "
-                            "are not modelled yet", None, f"give one level, e.g. {what} {out[0]:g}")
+            raise PartError(f"{what} {text}: a hierarchy of {len(out)} levels is not imported: PipeDream's "
+                            "hierarchical cost (a top-level stage's cross-server sync over its whole segment, divided by "
+                            "the GPUs per server) is not a per-device load, and only brute force chooses replicas on "
+                            "server levels", None, f"give one level, e.g. {what} {out[0]:g}, or write the `server` "
+                            "levels in the spec (docs/language.md)")
         if not all(x > 0 for x in out):
             raise PartError(f"{what} {text}: must be positive", None, f"e.g. {what} {default}")
         return out
