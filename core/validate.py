@@ -261,7 +261,7 @@ def _check_memory(spec: Spec) -> None:
 def check_routes(spec: Spec) -> None:
     """Server levels and direct links (core/levels.py): positive fabrics, and a size for
     every tensor whose time depends on the route."""
-    p, g, c = spec.platform, spec.graph, spec.constraints
+    p, g = spec.platform, spec.graph
     for s in p.servers:
         if s.link is not None and not s.link > 0:
             raise PartError(f"server '{s.name}' has link bandwidth {s.link:g} B/s", s.span,
