@@ -36,10 +36,9 @@ def exact_mip(spec: Spec, horizon: float | None = None) -> tuple[MatrixMIP, str]
     if spec.constraints.replicate > 1:
         raise PartError("the exported MIPs model no replicated stages (`replicate <= r`)",
                         spec.constraints.span_of("replicate"), "drop `replicate` to export the model")
-    p = spec.platform
-    if (p.hierarchical or p.links) and not spec.objective.scheduled:
+    if spec.platform.routed and not spec.objective.scheduled:
         raise PartError(f"the exported {spec.objective.kind} MIP costs transfers flat: it models no server levels "
-                        "or direct links", p.servers[0].span if p.servers else p.links[0].span if p.links else p.span,
+                        "or direct links", spec.platform.routes_span,
                         "declare the devices without `server` levels and direct links to export the model")
     f = formulation_for(spec)
     f.check(spec)

@@ -154,6 +154,21 @@ class Dense:
         return out
 
     @cached_property
+    def cheapest_comm(self) -> np.ndarray:
+        """[n, C] a lower bound on what a device of each class pays for each tensor on any
+        route (core/levels.py): `comm`, or less over a direct link faster than the port.
+        What the bounds that charge transfers may charge."""
+        if self.direct_bw is None:
+            return self.comm
+        fastest = np.zeros(len(self.class_names))
+        np.maximum.at(fastest, self.dev_class, self.direct_bw.max(axis=1))
+        np.maximum.at(fastest, self.dev_class, self.direct_bw.max(axis=0))
+        over_link = np.where(fastest > 0, self.out_bytes[:, None] / np.where(fastest > 0, fastest, 1.0) * 1e3, INF)
+        out = np.minimum(self.comm, over_link)
+        out.setflags(write=False)
+        return out
+
+    @cached_property
     def topo_position(self) -> np.ndarray:
         """[n] int64 (read-only): each node's position in `topo`."""
         out = np.empty(self.n, dtype=np.int64)

@@ -48,22 +48,10 @@ def find_cycle(n: int, src: list[int], dst: list[int]) -> list[int]:
 
 
 def link_table(spec: Spec) -> dict[tuple[int, int], float]:
-    """Direct device-to-device bandwidths (B/s), class-level links expanded."""
-    p = spec.platform
-    devs = {d: j for j, d in enumerate(p.devices)}
-
-    def expand(x: str) -> list[int]:
-        if x in devs:
-            return [devs[x]]
-        ci = p.class_index[x]
-        return [j for j, c in enumerate(p.device_class) if c == ci]
-
-    table: dict[tuple[int, int], float] = {}
-    for ln in p.links:
-        for a in expand(ln.a):
-            for b in expand(ln.b):
-                if a != b:
-                    table[(a, b)] = ln.bandwidth
-                    if not ln.directed:
-                        table[(b, a)] = ln.bandwidth
-    return table
+    """Direct device-to-device bandwidths (B/s), class-level links expanded: the nonzero
+    entries of `Dense.direct_bw` (core/server_paths.direct_bandwidth), keyed by device pair."""
+    bw = spec.dense.direct_bw
+    if bw is None:
+        return {}
+    a, b = np.nonzero(bw)
+    return {(int(x), int(y)): float(bw[x, y]) for x, y in zip(a, b)}

@@ -168,6 +168,16 @@ class Platform:
         """Servers or a platform fabric are declared: transfers pay the levels they cross."""
         return bool(self.servers) or self.link is not None
 
+    @property
+    def routed(self) -> bool:
+        """A transfer's cost depends on its pair of devices: levels, or direct links (core/levels.py)."""
+        return self.hierarchical or bool(self.links)
+
+    @property
+    def routes_span(self) -> Span | None:
+        """Where the routes are declared: the first server, else the first direct link, else the platform."""
+        return self.servers[0].span if self.servers else self.links[0].span if self.links else self.span
+
     @cached_property
     def server_index(self) -> dict[str, Server]:
         return {s.name: s for s in self.servers}

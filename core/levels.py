@@ -17,7 +17,7 @@ route (the largest of its per-receiver times).
 Without servers, a platform fabric and direct links, this is Tarnawski's host memory
 model (sec. 3), the same numbers as `Dense.comm` (the fast path below). Levels never make
 a charge smaller than the flat one; a direct link faster than the ports can, so bounds that
-charge transfers take the cheapest route (`cheapest_comm`). The paths themselves:
+charge transfers take the cheapest route (`Dense.cheapest_comm`). The paths themselves:
 core/server_paths.py (`Dense.path_bw`, `Dense.direct_bw`).
 """
 from __future__ import annotations
@@ -93,14 +93,3 @@ def pair_ms(dense: Dense, u: int, a: int, b: int) -> float:
     x, y, z = np.array([u]), np.array([a]), np.array([b])
     return float(_route(dense, x, y, z, y)[0] + _route(dense, x, y, z, z)[0])
 
-
-def cheapest_comm(dense: Dense) -> np.ndarray:
-    """[n, C] a lower bound on what a device of each class pays for each tensor on any route
-    (`comm` where no direct link is faster): what bounds may charge."""
-    if dense.direct_bw is None:
-        return dense.comm
-    fastest = np.zeros(len(dense.class_names))
-    np.maximum.at(fastest, dense.dev_class, dense.direct_bw.max(axis=1))
-    np.maximum.at(fastest, dense.dev_class, dense.direct_bw.max(axis=0))
-    over_link = _ms(dense.out_bytes[:, None], np.broadcast_to(fastest, (dense.n, len(fastest))))
-    return np.where(fastest[None, :] > 0, np.minimum(dense.comm, over_link), dense.comm)

@@ -90,8 +90,6 @@ def path_bandwidth(p: _Platform) -> np.ndarray | None:
     return bw
 
 
-
-
 def direct_bandwidth(p: _Platform) -> np.ndarray | None:
     """[D, D] the declared direct links' bandwidths (B/s; 0 where none; class links expanded
     to every pair of their devices, a later declaration winning), or None without links."""

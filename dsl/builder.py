@@ -210,10 +210,6 @@ class SpecBuilder:
         from partdsl.dsl.cost_model import apply
         from partdsl.dsl.platform_tree import platform as levels
 
-        unknown = [x for x in self._servers if x.parent is not None and x.parent not in {y.name for y in self._servers}]
-        if unknown:
-            raise PartError(f"server '{unknown[0].name}' is within unknown server '{unknown[0].parent}'", None,
-                            "declare the enclosing server first")
         flat = levels(self._classes, tuple(self._links), None, self._servers, self._fabric)
         graph, platform = apply(self.graph, flat, self._objective)
         spec = Spec(graph, platform, self._objective, self._constraints, self._solve, self._params)

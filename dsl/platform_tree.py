@@ -54,6 +54,10 @@ def platform(classes: list[DeviceClass], links: tuple[Link, ...], span: Span | N
         if s.name in seen:
             raise PartError(f"server '{s.name}' is declared twice", s.span, "give each server level its own name")
         seen[s.name] = s.span
+    for s in servers:  # the language nests blocks; the builder names the enclosing level
+        if s.parent is not None and s.parent not in seen:
+            raise PartError(f"server '{s.name}' is within unknown server '{s.parent}'", s.span,
+                            "declare the enclosing server, e.g. builder.server('rack', 2)")
     for k in classes:
         if k.name in seen:
             raise PartError(f"device class '{k.name}' has the name of a server", k.span,
@@ -71,4 +75,3 @@ def platform(classes: list[DeviceClass], links: tuple[Link, ...], span: Span | N
                     f"({k.count} in each of {mult} servers)", k.span, "check the counts (a param, or -D)")
         total.append(replace(k, count=k.count * mult))
     return Platform.of(total, links, span, tuple(servers), link)
-

@@ -2,7 +2,7 @@
 declared in the method table (methods/registry.py, `Method.ignores`), and `solve` refuses a
 spec that has one, naming the feature and the methods that do model it (exit 2). A
 feature no method of the objective models cannot reach here: validation refuses it
-(core/validate.check_routes: replicas on server levels, route-dependent tensors given as times).
+(core/validate.check_routes: tensors given as times where the route decides their time).
 
 Each feature is a test on the spec; `ignores` pairs a feature with the method option that
 makes the method model it (the peers' `repair`), or None.
@@ -40,7 +40,7 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
     "server levels or direct links": (
         "a hierarchical platform (`server` levels or a platform `link`) or direct links (`link a <-> b ...`), under "
         "the bottleneck or latency objective",
-        lambda s: (s.platform.hierarchical or bool(s.platform.links)) and not s.objective.scheduled),
+        lambda s: s.platform.routed and not s.objective.scheduled),
     "activation memory": ("peak activations in memory (`activations`, Archer eq. 2)",
                           lambda s: s.constraints.activations),
     "replication": ("data-parallel stages (`replicate <= r`)", lambda s: s.constraints.replicate > 1),
@@ -66,8 +66,7 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "stage limits": lambda s: s.constraints.span_of("max_stages"),
     "subgraphs": lambda s: s.constraints.span_of("subgraphs"),
     "batch split": lambda s: s.objective.span,
-    "server levels or direct links": lambda s: (s.platform.servers[0].span if s.platform.servers else
-                                                s.platform.links[0].span if s.platform.links else s.platform.span),
+    "server levels or direct links": lambda s: s.platform.routes_span,
     "activation memory": lambda s: s.constraints.span_of("activations"),
     "replication": lambda s: s.constraints.span_of("replicate"),
     "replicas with overlap or GPipe": lambda s: s.constraints.span_of("replicate"),

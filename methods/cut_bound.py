@@ -36,7 +36,6 @@ import math
 import numpy as np
 from partdsl.core.dense import Dense
 from partdsl.core.ir import Spec
-from partdsl.core.levels import cheapest_comm
 from partdsl.runtime.deadline import NEVER, Deadline
 
 SCALE = 2.0 ** 28  # integer capacity units for the finite total; int32 leaves room for sums
@@ -98,7 +97,7 @@ class _CutProblem:
 
         self.runs = d.class_allowed & np.isfinite(d.work)  # [n, 2]
         self.work = np.where(self.runs, d.work, 0.0)
-        self.comm = cheapest_comm(d)  # a direct link may beat the host route: the cheapest charge
+        self.comm = d.cheapest_comm  # a direct link may beat the host route: the cheapest charge
         n = d.n
         pairs = np.unique(np.stack([d.src, d.dst], axis=1), axis=0).reshape(-1, 2)
         src, dst = pairs[:, 0], pairs[:, 1]

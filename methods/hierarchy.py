@@ -206,11 +206,10 @@ def hierarchy(spec: Spec, time_limit: float | None = None, solver: str | None = 
     and the best solution found by topo, dp (exact under `acyclic`) and the exact MIP.
     The bottleneck-guess MIPs run on `executor` if given (see bottleneck_guess). Ctrl-C
     stops it: the bounds computed so far are kept, the others say so."""
-    p = spec.platform
-    if (p.hierarchical or p.links) and spec.objective.kind in ("bottleneck", "latency"):
+    if spec.platform.routed and spec.objective.kind in ("bottleneck", "latency"):
         raise PartError("`part bound` runs relaxations and exact methods that model no server levels or direct "
-                        "links", p.servers[0].span if p.servers else p.links[0].span if p.links else p.span,
-                        "use `part solve`: its certificate uses bounds that hold on every route")
+                        "links", spec.platform.routes_span, "use `part solve`: its certificate uses bounds that hold "
+                        "on every route")
     if spec.objective.kind == "latency":
         return latency_hierarchy(spec, time_limit, solver, threads, seed, say=progress or (lambda _m: None))
     if spec.objective.kind != "bottleneck":

@@ -243,6 +243,8 @@ def test_text_builder_and_printer_agree() -> None:
     built = (SpecBuilder(g).server("node", 2, link="10 GB/s").device("gpu", 2, link="100 GB/s", server="node")
              .fabric("1 GB/s").minimize().build())
     assert built.platform == spec.platform and built.graph == spec.graph
+    with pytest.raises(PartError, match="within unknown server 'rack'"):
+        SpecBuilder(g).server("node", 2, within="rack").device("gpu", 2, link="1 GB/s", server="node").build()
 
 
 @pytest.mark.parametrize("text, message, caret", [

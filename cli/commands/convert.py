@@ -233,8 +233,8 @@ def pipedream(src: Path, args: argparse.Namespace):  # type: ignore[no-untyped-d
                 from None
         if len(out) > 1:
             raise PartError(f"{what} {text}: a hierarchy of {len(out)} levels is not imported: PipeDream's "
-                            "hierarchical cost (a top-level stage's cross-server sync over its whole segment, divided by "
-                            "the GPUs per server) is not a per-device load, and only brute force chooses replicas on "
+                            "hierarchical cost (a top-level stage's cross-server sync over its whole segment, divided "
+                            "by the GPUs per server) is not a per-device load, and only brute force chooses replicas on "
                             "server levels", None, f"give one level, e.g. {what} {out[0]:g}, or write the `server` "
                             "levels in the spec (docs/language.md)")
         if not all(x > 0 for x in out):

@@ -28,7 +28,6 @@ import weakref
 import numpy as np
 from partdsl.core.dense import INF
 from partdsl.core.ir import Spec
-from partdsl.core.levels import cheapest_comm
 from partdsl.kernels.latency.path_runs import host_time, path_runs
 from partdsl.runtime import memory
 from partdsl.runtime.deadline import NEVER, Deadline
@@ -142,7 +141,7 @@ def forced_transfers(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.nd
     tout = np.zeros((m, m))
     desc, anc = masks
     src, dst = d.src, d.dst
-    comm = cheapest_comm(d)[:, c]  # a direct link may beat the host route: bounds charge the cheapest
+    comm = d.cheapest_comm[:, c]  # a direct link may beat the host route: bounds charge the cheapest
     off = outside(spec, c)
     for j in range(m):  # in: ancestors of p_j-1 and nodes that cannot be on c, feeding desc(p_j)
         outer = off[src] | (anc[j - 1][src] if j else False)
@@ -177,7 +176,7 @@ def side_costs(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int, mem: np
     desc, anc = masks
     m = desc.shape[0]
     src, dst = d.src, d.dst
-    comm, work = cheapest_comm(d)[:, c], np.where(d.class_allowed[:, c], d.work[:, c], 0.0)
+    comm, work = d.cheapest_comm[:, c], np.where(d.class_allowed[:, c], d.work[:, c], 0.0)
     off = outside(spec, c)
     cap = d.memory[c] if spec.constraints.memory == "hard" else math.inf
     extra = np.zeros((m, m))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 from partdsl.core.dense import INF
 from partdsl.core.ir import Spec
-from partdsl.core.levels import cheapest_comm
 from partdsl.kernels.jit import njit
 from partdsl.runtime.deadline import NEVER, Deadline
 
@@ -53,7 +52,7 @@ def path_runs(spec: Spec, path: list[int], deadline: Deadline = NEVER) -> float:
     K = len(acc)
     cw, cbad, ow, obad = (np.zeros((K, m + 1)), np.zeros((K, m + 1)), np.zeros((K, d.n + 1)), np.zeros((K, d.n + 1)))
     tin, tout, cap = np.zeros((K, m)), np.zeros((K, m)), np.full(K, INF)
-    comm = cheapest_comm(d)  # a direct link may beat the host route: bounds charge the cheapest
+    comm = d.cheapest_comm  # a direct link may beat the host route: bounds charge the cheapest
     for k, c in enumerate(acc):
         w = np.where(ok_cls[:, c], d.work[:, c], 0.0)
         cw[k] = np.r_[0.0, np.cumsum(w[P])]

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import numpy as np
 from partdsl.core.ir import Spec
-from partdsl.core.levels import cheapest_comm
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow
 
@@ -39,7 +38,7 @@ class RunCut:
         n = d.n
         allowed = d.class_allowed[:, c]
         work = np.where(allowed, d.work[:, c], 0.0)
-        comm = cheapest_comm(d)[:, c]
+        comm = d.cheapest_comm[:, c]
         producers = np.unique(d.src)
         finite = float(work.sum() + 2 * comm.sum())
         self.scale = min((BIG // 4) / finite, 1e9) if finite > 0 else 1.0
