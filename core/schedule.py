@@ -152,6 +152,26 @@ def batch_split(spec: Spec, node: int, cls: int, L: int) -> list[int] | None:
     return sorted(out, reverse=True)
 
 
+def share_times(spec: Spec) -> np.ndarray:
+    """t[i, u, m]: m chunks of node i on device u in one go, in the fastest supported batches."""
+    d = spec.dense
+    K = spec.objective.split
+    g = spec.objective.batch // K
+    t = np.full((d.n, d.D, K + 1), np.inf)
+    t[:, :, 0] = 0.0
+    for v in range(d.n):
+        for u in range(d.D):
+            if not d.allowed[v, u]:
+                continue
+            cls = int(d.dev_class[u])
+            k = spec.platform.classes[cls]
+            for m in range(1, K + 1):
+                sizes = batch_split(spec, v, cls, m * g)
+                if sizes:
+                    t[v, u, m] = sum(work_time(spec.graph.nodes[v], k.name, k.speed, q) for q in sizes)
+    return t
+
+
 def whole_batches(spec: Spec, dev: np.ndarray) -> Schedule:
     """An assignment as a schedule without times: each node's L samples on its device, in
     the batch sizes that run them fastest there (one piece of L where none fit)."""

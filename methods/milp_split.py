@@ -42,7 +42,7 @@ from partdsl.methods.milp_split_modules import (
     solve_module,
     solve_module_by,
 )
-from partdsl.models import diviml
+from partdsl.models import diviml, diviml_symmetry
 from partdsl.runtime.deadline import NEVER, Deadline
 from partdsl.runtime.executor import job_threads, run_all, warm_pool, width
 
@@ -56,12 +56,15 @@ DEFAULT_MODULE_LIMIT = 10.0  # seconds per module MILP without a time limit
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
         solver: str | None = None, gap: float | None = None, threads: int | None = None,
         channels: float = 1, module_limit: float | None = None, workers: float | None = None,
-        min_module: float = 4, bound_limit: float = 2.0, lookahead: float = 1, executor=None,  # type: ignore[no-untyped-def]
-        **_: object) -> Iterator:
+        min_module: float = 4, bound_limit: float = 2.0, lookahead: float = 1, symmetry: float = 0,
+        executor=None, **_: object) -> Iterator:  # type: ignore[no-untyped-def]
     """MILP-SPLIT as a method: yields HEFT first, then the split schedule, then its bound.
     The module MILPs run on `executor` (a Dask cluster's, ...) if given, else on `workers`
-    local processes."""
+    local processes; `symmetry` puts sec. V-E / VI's rows in each of them."""
     diviml.check(spec)
+    if symmetry not in diviml_symmetry.SYMMETRY:
+        raise PartError(f"symmetry must be one of {', '.join(f'{k} ({v})' for k, v in diviml_symmetry.SYMMETRY.items())}",
+                        None)
     if channels < 1 or int(channels) != channels:
         raise PartError(f"channels must be a whole number >= 1, not {channels:g}", None)
     plan = ModulePlan(spec, int(channels), int(min_module))
@@ -78,9 +81,11 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
                        f"{'single-channel DP' if single else 'modules in turn with release times'}")
         known: dict[frozenset[int], float] = {}  # proven module bounds from the module MILPs
         if single:
-            sched, why = _dp(spec, plan, deadline, module_limit, solver, threads, nworkers, progress, known, pool)
+            sched, why = _dp(spec, plan, deadline, module_limit, solver, threads, nworkers, progress, known, pool,
+                             int(symmetry))
         else:
-            sched, why = _rolling(spec, plan, deadline, module_limit, solver, threads, progress, int(lookahead))
+            sched, why = _rolling(spec, plan, deadline, module_limit, solver, threads, progress, int(lookahead),
+                                  int(symmetry))
         if sched is not None:
             yield Candidate(f"MILP-SPLIT ({why})", schedule=sched)
         left = deadline.left()
@@ -131,12 +136,15 @@ def _limit(deadline: Deadline, module_limit: float | None, share: float) -> floa
 
 def _dp(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | None, solver: str | None,
         threads: int | None, workers: int | None, progress: Callable[[str], None] | None,
-        known: dict[frozenset[int], float], executor=None) -> tuple[Schedule | None, str]:  # type: ignore[no-untyped-def]
+        known: dict[frozenset[int], float], executor=None,  # type: ignore[no-untyped-def]
+        symmetry: int = 0) -> tuple[Schedule | None, str]:
     """IV-B1: every module for every (input device, output device) pair, then the chain DP.
-    Fills `known` with each module's proven bound where the pairs cover every schedule of
-    it (no pinned endpoint, or whole nodes: split 1), the least over its pairs."""
+    A pair that a relabelling of identical devices or servers maps from one already solved
+    (models/diviml_symmetry.py) takes that one's schedule, relabelled. Fills `known` with
+    each module's proven bound where the pairs cover every schedule of it (no pinned
+    endpoint, or whole nodes: split 1), the least over its pairs."""
     s, q = plan.s, len(plan.modules)
-    ins, outs, jobs, keys = _module_jobs(plan)
+    ins, outs, jobs, keys, copies = _module_jobs(plan)
     per_threads = job_threads(threads, workers, executor, len(jobs))
     # each job takes its limit when it starts, a share of the time left over the rounds of
     # jobs its worker still has (jobs start in the order they are given)
@@ -145,7 +153,7 @@ def _dp(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | 
     until = time.time() + deadline.left()
     cap = float(module_limit) if module_limit is not None else \
         (DEFAULT_MODULE_LIMIT if math.isinf(deadline.left()) else math.inf)
-    args = [(j, None, until, rounds - i // W, cap, solver, per_threads) for i, j in enumerate(jobs)]
+    args = [(j, None, until, rounds - i // W, cap, solver, per_threads, symmetry) for i, j in enumerate(jobs)]
     results: dict[tuple[int, int | None, int | None], ModuleResult] = {}
     done = 0
     for idx, r in run_all(solve_module_by, args, workers, executor):
@@ -155,6 +163,10 @@ def _dp(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | 
         if progress:
             progress(f"MILP-SPLIT: module {k + 1}/{q} pair ({a}, {b}) {r.why}, {r.makespan:.6g} ms "
                      f"({done}/{len(jobs)})")
+    for pair, rep, perm in copies:
+        r = results[rep]
+        results[pair] = ModuleResult(r.makespan, r.bound, tuple((at, Piece(p.node, int(perm[p.device]), p.samples,
+                                                                             p.start)) for at, p in r.pieces), r.why)
     for k, nodes in enumerate(plan.modules):
         pairs = [r.bound for (kk, _, _), r in results.items() if kk == k]
         pinned = ins[k] is not None or outs[k] is not None
@@ -164,33 +176,36 @@ def _dp(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | 
     return _chain_dp(spec, plan, results)
 
 
-def _module_jobs(plan: ModulePlan) -> tuple[list, list, list[Spec], list[tuple]]:  # type: ignore[type-arg]
+def _module_jobs(plan: ModulePlan) -> tuple[list, list, list[Spec], list[tuple], list[tuple]]:  # type: ignore[type-arg]
     """IV-B1's subproblems: each module restricted to its nodes, its input node pinned to
-    each device a, its output node to each device b: (ins, outs, module specs, (k, a, b, local))."""
+    each device a, its output node to each device b: (ins, outs, module specs, (k, a, b,
+    local), copies). One pair per orbit of the spec's relabellings is solved; `copies`
+    holds the others as ((k, a, b), the solved (k, a', b'), perm with perm[a'] = a, perm[b'] = b)."""
     s, D = plan.s, plan.s.dense.D
     ins = [None] + [c[0][1] if c else None for c in plan.cuts]
     outs = [c[0][0] if c else None for c in plan.cuts] + [None]
-    jobs, keys = [], []
+    jobs, keys, copies = [], [], []
     allowed = s.dense.allowed
+    gens = diviml_symmetry.generators(s)
     for k, nodes in enumerate(plan.modules):
         local = {v: i for i, v in enumerate(nodes)}
         i_dev = range(D) if ins[k] is not None else [None]
         o_dev = range(D) if outs[k] is not None else [None]
-        for a in i_dev:
-            for b in o_dev:
-                if ins[k] is not None and ins[k] == outs[k] and a != b:
-                    continue
-                if (a is not None and not allowed[ins[k], a]) or (b is not None and not allowed[outs[k], b]):
-                    continue
-                pins = {}
-                if a is not None:
-                    pins[ins[k]] = s.platform.devices[a]
-                if b is not None:
-                    pins[outs[k]] = s.platform.devices[b]
-                sub = restrict(s, nodes, pins)
-                keys.append((k, a, b, local))
-                jobs.append(sub)
-    return ins, outs, jobs, keys
+        pairs = [(a, b) for a in i_dev for b in o_dev
+                 if not (ins[k] is not None and ins[k] == outs[k] and a != b)
+                 and not ((a is not None and not allowed[ins[k], a]) or (b is not None and not allowed[outs[k], b]))]
+        for (a, b), (rep, perm) in diviml_symmetry.orbits(pairs, gens, D).items():
+            if rep != (a, b):
+                copies.append(((k, a, b), (k, *rep), perm))
+                continue
+            pins = {}
+            if a is not None:
+                pins[ins[k]] = s.platform.devices[a]
+            if b is not None:
+                pins[outs[k]] = s.platform.devices[b]
+            keys.append((k, a, b, local))
+            jobs.append(restrict(s, nodes, pins))
+    return ins, outs, jobs, keys, copies
 
 
 def _chain_dp(spec: Spec, plan: ModulePlan, results: dict) -> tuple[Schedule | None, str]:  # type: ignore[type-arg]
@@ -239,7 +254,7 @@ def _chain_dp(spec: Spec, plan: ModulePlan, results: dict) -> tuple[Schedule | N
 
 def _rolling(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | None, solver: str | None,
              threads: int | None, progress: Callable[[str], None] | None,
-             lookahead: int = 1) -> tuple[Schedule | None, str]:
+             lookahead: int = 1, symmetry: int = 0) -> tuple[Schedule | None, str]:
     """IV-B2: modules in chain order, each after the ones before it are fixed; each MILP
     also schedules the next `lookahead` modules (then dropped), so a module does not
     finish early at the expense of the ones after it."""
@@ -272,7 +287,7 @@ def _rolling(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: flo
                 release[li, u] = r
         sub = restrict(s, nodes)
         limit = _limit(deadline, module_limit, 1.0 / (q - k))
-        r = solve_module(sub, release, limit, solver, threads)
+        r = solve_module(sub, release, limit, solver, threads, symmetry=symmetry)
         whys.add(r.why)
         if progress:
             progress(f"MILP-SPLIT: module {k + 1}/{q} ({len(own)} nodes, {len(nodes)} in the MILP) {r.why}, "

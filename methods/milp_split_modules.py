@@ -30,7 +30,7 @@ from partdsl.core.schedule_eval import as_makespan, evaluate_schedule, list_sche
 from partdsl.kernels.graph.modules import Split, boundary_edges, chain, restrict, split_articulations
 from partdsl.kernels.schedule import list_schedulers
 from partdsl.methods.bounds import makespan_bound
-from partdsl.models import diviml
+from partdsl.models import diviml, diviml_symmetry
 from partdsl.runtime.deadline import Deadline
 from partdsl.runtime.executor import job_threads, run_all
 
@@ -50,10 +50,11 @@ class ModuleResult:
 
 
 def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solver: str | None,
-                 threads: int | None, gap: float | None = None) -> ModuleResult:
+                 threads: int | None, gap: float | None = None, symmetry: int = 0) -> ModuleResult:
     """The DiviML MILP of one module (a restricted spec); H and the MIP start from the best
     of `_starts` (started after every release). With no time left (`time_limit` <= 0) the
-    best start alone, without building the MILP."""
+    best start alone, without building the MILP. `symmetry`: the rows of
+    models/diviml_symmetry.py (among devices and servers alike, release times included)."""
     from partdsl.solvers.dispatch import solve_matrix
 
     shift = float(np.max(release)) if release is not None and release.size else 0.0
@@ -71,7 +72,9 @@ def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solv
     if spec.objective.split > 1:
         time_limit *= 0.85
     H = shift + (end if math.isfinite(end) else diviml.safe_horizon(spec))
-    mip, vm = diviml.build(spec, H, release)
+    mip, vm = diviml.build(spec, H, release, symmetry)
+    if moved is not None and symmetry:
+        moved = diviml_symmetry.canonical(spec, symmetry, moved, release)
     start = None if moved is None else diviml.encode(spec, vm, moved)
     out = solve_matrix(mip, solver, max(time_limit, 0.05), gap, threads, start)
     # the best start stays the module's schedule unless the MILP beats it (issue 28, defect 2)
@@ -90,7 +93,7 @@ def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solv
 
 
 def solve_module_by(spec: Spec, release: np.ndarray | None, until: float, rounds_left: int, cap: float,
-                    solver: str | None, threads: int | None) -> ModuleResult:
+                    solver: str | None, threads: int | None, symmetry: int = 0) -> ModuleResult:
     """`solve_module` with its time limit taken when the job starts, not when it is queued:
     its share (0.8, the rest for building the model and the starts) of the seconds left
     until `until` (a wall-clock time.time(), which worker processes and machines share),
@@ -99,7 +102,7 @@ def solve_module_by(spec: Spec, release: np.ndarray | None, until: float, rounds
     instead of passing the deadline (issue 29: MILP-SPLIT ran 2-3 s past --time-limit 5)."""
     if time.time() > until + LATE_SECONDS:  # long past the deadline: not even a start (its pairs go unused)
         return ModuleResult(math.inf, 0.0, (), "not tried: past the time limit")
-    return solve_module(spec, release, limit_at(until, rounds_left, cap), solver, threads)
+    return solve_module(spec, release, limit_at(until, rounds_left, cap), solver, threads, symmetry=symmetry)
 
 
 def limit_at(until: float, rounds_left: int, cap: float) -> float:

@@ -95,7 +95,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("milp_split", milp_split.run, False, "MILP-SPLIT (DiviML sec. IV-B): the DiviML MILP per module "
            "(bridges, or k-edge-connected components for channels > 1), combined by a DP over the devices at "
            "each bridge, with the Remark's lower bound", ("channels", "module_limit", "workers", "min_module",
-                                                         "bound_limit", "lookahead"), mip=True, objectives=SCHEDULED),
+                                                         "bound_limit", "lookahead", "symmetry"), mip=True,
+           objectives=SCHEDULED),
     *(Method(name, peers.run(name), False, f"{package} as a peer: k-way partition (edge weights = transfers, "
              "vertex weights = compute, one block per device), mapped to devices; -O repair=1 contracts colocation "
              "and fixes memory and placement by moves (baseline)", ("repair", "imbalance"), ignores=PEER_IGNORES)

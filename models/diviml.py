@@ -24,13 +24,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from partdsl.core.dense import work_time
 from partdsl.core.errors import PartError
 from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
-from partdsl.core.schedule import Piece, Schedule, batch_split
+from partdsl.core.schedule import Piece, Schedule, batch_split, share_times
 from partdsl.core.schedule_checks import sample_bytes
 from partdsl.core.schedule_eval import list_schedule, transfer_time
+from partdsl.models.diviml_symmetry import add_rows
 from partdsl.models.matrix import MatrixMIP, Rows, keyed
 
 
@@ -53,26 +53,6 @@ def check(spec: Spec) -> None:
     if c.contiguous or c.acyclic or c.max_stages is not None:
         raise PartError("the DiviML MILP does not model contiguous, acyclic or stages", None,
                         "drop them from `subject to`, or use the list-scheduling methods (heft, ea)")
-
-
-def share_times(spec: Spec) -> np.ndarray:
-    """t[i, u, m]: m chunks of node i on device u in one go, in the fastest supported batches."""
-    d = spec.dense
-    K = spec.objective.split
-    g = spec.objective.batch // K
-    t = np.full((d.n, d.D, K + 1), np.inf)
-    t[:, :, 0] = 0.0
-    for v in range(d.n):
-        for u in range(d.D):
-            if not d.allowed[v, u]:
-                continue
-            cls = int(d.dev_class[u])
-            k = spec.platform.classes[cls]
-            for m in range(1, K + 1):
-                sizes = batch_split(spec, v, cls, m * g)
-                if sizes:
-                    t[v, u, m] = sum(work_time(spec.graph.nodes[v], k.name, k.speed, q) for q in sizes)
-    return t
 
 
 def safe_horizon(spec: Spec) -> float:
@@ -105,70 +85,14 @@ def free_pairs(spec: Spec) -> tuple[np.ndarray, np.ndarray]:
     return np.nonzero(np.triu(~(R | R.T), 1))
 
 
-SYMMETRY = {0: "off", 1: "tasks", 2: "time", 3: "batches"}  # sec. V-E criteria
-
-
-def identical_devices(spec: Spec) -> tuple[tuple[int, ...], ...]:
-    """Groups (size >= 2) of interchangeable devices: one class, allowed the same nodes, and
-    swapping two of them maps every link and server-level path (core/levels.py) onto an equal one."""
-    d = spec.dense
-    links = link_table(spec)
-
-    def same(u: int, w: int) -> bool:
-        if d.dev_class[u] != d.dev_class[w] or not np.array_equal(d.allowed[:, u], d.allowed[:, w]):
-            return False
-        others = [z for z in range(d.D) if z not in (u, w)]
-        if d.path_bw is not None and not np.array_equal(d.path_bw[u, others], d.path_bw[w, others]):
-            return False
-        return (links.get((u, w)) == links.get((w, u))
-                and all(links.get((u, z)) == links.get((w, z)) and links.get((z, u)) == links.get((z, w))
-                        for z in others))
-
-    groups: list[list[int]] = []
-    for u in range(d.D):
-        for g in groups:
-            if same(g[0], u):
-                g.append(u)
-                break
-        else:
-            groups.append([u])
-    return tuple(tuple(g) for g in groups if len(g) > 1)
-
-
-def symmetry_key(spec: Spec, criterion: int, sched: Schedule) -> np.ndarray:
-    """Per device, the quantity the symmetry rows order (chunks held, busy time, shares)."""
-    d = spec.dense
-    g = spec.objective.batch // spec.objective.split
-    out = np.zeros(d.D)
-    t = share_times(spec)
-    held: dict[tuple[int, int], int] = {}
-    for p in sched.pieces:
-        held[(p.node, p.device)] = held.get((p.node, p.device), 0) + len(p.samples)
-    for (v, u), q in held.items():
-        m = q // g
-        out[u] += {1: m, 2: float(t[v, u, m]) if m < t.shape[2] else 0.0, 3: 1.0}[criterion]
-    return out
-
-
-def canonical(spec: Spec, criterion: int, sched: Schedule) -> Schedule:
-    """The same schedule with identical devices relabelled so the symmetry rows hold
-    (the largest key on the first device of each group)."""
-    key = symmetry_key(spec, criterion, sched)
-    perm = np.arange(spec.dense.D)
-    for grp in identical_devices(spec):
-        order = sorted(grp, key=lambda u: (-key[u], u))
-        perm[order] = grp  # device order[j] becomes grp[j]
-    return Schedule(tuple(Piece(p.node, int(perm[p.device]), p.samples, p.start) for p in sched.pieces),
-                    sched.batch)
-
-
 def build(spec: Spec, H: float, release: np.ndarray | None = None,
           symmetry: int = 0) -> tuple[MatrixMIP, VarMap]:
     """The MILP with makespan cap H; `release[i, u]` (ms, optional) is the earliest start
     of node i's share on device u when it is not empty (MILP-SPLIT's modules after the
-    first: inputs from earlier modules, devices busy until then). `symmetry` (sec. V-E):
-    among identical devices, the first holds at least as many chunks (1, "tasks"), as
-    much busy time (2, "time") or as many shares (3, "batches") as the next."""
+    first: inputs from earlier modules, devices busy until then). `symmetry` (sec. V-E,
+    VI; models/diviml_symmetry.py): among identical devices, and among identical servers,
+    the first holds at least as many chunks (1, "tasks"), as much busy time (2, "time") or
+    as many shares (3, "batches") as the next."""
     check(spec)
     d = spec.dense
     K = spec.objective.split
@@ -245,14 +169,7 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
         for v, u in zip(*np.nonzero(ok & (np.asarray(release) > 0))):
             r = float(release[v, u])
             rows.add_one([s[v, u], b[v, u, 0]], [1.0, r], r, np.inf, ("release", (N[v], Dn[u])))
-    if symmetry:
-        if symmetry not in SYMMETRY:
-            raise PartError(f"symmetry must be one of {', '.join(f'{k} ({v})' for k, v in SYMMETRY.items())}", None)
-        for grp in identical_devices(spec):
-            for u, w in zip(grp, grp[1:]):
-                cols_u, vals_u = _symmetry_terms(x, b, t, u, symmetry)
-                cols_w, vals_w = _symmetry_terms(x, b, t, w, symmetry)
-                rows.add_one(np.r_[cols_u, cols_w], np.r_[vals_u, -vals_w], 0.0, np.inf, ("symmetry", (Dn[u], Dn[w])))
+    add_rows(rows, spec, x, b, t, symmetry, release)
     # (6) memory
     if spec.constraints.memory != "ignore":
         held = sample_bytes(spec)
@@ -300,18 +217,6 @@ def column_names(spec: Spec, vm: VarMap) -> list[str]:
         out[col] = keyed("order", (N[i], N[j], Dn[u]))
     out[vm.C] = "makespan"
     return out
-
-
-def _symmetry_terms(x: np.ndarray, b: np.ndarray, t: np.ndarray, u: int,
-                    criterion: int) -> tuple[np.ndarray, np.ndarray]:
-    if criterion == 1:  # chunks held
-        cols = x[:, u][x[:, u] >= 0]
-        return cols, np.ones(len(cols))
-    if criterion == 2:  # busy time: sum of share times
-        mask = b[:, u, 1:] >= 0
-        return b[:, u, 1:][mask], np.where(np.isfinite(t[:, u, 1:]), t[:, u, 1:], 0.0)[mask]
-    mask = b[:, u, 1:] >= 0  # shares that run: 1 - b0 = sum of b[m >= 1]
-    return b[:, u, 1:][mask], np.ones(int(mask.sum()))
 
 
 def pieces_of_shares(spec: Spec, shares: list[tuple[float, int, int, list[int]]],

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
-from partdsl.models import diviml, diviml_size, latency, maxload, mtpp
+from partdsl.models import diviml, diviml_size, diviml_symmetry, latency, maxload, mtpp
 from partdsl.models.matrix import MatrixMIP
 
 
@@ -76,7 +76,7 @@ LATENCY = Formulation(
 DIVIML = Formulation(
     "diviml", "the DiviML MILP (eqs. 1-7)", "exact DiviML MILP", diviml_size.check_whole,
     lambda s, H, sym: diviml.build(s, H, symmetry=sym),
-    lambda s, vm, c, sym: diviml.encode(s, vm, diviml.canonical(s, sym, c.schedule) if sym else c.schedule),
+    lambda s, vm, c, sym: diviml.encode(s, vm, diviml_symmetry.canonical(s, sym, c.schedule) if sym else c.schedule),
     lambda s, vm, x: Candidate("", schedule=diviml.decode(s, vm, x)),
     lambda s, H: _pyomo("diviml").build(s, H),
     lambda s, m, c: _pyomo("diviml").warm_start(s, m, c.schedule),

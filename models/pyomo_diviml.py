@@ -7,10 +7,10 @@ import numpy as np
 import pyomo.environ as pyo
 from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
-from partdsl.core.schedule import Schedule
+from partdsl.core.schedule import Schedule, share_times
 from partdsl.core.schedule_checks import sample_bytes
 from partdsl.core.schedule_eval import transfer_time
-from partdsl.models.diviml import check, pieces_of_shares, reachable, share_times
+from partdsl.models.diviml import check, pieces_of_shares, reachable
 from partdsl.models.pyomo_rules import constraint
 
 

@@ -96,17 +96,17 @@ def test_the_milp_equals_brute_force_over_schedules_on_highs_scip_and_pyomo(spec
 
 def test_symmetry_rows_order_identical_devices_and_the_start_is_relabelled() -> None:
     from partdsl.kernels.schedule.list_schedulers import schedule
-    from partdsl.models import diviml
+    from partdsl.models import diviml, diviml_symmetry
 
-    assert diviml.identical_devices(SAMPLE) == ((0, 1),)
+    assert diviml_symmetry.identical_devices(SAMPLE) == ((0, 1),)
     linked = replace(SAMPLE, platform=replace(SAMPLE.platform, classes=(DeviceClass("gpu", 3, link=1e9),
                                                                           DeviceClass("cpu", 0, host=True)),
                                               links=(Link("gpu[0]", "gpu[1]", 1e10),)))
-    assert diviml.identical_devices(linked) == ((0, 1),)  # gpu[2] has no fast link
+    assert diviml_symmetry.identical_devices(linked) == ((0, 1),)  # gpu[2] has no fast link
     for criterion in (0, 1, 2, 3):  # 0: the plain model takes the start as it is (its y orders the pairs)
-        s = diviml.canonical(SAMPLE, criterion, schedule(SAMPLE, "heft")) if criterion else schedule(SAMPLE, "heft")
+        s = diviml_symmetry.canonical(SAMPLE, criterion, schedule(SAMPLE, "heft")) if criterion else schedule(SAMPLE, "heft")
         if criterion:
-            key = diviml.symmetry_key(SAMPLE, criterion, s)
+            key = diviml_symmetry.symmetry_key(SAMPLE, criterion, s)
             assert key[0] >= key[1]
         assert evaluate_schedule(SAMPLE, s).objective == evaluate_schedule(SAMPLE, schedule(SAMPLE, "heft")).objective
         mip, vm = diviml.build(SAMPLE, 100.0, symmetry=criterion)

@@ -191,7 +191,7 @@ def test_solve_on_levels_is_certified_against_brute_force(pair: tuple[Spec, Spec
 
 
 def test_the_diviml_milp_models_levels_and_keeps_symmetry_within_a_server() -> None:
-    from partdsl.models import diviml
+    from partdsl.models import diviml, diviml_symmetry
 
     from tests.test_diviml_milp import brute_schedules
 
@@ -209,7 +209,7 @@ platform {
 }
 maximize throughput batch 2
 """)
-    assert diviml.identical_devices(spec) == ((0, 1), (2, 3))  # not across servers
+    assert diviml_symmetry.identical_devices(spec) == ((0, 1), (2, 3))  # not across servers
     opt = brute_schedules(spec)
     for options in ({}, {"symmetry": 1}):
         r = solve(spec, method="exact", time_limit=60, gap=0.0, options=options)
