@@ -154,6 +154,15 @@ class Dense:
         return out
 
     @cached_property
+    def pair_bw(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """On a hierarchical platform, [D, D] twice: the bandwidth the sender and the receiver
+        of a transfer a -> b pay at, min(own port, path) (core/levels.py); None when flat."""
+        if self.path_bw is None:
+            return None
+        own = np.where(self.host, INF, self.link)[self.dev_class]
+        return np.minimum(own[:, None], self.path_bw), np.minimum(own[None, :], self.path_bw)
+
+    @cached_property
     def cheapest_comm(self) -> np.ndarray:
         """[n, C] a lower bound on what a device of each class pays for each tensor on any
         route (core/levels.py): `comm`, or less over a direct link faster than the port.

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import time
 from contextlib import nullcontext
+from dataclasses import replace
 from typing import Callable, Iterator
 
 import numpy as np
@@ -62,9 +63,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     The module MILPs run on `executor` (a Dask cluster's, ...) if given, else on `workers`
     local processes; `symmetry` puts sec. V-E / VI's rows in each of them."""
     diviml.check(spec)
-    if symmetry not in diviml_symmetry.SYMMETRY:
-        raise PartError(f"symmetry must be one of {', '.join(f'{k} ({v})' for k, v in diviml_symmetry.SYMMETRY.items())}",
-                        None)
+    diviml_symmetry.check_criterion(symmetry)
     if channels < 1 or int(channels) != channels:
         raise PartError(f"channels must be a whole number >= 1, not {channels:g}", None)
     plan = ModulePlan(spec, int(channels), int(min_module))
@@ -179,14 +178,17 @@ def _dp(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | 
 def _module_jobs(plan: ModulePlan) -> tuple[list, list, list[Spec], list[tuple], list[tuple]]:  # type: ignore[type-arg]
     """IV-B1's subproblems: each module restricted to its nodes, its input node pinned to
     each device a, its output node to each device b: (ins, outs, module specs, (k, a, b,
-    local), copies). One pair per orbit of the spec's relabellings is solved; `copies`
-    holds the others as ((k, a, b), the solved (k, a', b'), perm with perm[a'] = a, perm[b'] = b)."""
+    local), copies). A subproblem is solved once per orbit of the spec's relabellings and
+    once per content (a transformer's layers repeat); `copies` holds the others as
+    ((k, a, b), the solved (k', a', b'), perm: its schedule with device u put on perm[u])."""
     s, D = plan.s, plan.s.dense.D
     ins = [None] + [c[0][1] if c else None for c in plan.cuts]
     outs = [c[0][0] if c else None for c in plan.cuts] + [None]
     jobs, keys, copies = [], [], []
     allowed = s.dense.allowed
     gens = diviml_symmetry.generators(s)
+    source: dict[tuple, tuple[tuple, np.ndarray]] = {}  # (k, a, b) -> the job it copies, perm
+    seen: dict[tuple, tuple] = {}  # a subproblem's content -> its job's (k, a, b)
     for k, nodes in enumerate(plan.modules):
         local = {v: i for i, v in enumerate(nodes)}
         i_dev = range(D) if ins[k] is not None else [None]
@@ -196,16 +198,41 @@ def _module_jobs(plan: ModulePlan) -> tuple[list, list, list[Spec], list[tuple],
                  and not ((a is not None and not allowed[ins[k], a]) or (b is not None and not allowed[outs[k], b]))]
         for (a, b), (rep, perm) in diviml_symmetry.orbits(pairs, gens, D).items():
             if rep != (a, b):
-                copies.append(((k, a, b), (k, *rep), perm))
+                job, before = source[(k, *rep)]
+                source[(k, a, b)] = (job, perm[before])
+                copies.append(((k, a, b), job, perm[before]))
                 continue
             pins = {}
             if a is not None:
                 pins[ins[k]] = s.platform.devices[a]
             if b is not None:
                 pins[outs[k]] = s.platform.devices[b]
+            sub = restrict(s, nodes, pins)
+            content = _content(sub)
+            if content in seen:
+                source[(k, a, b)] = (seen[content], np.arange(D))
+                copies.append(((k, a, b), seen[content], np.arange(D)))
+                continue
+            seen[content] = (k, a, b)
+            source[(k, a, b)] = ((k, a, b), np.arange(D))
             keys.append((k, a, b, local))
-            jobs.append(restrict(s, nodes, pins))
+            jobs.append(sub)
     return ins, outs, jobs, keys, copies
+
+
+def _content(sub: Spec) -> tuple:  # type: ignore[type-arg]
+    """A module subproblem up to its nodes' names: equal contents have equal schedules on
+    the same local node indices."""
+    g, c = sub.graph, sub.constraints
+    local = {nd.name: f"#{i}" for i, nd in enumerate(g.nodes)}
+
+    def named(targets: tuple) -> tuple:  # type: ignore[type-arg]
+        return tuple((local.get(t.name, t.name), tuple(x.name for x in ts)) for t, ts in targets)
+
+    nodes = tuple(replace(nd, name=local[nd.name], module=None, span=None,
+                          tensor_of=local.get(nd.tensor_of) if nd.tensor_of else None) for nd in g.nodes)
+    return (nodes, g.edges, named(c.pins), named(c.forbids),
+            tuple(tuple(local.get(t.name, t.name) for t in st) for st in c.colocate_sets))
 
 
 def _chain_dp(spec: Spec, plan: ModulePlan, results: dict) -> tuple[Schedule | None, str]:  # type: ignore[type-arg]

@@ -29,6 +29,11 @@ Groups = tuple[tuple[int, ...], ...]
 Runs = tuple[tuple[np.ndarray, ...], ...]
 
 
+def check_criterion(criterion: float) -> None:
+    if criterion not in SYMMETRY:
+        raise PartError(f"symmetry must be one of {', '.join(f'{k} ({v})' for k, v in SYMMETRY.items())}", None)
+
+
 def _swap(D: int, a: np.ndarray | list[int], b: np.ndarray | list[int]) -> np.ndarray:
     perm = np.arange(D)
     perm[np.asarray(a)], perm[np.asarray(b)] = np.asarray(b), np.asarray(a)
@@ -151,8 +156,7 @@ def terms(x: np.ndarray, b: np.ndarray, t: np.ndarray, devices: np.ndarray | lis
 def add_rows(rows: Rows, spec: Spec, x: np.ndarray, b: np.ndarray, t: np.ndarray, criterion: int,
              release: np.ndarray | None = None) -> None:
     """key(first) >= key(next) along every run of identical servers and group of identical devices."""
-    if criterion not in SYMMETRY:
-        raise PartError(f"symmetry must be one of {', '.join(f'{k} ({v})' for k, v in SYMMETRY.items())}", None)
+    check_criterion(criterion)
     if not criterion:
         return
     Dn = spec.dense.devices

@@ -47,7 +47,8 @@ def test_identical_servers_are_found_device_for_device_and_broken_by_pins_and_li
     assert diviml_symmetry.identical_devices(spec) == ()  # a GPU's path to the CPUs depends on its server
     (run,) = diviml_symmetry.identical_servers(spec)
     assert [b.tolist() for b in run] == [[0, 2], [1, 3]]
-    assert [b.tolist() for b in diviml_symmetry.identical_servers(server_spec(servers=3))[0]] == [[0, 3], [1, 4], [2, 5]]
+    three = diviml_symmetry.identical_servers(server_spec(servers=3))
+    assert [b.tolist() for b in three[0]] == [[0, 3], [1, 4], [2, 5]]
     two = server_spec(gpus=2)  # gpu[0], gpu[1] in server 0: identical inside it, and the servers too
     assert diviml_symmetry.identical_devices(two) == ((0, 1), (2, 3))
     assert [b.tolist() for b in diviml_symmetry.identical_servers(two)[0]] == [[0, 1, 4], [2, 3, 5]]

@@ -143,25 +143,33 @@ def _combos(K: int, devices: list[int]) -> Iterator[tuple[int, ...]]:
         yield tuple(counts)
 
 
-def _plan(spec: Spec, node: int, devices: list[int], counts: tuple[int, ...]
+Shares = dict[tuple[int, int, int], list[tuple[int, float]] | None]
+
+
+def _plan(spec: Spec, node: int, devices: list[int], counts: tuple[int, ...], shares: Shares
           ) -> list[tuple[int, tuple[int, ...], float]] | None:
     """Pieces of a node for chunk counts per device: consecutive samples, each device's
-    share in its fastest supported batch sizes; None if a share cannot run there."""
+    share in its fastest supported batch sizes; None if a share cannot run there.
+    `shares` keeps each (node, class, chunks)'s batches and their times (a node tries every
+    spread of its chunks: 465 on 30 devices and 2 chunks)."""
     dense = spec.dense
-    L, K = spec.objective.batch, spec.objective.split
-    g = L // K
-    nd = spec.graph.nodes[node]
+    g = spec.objective.batch // spec.objective.split
     out, lo = [], 0
     for d, c in zip(devices, counts):
         if not c:
             continue
         cls = int(dense.dev_class[d])
-        k = spec.platform.classes[cls]
-        sizes = batch_split(spec, node, cls, c * g)
-        if sizes is None:
+        key = (node, cls, c)
+        if key not in shares:
+            k = spec.platform.classes[cls]
+            sizes = batch_split(spec, node, cls, c * g)
+            shares[key] = None if sizes is None else \
+                [(b, work_time(spec.graph.nodes[node], k.name, k.speed, b)) for b in sizes]
+        share = shares[key]
+        if share is None:
             return None
-        for b in sizes:
-            out.append((d, tuple(range(lo, lo + b)), work_time(nd, k.name, k.speed, b)))
+        for b, t in share:
+            out.append((d, tuple(range(lo, lo + b)), t))
             lo += b
     return out
 
@@ -211,13 +219,14 @@ def schedule(spec: Spec, rule: str) -> Schedule:
     K = spec.objective.split
     memory = _Memory(spec)
     chosen: dict[int, tuple[list[int], tuple[int, ...]]] = {}  # colocation group -> (devices, counts)
+    shares: Shares = {}
     for v in order:
         group = int(dense.colo[v])
         devices = _allowed(spec, v) or list(range(dense.D))
         options = [chosen[group]] if group in chosen else [(devices, c) for c in _combos(K, devices)]
         best, best_key = None, None
         for devs, counts in options:
-            plan = _plan(spec, v, devs, counts)
+            plan = _plan(spec, v, devs, counts, shares)
             if plan is None:
                 continue
             if rule == "met":  # its own work only: the slowest device's share
