@@ -100,6 +100,19 @@ def test_diviml_rows_keep_their_order_and_their_bound(written: str) -> None:
     assert all(r["final"] == b128[r["method"]] for r in fig)
 
 
+def test_table_v_compares_the_replicated_single_server_schedule_with_milp_split(written: str) -> None:
+    rows = {r["schedule"]: r for r in next(rs for title, rs in tables(written).items() if "Table V" in title)}
+    base = value(rows["single node, MILP (baseline)"]["ours"])
+    heft = value(rows["bHEFT (for reference)"]["ours"])
+    bound = value(rows["upper bound"]["ours"])
+    for name, r in rows.items():
+        assert float(r["ours / baseline"]) == pytest.approx(value(r["ours"]) / base, abs=6e-3), name
+        assert value(r["ours"]) <= bound * (1 + 1e-9), name  # a proven bound on throughput
+        if name.startswith("multi node"):  # MILP-SPLIT starts from bHEFT's schedule
+            assert value(r["ours"]) >= heft * (1 - 1e-9), name
+    assert rows["multi node, MILP-SPLIT, symmetries: tasks"]["published / baseline"] == "1.31"
+
+
 def test_archer_runs_on_regal_files(tmp_path: Path) -> None:
     """--regal DIR: Archer's tables on REGAL's own files (here our generator's graphs written
     in REGAL's format, tests/test_regal_import.py)."""
