@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 from partdsl.core.dense import adjacency, topological_order
-from partdsl.core.ir import Spec
 
 
 def quotient_cycle(k: int, pairs: np.ndarray) -> list[int] | None:
@@ -45,13 +44,3 @@ def find_cycle(n: int, src: list[int], dst: list[int]) -> list[int]:
                 path.append(nxt)
                 it.append((nxt, iter(succ[nxt])))
     return []
-
-
-def link_table(spec: Spec) -> dict[tuple[int, int], float]:
-    """Direct device-to-device bandwidths (B/s), class-level links expanded: the nonzero
-    entries of `Dense.direct_bw` (core/server_paths.direct_bandwidth), keyed by device pair."""
-    bw = spec.dense.direct_bw
-    if bw is None:
-        return {}
-    a, b = np.nonzero(bw)
-    return {(int(x), int(y)): float(bw[x, y]) for x, y in zip(a, b)}

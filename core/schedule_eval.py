@@ -4,7 +4,7 @@ scheduling of a schedule's pieces, and the timeline drawn by `part plot`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 from partdsl.core import levels
@@ -13,18 +13,11 @@ from partdsl.core.ir import Spec
 from partdsl.core.schedule import Schedule
 
 
-def transfer_time(spec: Spec, links: Mapping[tuple[int, int], float], node: int, a: int, b: int) -> float:
+def transfer_time(spec: Spec, node: int, a: int, b: int) -> float:
     """One input's tensor of `node` from device a to device b (eq. 3): nothing on one device,
     over their direct link if there is one, else out to host memory and back in, over the
-    fabrics between them on a hierarchical platform (core/levels.py)."""
-    dense = spec.dense
-    if a == b:
-        return 0.0
-    if (a, b) in links:
-        return float(dense.out_bytes[node] / links[(a, b)] * 1e3)
-    if dense.path_bw is None:
-        return float(dense.comm[node, dense.dev_class[a]] + dense.comm[node, dense.dev_class[b]])
-    return levels.pair_ms(dense, node, a, b)
+    fabrics between them on a hierarchical platform (core/levels.pair_ms)."""
+    return levels.pair_ms(spec.dense, node, a, b)
 
 
 @dataclass
@@ -45,10 +38,8 @@ class _Timing:
 
 
 def _timing(spec: Spec, s: Schedule) -> _Timing:
-    from partdsl.core.graphs import link_table
 
     dense = spec.dense
-    links = link_table(spec)
     cls = dense.dev_class
     duration = np.array([work_time(spec.graph.nodes[p.node], dense.class_names[cls[p.device]],
                                    spec.platform.classes[cls[p.device]].speed, p.size) for p in s.pieces])
@@ -68,7 +59,7 @@ def _timing(spec: Spec, s: Schedule) -> _Timing:
         for u in dense.preds[q.node]:
             for h in of_node[u]:  # every share of a predecessor; a transfer where the shares have a sample in common
                 shared = not mine.isdisjoint(held[h])
-                preds[k].append((h, transfer_time(spec, links, u, where[h], q.device) if shared else 0.0))
+                preds[k].append((h, transfer_time(spec, u, where[h], q.device) if shared else 0.0))
     by_node: list[list[int]] = [[] for _ in range(dense.n)]
     for k, p in enumerate(s.pieces):
         by_node[p.node].append(k)

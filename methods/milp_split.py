@@ -255,7 +255,7 @@ def _chain_dp(spec: Spec, plan: ModulePlan, results: dict) -> tuple[Schedule | N
                     if o is not None and i in plan.split.twin:  # an articulation point: one device
                         move = 0.0 if pb == a else math.inf
                     else:
-                        move = transfer_time(plan.s, plan.links, o, pb, a) if o is not None and pb is not None \
+                        move = transfer_time(plan.s, o, pb, a) if o is not None and pb is not None \
                             and a is not None else 0.0
                     if cost + move < before:
                         before, prev = cost + move, pb
@@ -310,7 +310,7 @@ def _rolling(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: flo
                         continue
                     for (jj, w), e in ends.items():
                         if jj == j:
-                            r = max(r, e + transfer_time(s, plan.links, j, w, u))
+                            r = max(r, e + transfer_time(s, j, w, u))
                 release[li, u] = r
         sub = restrict(s, nodes)
         limit = _limit(deadline, module_limit, 1.0 / (q - k))

@@ -22,7 +22,6 @@ from typing import Iterator
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate
-from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
 from partdsl.core.result import Status
 from partdsl.core.schedule import Piece, Schedule
@@ -152,7 +151,6 @@ class ModulePlan:
         self.s = self.split.spec
         self.modules = chain(self.s, channels, min_size)
         self.cuts = boundary_edges(self.s, self.modules)
-        self.links = link_table(self.s)
 
     def to_original(self, spec: Spec, order: list[tuple[int, float, Piece]]) -> Schedule:
         """Pieces (module, MILP start, piece on the split spec) -> a list schedule of `spec`."""

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from partdsl.core.errors import PartError
-from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split, share_times
 from partdsl.core.schedule_checks import sample_bytes
@@ -61,8 +60,7 @@ def safe_horizon(spec: Spec) -> float:
     d = spec.dense
     t = share_times(spec)
     finite = np.where(np.isfinite(t), t, 0.0)
-    links = link_table(spec)
-    move = sum(max((transfer_time(spec, links, j, a, c) for a in range(d.D) for c in range(d.D)), default=0.0)
+    move = sum(max((transfer_time(spec, j, a, c) for a in range(d.D) for c in range(d.D)), default=0.0)
                for j in d.src.tolist())
     return float(finite.max(axis=2).sum() + move + 1.0)
 
@@ -114,12 +112,11 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
     s = take((d.n, d.D), ok)
     C = col
     col += 1
-    links = link_table(spec)
     tr = np.zeros((d.n, d.D, d.D))
     for v in range(d.n):
         for a in range(d.D):
             for c2 in range(d.D):
-                tr[v, a, c2] = transfer_time(spec, links, v, a, c2)
+                tr[v, a, c2] = transfer_time(spec, v, a, c2)
     M = H + float(tr.max(initial=0.0)) + 1.0
     rows = Rows()
     N, Dn = d.names, d.devices

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyomo.environ as pyo
-from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Schedule, share_times
 from partdsl.core.schedule_checks import sample_bytes
@@ -21,8 +20,7 @@ def build(spec: Spec, H: float) -> pyo.ConcreteModel:
     g = spec.objective.batch // K
     t = share_times(spec)
     ok = d.allowed & np.isfinite(t[:, :, 1:]).any(axis=2)
-    links = link_table(spec)
-    tr = {(v, a, c): transfer_time(spec, links, v, a, c) for v in range(d.n) for a in range(d.D) for c in range(d.D)}
+    tr = {(v, a, c): transfer_time(spec, v, a, c) for v in range(d.n) for a in range(d.D) for c in range(d.D)}
     M = H + max(tr.values(), default=0.0) + 1.0
     m = pyo.ConcreteModel(name="diviml")
     m.H = H

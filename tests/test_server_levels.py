@@ -63,9 +63,9 @@ def test_a_transfer_pays_the_slowest_level_it_crosses() -> None:
     lat = parse(TEXT.replace("minimize bottleneck", "minimize latency"))
     assert evaluate(lat, np.array([0, 1, 2])).objective == pytest.approx(2 + 1 + 1 + 3 + 10 + 10 + 1)
     thr = parse(TEXT.replace("minimize bottleneck", "maximize throughput batch 1"))
-    assert transfer_time(thr, {}, 0, 0, 1) == pytest.approx(2.0)
-    assert transfer_time(thr, {}, 0, 0, 3) == pytest.approx(20.0)
-    assert transfer_time(thr, {}, 0, 2, 3) == pytest.approx(2.0)
+    assert transfer_time(thr, 0, 0, 1) == pytest.approx(2.0)
+    assert transfer_time(thr, 0, 0, 3) == pytest.approx(20.0)
+    assert transfer_time(thr, 0, 2, 3) == pytest.approx(2.0)
 
 
 def test_a_sender_pays_once_at_its_slowest_receiver_and_ports_still_count() -> None:
@@ -191,7 +191,7 @@ def test_solve_on_levels_is_certified_against_brute_force(pair: tuple[Spec, Spec
 
 
 def test_the_diviml_milp_models_levels_and_keeps_symmetry_within_a_server() -> None:
-    from partdsl.models import diviml, diviml_symmetry
+    from partdsl.models import diviml_symmetry
 
     from tests.test_diviml_milp import brute_schedules
 

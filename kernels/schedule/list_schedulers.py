@@ -27,7 +27,6 @@ from typing import Iterator
 import numpy as np
 from partdsl.core.dense import INF, work_time
 from partdsl.core.events import Candidate, Progress
-from partdsl.core.graphs import link_table
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split
 from partdsl.core.schedule_checks import sample_bytes
@@ -45,7 +44,6 @@ class _Board:
 
     spec: Spec
     insertion: bool
-    links: dict = field(default_factory=dict)
     pieces: list[Piece] = field(default_factory=list)
     finish: list[float] = field(default_factory=list)  # when each piece's outputs are ready (its share's end)
     of_node: dict[int, list[int]] = field(default_factory=dict)
@@ -60,7 +58,7 @@ class _Board:
         for u in dense.preds[node]:
             for k in self.of_node.get(int(u), []):
                 p = self.pieces[k]
-                move = transfer_time(self.spec, self.links, int(u), p.device, device) if want.intersection(p.samples) \
+                move = transfer_time(self.spec, int(u), p.device, device) if want.intersection(p.samples) \
                     else 0.0
                 t = max(t, self.finish[k] + move)
         return t
@@ -184,7 +182,6 @@ def _upward_rank(spec: Spec) -> np.ndarray:
     mean transfer (over device pairs) + rank of a successor."""
     dense = spec.dense
     L = spec.objective.batch
-    links = link_table(spec)
     w = np.zeros(dense.n)
     c = np.zeros(dense.n)
     for v in range(dense.n):
@@ -198,7 +195,7 @@ def _upward_rank(spec: Spec) -> np.ndarray:
         finite = [t for t in times if np.isfinite(t)]
         w[v] = float(np.mean(finite)) if finite else 0.0
         pairs = [(a, b) for a in range(dense.D) for b in range(dense.D) if a != b]
-        c[v] = float(np.mean([transfer_time(spec, links, v, a, b) for a, b in pairs])) if pairs else 0.0
+        c[v] = float(np.mean([transfer_time(spec, v, a, b) for a, b in pairs])) if pairs else 0.0
     rank = np.zeros(dense.n)
     for v in dense.topo[::-1].tolist():
         succ = dense.succ_idx[dense.succ_ptr[v]:dense.succ_ptr[v + 1]]
@@ -209,7 +206,7 @@ def _upward_rank(spec: Spec) -> np.ndarray:
 def schedule(spec: Spec, rule: str) -> Schedule:
     """One list schedule by `rule`: met | eft | heft."""
     dense = spec.dense
-    board = _Board(spec, insertion=rule == "heft", links=link_table(spec))
+    board = _Board(spec, insertion=rule == "heft")
     if rule == "heft":
         rank = _upward_rank(spec)
         pos = dense.topo_position
