@@ -109,7 +109,7 @@ def table5(quick: bool, cap: float) -> Table:
                          f"{r.value / base:.2f}" if base > 0 else "-", f"{r.seconds:.1f}",
                          r.certificate if math.isfinite(r.bound) else r.status))
     tab.rows.append(("upper bound", "9.9", f"{9.9 / 4.8:.2f}", sig(bound), f"{bound / base:.2f}" if base > 0 else "-",
-                     "-", "the least proven bound of the runs above (MILP-SPLIT's recursion)"))
+                     "-", "the least proven bound of the runs above"))
     tab.notes += ["The single-node rows solve one sixth of the layers on server 0 (its own MILP-SPLIT or whole "
                   "MILP), copy that schedule onto servers 1-5 for the other sixths and list-schedule the whole; "
                   "their time is the one solve's.",
