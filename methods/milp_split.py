@@ -163,9 +163,7 @@ def _dp(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | 
             progress(f"MILP-SPLIT: module {k + 1}/{q} pair ({a}, {b}) {r.why}, {r.makespan:.6g} ms "
                      f"({done}/{len(jobs)})")
     for pair, rep, perm in copies:
-        r = results[rep]
-        results[pair] = ModuleResult(r.makespan, r.bound, tuple((at, Piece(p.node, int(perm[p.device]), p.samples,
-                                                                             p.start)) for at, p in r.pieces), r.why)
+        results[pair] = relabelled(results[rep], perm)
     for k, nodes in enumerate(plan.modules):
         pairs = [r.bound for (kk, _, _), r in results.items() if kk == k]
         pinned = ins[k] is not None or outs[k] is not None
@@ -230,6 +228,12 @@ def _module_jobs(plan: ModulePlan) -> tuple[list, list, list[Spec], list[tuple],
         count[key[0]] = rank[-1] + 1
     turn = np.argsort(rank, kind="stable")
     return ins, outs, [jobs[i] for i in turn], [keys[i] for i in turn], copies
+
+
+def relabelled(r: ModuleResult, perm: np.ndarray) -> ModuleResult:
+    """A module's schedule with device u's pieces put on perm[u] (a copy's, `_module_jobs`)."""
+    return ModuleResult(r.makespan, r.bound, tuple((at, Piece(p.node, int(perm[p.device]), p.samples, p.start))
+                                                   for at, p in r.pieces), r.why)
 
 
 def _content(sub: Spec) -> tuple:  # type: ignore[type-arg]
