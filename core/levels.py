@@ -32,24 +32,18 @@ if TYPE_CHECKING:  # pragma: no cover
 INF = float("inf")
 
 
-def port(dense: Dense) -> np.ndarray:
-    """[C] each class's own bandwidth to its server (inf: a host class, or no link)."""
-    return np.where(dense.host, INF, dense.link)
-
-
 def _ms(size: np.ndarray, bw: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(np.isfinite(bw) & (bw > 0), size / bw * 1e3, 0.0)
 
 
-def _route(dense: Dense, u: np.ndarray, a: np.ndarray, b: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Node u's tensor from a to b at the end `end` (a or b): its port and the path, or the
-    direct link; flat pairs at the end's `comm`."""
-    cls = dense.dev_class[end]
-    if dense.path_bw is None:
-        t = dense.comm[u, cls]
+def _route(dense: Dense, u: np.ndarray, a: np.ndarray, b: np.ndarray, receiver: bool) -> np.ndarray:
+    """Node u's tensor from a to b at the receiver b (else the sender a): its port and the
+    path (`Dense.pair_bw`), or the direct link; flat pairs at that end's `comm`."""
+    if dense.pair_bw is None:
+        t = dense.comm[u, dense.dev_class[b if receiver else a]]
     else:
-        t = _ms(dense.out_bytes[u], np.minimum(port(dense)[cls], dense.path_bw[a, b]))
+        t = _ms(dense.out_bytes[u], dense.pair_bw[1 if receiver else 0][a, b])
     if dense.direct_bw is not None:
         beta = dense.direct_bw[a, b]
         t = np.where(beta > 0, _ms(dense.out_bytes[u], beta), t)
@@ -65,7 +59,7 @@ def receive_ms(dense: Dense, u: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.
     """Time for device d to receive node u's tensor from device a (a != d)."""
     if not routed(dense):
         return dense.comm[u, dense.dev_class[d]]
-    return _route(dense, u, a, d, d)
+    return _route(dense, u, a, d, receiver=True)
 
 
 def send_charges(dense: Dense, src: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray | None:
@@ -74,7 +68,7 @@ def send_charges(dense: Dense, src: np.ndarray, a: np.ndarray, d: np.ndarray) ->
     if not routed(dense):
         return None
     out = np.zeros(dense.n)
-    np.maximum.at(out, src, _route(dense, src, a, d, a))
+    np.maximum.at(out, src, _route(dense, src, a, d, receiver=False))
     return out
 
 

@@ -38,7 +38,6 @@ class _Timing:
 
 
 def _timing(spec: Spec, s: Schedule) -> _Timing:
-
     dense = spec.dense
     cls = dense.dev_class
     duration = np.array([work_time(spec.graph.nodes[p.node], dense.class_names[cls[p.device]],

@@ -182,7 +182,7 @@ def _module_jobs(plan: ModulePlan) -> tuple[list, list, list[Spec], list[tuple],
     s, D = plan.s, plan.s.dense.D
     ins = [None] + [c[0][1] if c else None for c in plan.cuts]
     outs = [c[0][0] if c else None for c in plan.cuts] + [None]
-    jobs, keys, copies = [], [], []
+    jobs, keys = [], []
     allowed, work, cls = s.dense.allowed, s.dense.work, s.dense.dev_class
     gens = diviml_symmetry.generators(s)
     source: dict[tuple, tuple[tuple, np.ndarray]] = {}  # (k, a, b) -> the job it copies, perm
@@ -201,7 +201,6 @@ def _module_jobs(plan: ModulePlan) -> tuple[list, list, list[Spec], list[tuple],
             if rep != (a, b):
                 job, before = source[(k, *rep)]
                 source[(k, a, b)] = (job, perm[before])
-                copies.append(((k, a, b), job, perm[before]))
                 continue
             pins = {}
             if a is not None:
@@ -210,14 +209,10 @@ def _module_jobs(plan: ModulePlan) -> tuple[list, list, list[Spec], list[tuple],
                 pins[outs[k]] = s.platform.devices[b]
             sub = restrict(s, nodes, pins)
             content = _content(sub)
-            if content in seen:
-                source[(k, a, b)] = (seen[content], np.arange(D))
-                copies.append(((k, a, b), seen[content], np.arange(D)))
-                continue
-            seen[content] = (k, a, b)
-            source[(k, a, b)] = ((k, a, b), np.arange(D))
-            keys.append((k, a, b, local))
-            jobs.append(sub)
+            source[(k, a, b)] = (seen.setdefault(content, (k, a, b)), np.arange(D))
+            if seen[content] == (k, a, b):
+                keys.append((k, a, b, local))
+                jobs.append(sub)
     # round robin over the modules (each module's first pair, then each one's second, ...):
     # when the time runs out, every module has its fastest pairs, so the chain still closes
     # (in module order, a 120 s limit on a 24-module GPT-3 stack left the last module none)
@@ -227,6 +222,7 @@ def _module_jobs(plan: ModulePlan) -> tuple[list, list, list[Spec], list[tuple],
         rank.append(count.get(key[0], 0))
         count[key[0]] = rank[-1] + 1
     turn = np.argsort(rank, kind="stable")
+    copies = [(key, job, perm) for key, (job, perm) in source.items() if job != key]
     return ins, outs, [jobs[i] for i in turn], [keys[i] for i in turn], copies
 
 

@@ -71,11 +71,16 @@ def identical_servers(spec: Spec, release: np.ndarray | None = None) -> Runs:
     """Runs (length >= 2) of interchangeable server instances, outermost level first: each
     a tuple of device-index blocks, matched device for device (a class's devices are
     numbered server by server). Only at levels that no group of identical devices crosses."""
+    return symmetries(spec, release)[1]
+
+
+def symmetries(spec: Spec, release: np.ndarray | None = None) -> tuple[Groups, Runs]:
+    """`identical_devices` and `identical_servers`, the groups found once."""
     p, D = spec.platform, spec.dense.D
-    if not p.servers:
-        return ()
-    inst = instances(p)
     groups = identical_devices(spec, release)
+    if not p.servers:
+        return groups, ()
+    inst = instances(p)
     runs: list[tuple[np.ndarray, ...]] = []
     for s in p.servers:
         i = inst[s.name]
@@ -97,15 +102,16 @@ def identical_servers(spec: Spec, release: np.ndarray | None = None) -> Runs:
                 run = [blk]
             if len(run) > 1:
                 runs.append(tuple(run))
-    return tuple(runs)
+    return groups, tuple(runs)
 
 
 def generators(spec: Spec) -> list[np.ndarray]:
     """Permutations that generate the relabellings found: consecutive identical devices and
     consecutive identical servers swapped."""
     D = spec.dense.D
-    out = [_swap(D, [u], [w]) for g in identical_devices(spec) for u, w in zip(g, g[1:])]
-    return out + [_swap(D, a, b) for run in identical_servers(spec) for a, b in zip(run, run[1:])]
+    groups, runs = symmetries(spec)
+    return [_swap(D, [u], [w]) for g in groups for u, w in zip(g, g[1:])] + \
+        [_swap(D, a, b) for run in runs for a, b in zip(run, run[1:])]
 
 
 Devices = tuple[int | None, ...]
@@ -160,8 +166,9 @@ def add_rows(rows: Rows, spec: Spec, x: np.ndarray, b: np.ndarray, t: np.ndarray
     if not criterion:
         return
     Dn = spec.dense.devices
-    pairs = [("symmetry_servers", a, c) for run in identical_servers(spec, release) for a, c in zip(run, run[1:])]
-    pairs += [("symmetry", [u], [w]) for g in identical_devices(spec, release) for u, w in zip(g, g[1:])]
+    groups, runs = symmetries(spec, release)
+    pairs = [("symmetry_servers", a, c) for run in runs for a, c in zip(run, run[1:])]
+    pairs += [("symmetry", [u], [w]) for g in groups for u, w in zip(g, g[1:])]
     for family, first, nxt in pairs:
         cols_u, vals_u = terms(x, b, t, first, criterion)
         cols_w, vals_w = terms(x, b, t, nxt, criterion)
@@ -190,14 +197,15 @@ def canonical(spec: Spec, criterion: int, sched: Schedule, release: np.ndarray |
     key = symmetry_key(spec, criterion, sched)
     perm = np.arange(D)  # old device -> new device
     steps: list[np.ndarray] = []
-    for run in identical_servers(spec, release):
+    groups, runs = symmetries(spec, release)
+    for run in runs:
         sums = [float(key[blk].sum()) for blk in run]
         step = np.arange(D)
         for j, src in enumerate(sorted(range(len(run)), key=lambda z: (-sums[z], z))):
             step[run[src]] = run[j]
         steps.append(step)
         key[step] = key.copy()
-    for grp in identical_devices(spec, release):
+    for grp in groups:
         step = np.arange(D)
         step[sorted(grp, key=lambda u: (-key[u], u))] = grp  # device order[j] becomes grp[j]
         key[step] = key.copy()
