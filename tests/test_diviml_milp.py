@@ -8,6 +8,7 @@ one) and scored by the evaluator. The best is the optimum over the schedules the
 accepts, which the MILP must equal."""
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 
@@ -21,6 +22,7 @@ from partdsl.kernels.schedule import brute
 from partdsl.methods.solve import solve
 
 
+@functools.lru_cache(maxsize=64)  # SAMPLE's 288,000 schedules take 12 s: once per worker
 def brute_schedules(spec: Spec) -> float:
     """The optimum over the evaluator's whole schedule space (kernels/schedule/brute.py:
     chunk maps, share orders, every batching and piece order of a share), each schedule

@@ -39,15 +39,27 @@ OUT: list[Path] = []
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> str:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import reproduce
+    """The quick run's tables, written once per test session: under pytest-xdist each worker
+    runs a module fixture of its own, so the first one takes a lock in the directory the
+    workers share and the others read its file (the xdist documentation's recipe)."""
+    import fcntl
+    import os
 
-        out = tmp_path_factory.mktemp("tables") / "tables.md"
-        assert reproduce.main(["--quick", "--cap", "1", "--jobs", "2", "--out", str(out)]) == 0
-        OUT.append(out)
-    finally:
-        sys.path.remove(str(BENCH))
+    base = tmp_path_factory.getbasetemp()  # under xdist, popen-gwN inside the session's own folder
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out = shared / "reproduce-quick" / "tables.md"
+    with open(shared / "reproduce-quick.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.exists():
+            out.parent.mkdir(exist_ok=True)
+            sys.path.insert(0, str(BENCH))
+            try:
+                import reproduce
+
+                assert reproduce.main(["--quick", "--cap", "1", "--jobs", "2", "--out", str(out)]) == 0
+            finally:
+                sys.path.remove(str(BENCH))
+    OUT.append(out)
     return out.read_text()
 
 
