@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 from partdsl.core.errors import PartError, Span
@@ -50,26 +51,29 @@ def _shape(vi, batch: set[str]) -> list[int] | None:  # type: ignore[no-untyped-
         return None
     dims: list[int] = []
     for i, d in enumerate(t.shape.dim):
-        if d.HasField("dim_value") and d.dim_value > 0:
-            dims.append(int(d.dim_value))
-        elif d.HasField("dim_param") and d.dim_param in batch or i == 0:
+        v = d.dim_value  # 0 when not set
+        if v > 0:
+            dims.append(int(v))
+        elif i == 0 or d.dim_param in batch:
             dims.append(1)  # the batch dimension: per sample
         else:
             return None
     return dims
 
 
-def _bytes(shape: list[int] | None, elem_type: int) -> float:
+@lru_cache(maxsize=None)
+def _itemsize(elem_type: int) -> int:
     import numpy as np
     from onnx import helper
 
-    if shape is None:
-        return 0.0
     try:
-        size = np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).itemsize
+        return int(np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).itemsize)
     except (KeyError, TypeError, ValueError):
-        size = 4
-    return float(math.prod(shape) * size)
+        return 4
+
+
+def _bytes(shape: list[int] | None, elem_type: int) -> float:
+    return 0.0 if shape is None else float(math.prod(shape) * _itemsize(elem_type))
 
 
 def _module(nd) -> str | None:  # type: ignore[no-untyped-def]
@@ -145,7 +149,7 @@ def _shapes(onnx, model, path: Path, span: Span | None):  # type: ignore[no-unty
         for t in g.initializer:
             shapes[t.name] = list(t.dims)
             types[t.name] = t.data_type
-        filled = [o for nd in g.node for o in onnx_ops.fill_shape(nd, shapes, types)]
+        filled = [o for nd in g.node if nd.domain not in ("", "ai.onnx") for o in onnx_ops.fill_shape(nd, shapes, types)]
         if not filled:
             break
         stale = set(filled)  # onnx's entries for them have unknown shapes: replaced
@@ -190,24 +194,26 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
     if not ops:
         raise PartError(f"import: '{path}' has no operators (is it an ONNX model?)", span,
                         "export the model with its graph (torch.onnx.export or onnx.save)")
-    producer = {o: i for i, nd in enumerate(ops) for o in nd.output}
+    ins = [list(nd.input) for nd in ops]  # read once: a protobuf field access costs a copy each time
+    outs = [list(nd.output) for nd in ops]
+    producer = {o: i for i, os in enumerate(outs) for o in os}
     used: set[str] = set()
     names = [identifier(nd.name or f"{nd.op_type}_{i}", used) for i, nd in enumerate(ops)]
     uncosted: dict[tuple[str, str], int] = {}
     flops: list[float] = []
-    read = {x for nd in ops for x in nd.input} | {vi.name for vi in g.output}  # outputs whose bytes matter
-    for nd in ops:
+    read = {x for xs in ins for x in xs} | {vi.name for vi in g.output}  # outputs whose bytes matter
+    for nd, os in zip(ops, outs):
         f = onnx_ops.op_flops(nd, shapes)
-        if f is None or any(o in read and shapes.get(o) is None for o in nd.output):
+        if f is None or any(o in read and shapes.get(o) is None for o in os):
             why = onnx_ops.unmodelled_reason(nd) or "shapes unknown"
             uncosted[(_label(nd), why)] = uncosted.get((_label(nd), why), 0) + 1
         flops.append(f or 0.0)
     report_uncosted(uncosted, options, path, span)
-    params = [sum(_bytes(list(inits[x].dims), inits[x].data_type) for x in nd.input if x in inits)
-              + sum(consts.get(x, 0.0) for x in nd.input) for nd in ops]
-    outb = [sum(_bytes(shapes.get(o), types.get(o, 1)) for o in nd.output) for nd in ops]
-    dtype = [DTYPE.get(types.get(nd.output[0], 1), "fp32") if nd.output else "fp32" for nd in ops]
-    preds = [sorted({producer[x] for x in nd.input if x in producer}) for nd in ops]
+    weight = {x: _bytes(list(t.dims), t.data_type) for x, t in inits.items()} | consts
+    params = [sum(weight.get(x, 0.0) for x in xs) for xs in ins]
+    outb = [sum(_bytes(shapes.get(o), types.get(o, 1)) for o in os) for os in outs]
+    dtype = [DTYPE.get(types.get(os[0], 1), "fp32") if os else "fp32" for os in outs]
+    preds = [sorted({producer[x] for x in xs if x in producer}) for xs in ins]
     consumers: list[list[int]] = [[] for _ in ops]
     for i, ps in enumerate(preds):
         for p in ps:
@@ -239,28 +245,36 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
     index = {h: k for k, h in enumerate(heads)}
     edges = sorted({(index[group[p]], index[group[i]]) for i in range(len(ops)) for p in preds[i]
                     if group[p] != group[i]})
-    tensors = _output_tensors(ops, group, {h: members_of[h][-1] for h in heads}, index, nodes, shapes, types, span)
+    tensors = _output_tensors(ins, outs, group, {h: members_of[h][-1] for h in heads}, index, nodes, shapes, types,
+                              span)
     senders = {t.source for t in tensors}
     nodes = [replace(nd, out=None) if nd.name in senders else nd for nd in nodes]  # its outputs: the tensors
     return assemble_graph(name, nodes, [(nodes[a].name, span, nodes[b].name, span) for a, b in edges], span,
                           tensors)
 
 
-def _output_tensors(ops: list, group: list[int], last_of: dict[int, int], index: dict[int, int],  # type: ignore[type-arg]
-                    nodes: list[Node], shapes: dict, types: dict, span: Span | None) -> list:  # type: ignore[type-arg]
+def _output_tensors(ins: list[list[str]], outs: list[list[str]], group: list[int], last_of: dict[int, int],
+                    index: dict[int, int], nodes: list[Node], shapes: dict, types: dict,  # type: ignore[type-arg]
+                    span: Span | None) -> list:  # type: ignore[type-arg]
     """For an operator with several outputs that other nodes read (Split, TopK, an LSTM's
     Y and Y_h): each output is a tensor of its own, sent once to each device that reads it
     (Tarnawski App. B), instead of the sum of all outputs to every consumer."""
     from partdsl.dsl.assemble import EdgeTensor
 
+    several = {o for h in index for o in outs[last_of[h]] if len(outs[last_of[h]]) > 1}
+    if not several:
+        return []
     readers: dict[str, set[int]] = {}
-    for i, nd in enumerate(ops):
-        for x in nd.input:
-            readers.setdefault(x, set()).add(i)
+    for i, xs in enumerate(ins):
+        for x in xs:
+            if x in several:
+                readers.setdefault(x, set()).add(i)
     out = []
     for h, k in index.items():
-        sent = [(o, sorted({index[group[i]] for i in readers.get(o, ()) if group[i] != h}))
-                for o in ops[last_of[h]].output]
+        last = outs[last_of[h]]
+        if sum(o in readers for o in last) < 2:  # at most one output read: the node's own out
+            continue
+        sent = [(o, sorted({index[group[i]] for i in readers.get(o, ()) if group[i] != h})) for o in last]
         sent = [(o, to) for o, to in sent if to]
         if len(sent) > 1:
             out += [EdgeTensor(nodes[k].name, tuple(nodes[t].name for t in to),
