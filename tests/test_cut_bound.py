@@ -10,8 +10,8 @@ from effort import examples
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from partdsl import parse, solve
-from partdsl.kernels import brute_force
 from partdsl.core.ir import Spec
+from partdsl.kernels import brute_force
 from partdsl.methods.bounds import bound, class_spread
 from partdsl.methods.cut_bound import crossing_bound
 from partdsl.runtime.deadline import Deadline
