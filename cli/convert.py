@@ -110,7 +110,7 @@ def model_to_part(graph, title: str, objective: str,  # type: ignore[no-untyped-
     Xeon), each class's work from its device profile."""
     from partdsl.dsl.cost_model import names, profile_key
     from partdsl.dsl.names import identifier
-    from partdsl.dsl.printer import _node
+    from partdsl.dsl.printer import graph_lines
 
     platform = ["  device gpu[k] { profile a100 }", "  device cpu[1] { profile xeon }"]
     if devices:
@@ -130,8 +130,7 @@ def model_to_part(graph, title: str, objective: str,  # type: ignore[no-untyped-
              f"# {len(graph.nodes)} nodes, {len(graph.edges)} edges; per sample: flops, params and out bytes;",
              "# the work on each device class comes from its profile (dsl/device_profiles.json)",
              "param k = 2", f"graph {graph.name} {{"]
-    lines += [_node(nd) for nd in graph.nodes]
-    lines += [f"  {graph.nodes[a].name} -> {graph.nodes[b].name}" for a, b in graph.edges]
+    lines += graph_lines(graph)  # tensors of multi-output operators as sized hops
     lines += ["}", "platform {", *platform, "}", objectives[objective], "subject to { memory hard }"]
     return "\n".join(lines) + "\n"
 

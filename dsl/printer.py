@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import json
 
-from partdsl.core.ir import GENERIC, Constraints, DeviceClass, Node, Objective, Platform, SolveOptions, Spec, Target
+from partdsl.core.ir import (
+    GENERIC,
+    Constraints,
+    DeviceClass,
+    Graph,
+    Node,
+    Objective,
+    Platform,
+    SolveOptions,
+    Spec,
+    Target,
+)
 from partdsl.core.quantities import Quantity
 from partdsl.core.quantities import format_number as num
 
@@ -148,10 +159,13 @@ def _solve(s: SolveOptions) -> str | None:
     return head + (" { " + "; ".join(opts) + " }" if opts else "")
 
 
-def _edge_tensors(spec: Spec) -> list[str]:
-    """Each tensor carrier back as the sized hop it was written as, in carrier order."""
-    lines = []
-    for nd, ts in spec.graph.written_edges()[1]:
+def graph_lines(g: Graph) -> list[str]:
+    """A graph block's body: its nodes, its plain edges, and each tensor carrier back as the
+    sized hop it was written as (`a -> {b, c} out 4 MB`), in carrier order."""
+    plain, carried = g.written_edges()
+    lines = [_node(nd) for nd in g.nodes if nd.tensor_of is None]
+    lines += [f"  {g.nodes[a].name} -> {g.nodes[b].name}" for a, b in plain]
+    for nd, ts in carried:
         to = ts[0] if len(ts) == 1 else "{" + ", ".join(ts) + "}"
         size = f"out {num(nd.out)} B" if nd.comm is None else f"comm {num(nd.comm)} ms"
         lines.append(f"  {nd.tensor_of} -> {to} {size}")
@@ -163,9 +177,7 @@ def to_part(spec: Spec, header: str | None = None) -> str:
     lines = [f"# {header}"] if header else []
     lines += [f"param {name} = {_quantity(v)}" for name, v in spec.params]
     lines.append(f"graph {g.name} {{")
-    lines += [_node(nd) for nd in g.nodes if nd.tensor_of is None]
-    lines += [f"  {g.nodes[a].name} -> {g.nodes[b].name}" for a, b in g.written_edges()[0]]
-    lines += _edge_tensors(spec)
+    lines += graph_lines(g)
     lines.append("}")
     lines.append("platform {")
     lines += _platform_items(p)

@@ -17,6 +17,8 @@ import json
 import math
 import re
 import zipfile
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +129,8 @@ def import_torch_export(path: Path, name: str, span: Span | None = None,
 
     producer: dict[str, int] = {}
     nodes: list[Node] = []
+    outputs: list[list[str]] = []  # each node's output tensors (a getitem's included)
+    readers: dict[str, set[int]] = {}  # each tensor's reading nodes
     edges: set[tuple[int, int]] = set()
     used: set[str] = set()
     uncosted: dict[tuple[str, str], int] = {}
@@ -141,6 +145,7 @@ def import_torch_export(path: Path, name: str, span: Span | None = None,
             if src is not None:
                 for t in outs:
                     producer[t] = src
+                outputs[src] += outs
             continue
         op = target.split(".")[-2] if target.count(".") >= 2 else target
         flops = _flops(op, [dims(t) for t in ins], [dims(t) for t in outs])
@@ -156,12 +161,35 @@ def import_torch_export(path: Path, name: str, span: Span | None = None,
         for t in ins:
             if t in producer and producer[t] != k:
                 edges.add((producer[t], k))
+                readers.setdefault(t, set()).add(k)
         for t in outs:
             producer[t] = k
+        outputs.append(outs)
     if not nodes:
         raise _bad(f"'{path}' has no operator calls", span, "export a model with torch.export.export")
     report_uncosted(uncosted, options, path, span)
-    return assemble_graph(name, nodes, [(nodes[a].name, span, nodes[b].name, span) for a, b in sorted(edges)], span)
+    tensors = _output_tensors(nodes, outputs, readers, nbytes, span)
+    senders = {t.source for t in tensors}
+    nodes = [replace(nd, out=None) if nd.name in senders else nd for nd in nodes]  # its outputs: the tensors
+    return assemble_graph(name, nodes, [(nodes[a].name, span, nodes[b].name, span) for a, b in sorted(edges)], span,
+                          tensors)
+
+
+def _output_tensors(nodes: list[Node], outputs: list[list[str]], readers: dict[str, set[int]],
+                    nbytes: Callable[[str], float], span: Span | None) -> list:  # type: ignore[type-arg]
+    """For a call with several outputs that other calls read (`split`, `chunk`, `topk`'s
+    values and indices): each output is a tensor of its own, sent once to each device that
+    reads it (Tarnawski App. B), as the ONNX import does, instead of the sum of all
+    outputs to every consumer."""
+    from partdsl.dsl.assemble import EdgeTensor
+
+    out = []
+    for k, outs in enumerate(outputs):
+        sent = [(t, sorted(readers[t])) for t in outs if readers.get(t)]
+        if len(sent) > 1:
+            out += [EdgeTensor(nodes[k].name, tuple(nodes[r].name for r in to), nbytes(t), None, span)
+                    for t, to in sent]
+    return out
 
 
 def _tensors(arg: dict) -> list[str]:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 from partdsl import GraphBuilder, PartError, SpecBuilder, parse, solve, to_part
+from partdsl.cli.convert import onnx_to_part
 from partdsl.core.assignment import to_array
 from partdsl.core.evaluate import evaluate
 from partdsl.dsl.graph_formats import graph_from_json, graph_to_json, import_graph
@@ -169,6 +170,10 @@ def test_onnx_outputs_read_by_different_operators_are_tensors_of_their_own(tmp_p
     sent = sorted((g.nodes[i].out, [g.nodes[b].name for a, b in g.edges if a == i]) for i, _ in g.carriers)
     assert sent == [(32.0, ["relu0"]), (32.0, ["relu1"]), (32.0, ["relu2"])]
     assert g.nodes[g.index["pre"]].out == 96.0  # one output: the node's own
+    # `part convert` writes them as sized hops (it wrote the carriers as nodes, `chunker~1`, unreadable)
+    converted = parse(onnx_to_part(path)).graph
+    assert sorted((converted.nodes[i].out, [converted.nodes[b].name for a, b in converted.edges if a == i])
+                  for i, _ in converted.carriers) == sent
 
 
 def test_a_carrier_never_leaves_its_source_in_any_answer() -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, run_part
-
+from partdsl import parse
+from partdsl.cli.convert import torch_export_to_part
 from partdsl.core.errors import PartError
 from partdsl.dsl.import_options import ImportOptions, UncostedOperators
 from partdsl.dsl.torch_export import import_torch_export
@@ -95,3 +96,47 @@ def test_an_operator_the_catalogue_does_not_know(tmp_path: Path) -> None:
     assert g.nodes
     with pytest.raises(PartError, match="frobnicate x1 .not in the ATen catalogue."):
         import_torch_export(path, "g", options=ImportOptions(unknown_ops="error"))
+
+
+def test_outputs_read_by_different_calls_are_tensors_of_their_own(tmp_path: Path) -> None:
+    """A call with two outputs, each read by another call (as `split` or `topk`): each output
+    is its own tensor, sent only to the calls that read it (Tarnawski App. B), as the ONNX
+    import does; before, both calls were charged the sum of the two."""
+    import copy
+
+    names: dict[str, str] = {}
+
+    def second_output(doc: dict) -> None:
+        g = doc["graph_module"]["graph"]
+        readers: dict[str, list[dict]] = {}
+        for n in (n for n in g["nodes"] if n.get("outputs")):  # calls, not assertions
+            for a in n.get("inputs", []):
+                t = a.get("arg", {}).get("as_tensor", {}).get("name")
+                if t is not None and n not in readers.setdefault(t, []):
+                    readers[t].append(n)
+        x = next(n for n in g["nodes"] if "as_tensor" in (n.get("outputs") or [{}])[0]
+                 and len(readers.get(n["outputs"][0]["as_tensor"]["name"], [])) >= 2
+                 and g["tensor_values"][n["outputs"][0]["as_tensor"]["name"]]["sizes"][-1].get("as_int", 0) >= 32)
+        a = x["outputs"][0]["as_tensor"]["name"]
+        meta = copy.deepcopy(g["tensor_values"][a])
+        meta["sizes"][-1] = {"as_int": meta["sizes"][-1]["as_int"] // 4}  # a quarter of the first output
+        g["tensor_values"][a + "_second"] = meta
+        x["outputs"].append({"as_tensor": {"name": a + "_second"}})
+        last = readers[a][-1]  # now reads the second output
+        for arg in last["inputs"]:
+            if arg.get("arg", {}).get("as_tensor", {}).get("name") == a:
+                arg["arg"]["as_tensor"]["name"] = a + "_second"
+        names.update(first=a, reader=last["outputs"][0]["as_tensor"]["name"])
+
+    before = import_torch_export(PT2, "g")
+    g = import_torch_export(rewritten(tmp_path, second_output), "g")
+    src = g.nodes[g.index[names["first"]]]
+    whole = before.nodes[before.index[names["first"]]].out
+    assert whole and src.out is None and not before.carriers
+    sent = sorted((g.nodes[i].out, [g.nodes[b].name for a, b in g.edges if a == i]) for i, s in g.carriers)
+    assert len(sent) == 2 and all(s == g.index[names["first"]] for _, s in g.carriers)
+    assert sent[0] == (whole / 4, [names["reader"]])  # the second output goes to its one reader only
+    assert sent[1][0] == whole and names["reader"] not in sent[1][1] and sent[1][1]
+    converted = parse(torch_export_to_part(rewritten(tmp_path, second_output))).graph  # as sized hops
+    assert sorted((converted.nodes[i].out, [converted.nodes[b].name for a, b in converted.edges if a == i])
+                  for i, _ in converted.carriers) == sent
