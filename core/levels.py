@@ -94,3 +94,29 @@ def pair_ms(dense: Dense, u: int, a: int, b: int) -> float:
 def _one_ms(size: float, bw: float) -> float:
     return size / bw * 1e3 if bw > 0 and bw != INF else 0.0
 
+
+
+def mean_pair_ms(dense: Dense) -> np.ndarray:
+    """Per node, `pair_ms` averaged over the ordered pairs of distinct devices (HEFT's mean
+    transfer), for all nodes at once: a transfer is the tensor's size times a per-pair
+    coefficient, plus, on a flat platform between devices with no direct link, both ends'
+    host-memory times (`comm`), so the mean is one coefficient and two per-device sums."""
+    D = dense.D
+    if D < 2:
+        return np.zeros(dense.n)
+    off = ~np.eye(D, dtype=bool)
+    direct = dense.direct_bw > 0 if dense.direct_bw is not None else np.zeros((D, D), dtype=bool)
+    one = np.ones((D, D))
+    per_byte = np.where(direct, _ms(one, dense.direct_bw) if dense.direct_bw is not None else 0.0, 0.0)
+    hosted = np.zeros((D, D), dtype=bool)
+    if dense.pair_bw is None:
+        hosted = off & ~direct
+    else:
+        send, recv = dense.pair_bw
+        per_byte = np.where(direct, per_byte, _ms(one, send) + _ms(one, recv))
+    pairs = D * (D - 1)
+    out = dense.out_bytes * (per_byte[off].sum() / pairs)
+    if hosted.any():
+        weight = hosted.sum(axis=1) + hosted.sum(axis=0)  # how often each device is an end of a hosted pair
+        out = out + dense.comm[:, dense.dev_class] @ weight / pairs
+    return out

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from partdsl.core import levels
 from partdsl.core.assignment import to_array
 from partdsl.core.errors import PartError
 from partdsl.core.evaluate import evaluate
@@ -165,6 +166,18 @@ def test_the_evaluator_matches_the_reference_and_levels_never_cost_less(data: st
         return
     assert ev.objective == pytest.approx(ref, rel=1e-9, abs=1e-9)
     assert ev.objective >= evaluate(flat, np.array(a)).objective - 1e-9  # so a flat bound stays a bound
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
+@given(levelled())
+def test_heft_mean_transfer_is_the_mean_of_the_pairwise_transfers(pair: tuple[Spec, Spec]) -> None:
+    """levels.mean_pair_ms (HEFT's rank, all nodes at once) is the mean of pair_ms over the
+    ordered pairs of distinct devices, on levels, direct links and flat host transfers."""
+    for spec in pair:
+        d = spec.dense
+        pairs = [(a, b) for a in range(d.D) for b in range(d.D) if a != b]
+        want = [np.mean([levels.pair_ms(d, u, a, b) for a, b in pairs]) if pairs else 0.0 for u in range(d.n)]
+        assert levels.mean_pair_ms(d) == pytest.approx(want, rel=1e-12, abs=1e-12)
 
 
 @settings(max_examples=examples(10), deadline=None, suppress_health_check=list(HealthCheck))

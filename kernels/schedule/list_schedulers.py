@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 import numpy as np
+from partdsl.core import levels
 from partdsl.core.dense import INF, work_time
 from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
@@ -183,7 +184,6 @@ def _upward_rank(spec: Spec) -> np.ndarray:
     dense = spec.dense
     L = spec.objective.batch
     w = np.zeros(dense.n)
-    c = np.zeros(dense.n)
     for v in range(dense.n):
         ds = _allowed(spec, v) or list(range(dense.D))
         times = []
@@ -194,8 +194,7 @@ def _upward_rank(spec: Spec) -> np.ndarray:
             times.append(sum(work_time(spec.graph.nodes[v], k.name, k.speed, b) for b in sizes) if sizes else INF)
         finite = [t for t in times if np.isfinite(t)]
         w[v] = float(np.mean(finite)) if finite else 0.0
-        pairs = [(a, b) for a in range(dense.D) for b in range(dense.D) if a != b]
-        c[v] = float(np.mean([transfer_time(spec, v, a, b) for a, b in pairs])) if pairs else 0.0
+    c = levels.mean_pair_ms(dense)  # the mean transfer over device pairs, every node at once
     rank = np.zeros(dense.n)
     for v in dense.topo[::-1].tolist():
         succ = dense.succ_idx[dense.succ_ptr[v]:dense.succ_ptr[v + 1]]
