@@ -86,24 +86,25 @@ class _Board:
 
     def place(self, node: int, plan: list[tuple[int, tuple[int, ...], float]], commit: bool) -> float:
         """Pieces (device, samples, duration) of a node, each as early as possible; returns
-        the node's finish (placing them for real if `commit`)."""
-        saved = {d: list(v) for d, v in self.busy.items()} if not commit else None
+        the node's finish (placing them for real if `commit`). A plan holds one block per
+        device and a block's start depends only on its own device's spans, so a trial
+        (`commit` False) reserves nothing: it copied every device's spans per trial before,
+        quadratic in the number of pieces."""
         end = 0.0
         for device in dict.fromkeys(d for d, _, _ in plan):  # a device's share in one go (one block)
             block = [(samples, dur) for d, samples, dur in plan if d == device]
             total = sum(dur for _, dur in block)
             start = self.slot(device, max(self.ready(node, device, smp) for smp, _ in block), total)
-            bisect.insort(self.busy.setdefault(device, []), (start, start + total))
             end = max(end, start + total)
+            if not commit:
+                continue
+            bisect.insort(self.busy.setdefault(device, []), (start, start + total))
             t = start
             for samples, dur in block:  # a share's outputs are ready when it ends
-                if commit:
-                    self.of_node.setdefault(node, []).append(len(self.pieces))
-                    self.pieces.append(Piece(node, device, samples, t))
-                    self.finish.append(start + total)
+                self.of_node.setdefault(node, []).append(len(self.pieces))
+                self.pieces.append(Piece(node, device, samples, t))
+                self.finish.append(start + total)
                 t += dur
-        if saved is not None:
-            self.busy = saved
         return end
 
 
