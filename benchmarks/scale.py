@@ -12,6 +12,7 @@ peer's. Latency runs (`--objectives bottleneck,latency`) have no peer.
     .venv/bin/python benchmarks/scale.py --sizes 1000,10000 --methods auto,topo,metis,kahypar
     .venv/bin/python benchmarks/scale.py --sizes 10000,100000 --gap 0.005   # stop at a 0.5% certificate
     .venv/bin/python benchmarks/scale.py --sizes 10000,100000 --no-limit --json-check  # default settings
+    .venv/bin/python benchmarks/scale.py --sizes 100000 --methods auto --onnx-check     # the ONNX import too
 """
 from __future__ import annotations
 
@@ -68,6 +69,22 @@ def json_check(spec: Path) -> str:
     return f"part check of the JSON graph: {wall:.1f} s, {rss:.0f} MiB" + ("" if code == 0 else f", exit {code}: {err[:200]}")
 
 
+def onnx_check(spec: Path, ops: int) -> str:
+    """`part check` of a decoder of about `ops` operators written as ONNX
+    (benchmarks/onnx_decoder.py, 15 operators per layer) on eight A100s and a Xeon."""
+    import onnx_decoder
+
+    model = spec.with_name(spec.stem + ".onnx")
+    ops = onnx_decoder.write(max(1, round(ops / onnx_decoder.PER_LAYER)), model)
+    twin = spec.with_name(spec.stem + "-onnx.part")
+    twin.write_text(f'graph decoder = import "{model.name}" as onnx\n'
+                    "platform {\n  device gpu[8] { profile a100 }\n  device cpu[1] { profile xeon }\n}\n"
+                    "minimize bottleneck\n")
+    code, _, err, wall, rss = run(part() + ["check", str(twin)], 900)
+    return f"part check of the model as ONNX ({ops:,} operators): {wall:.1f} s, {rss:.0f} MiB" \
+        + ("" if code == 0 else f", exit {code}: {err[:200]}")
+
+
 def num(x: object, d: int = 2) -> str:
     return f"{x:.{d}f}" if isinstance(x, (int, float)) else "-"
 
@@ -94,6 +111,8 @@ def main() -> int:
     ap.add_argument("--no-limit", action="store_true", help="no --time-limit: each method's default settings")
     ap.add_argument("--json-check", action="store_true",
                     help="also check the graph as partdsl JSON (`part convert --to json`, imported by a spec)")
+    ap.add_argument("--onnx-check", action="store_true",
+                    help="also check a decoder of as many operators written as ONNX (needs onnx; onnx_decoder.py)")
     ap.add_argument("--gap", type=float, default=None,
                     help="partdsl's methods stop once their certificate is within this relative gap (default: exact)")
     args = ap.parse_args()
@@ -113,6 +132,8 @@ def main() -> int:
                       + ("no --time-limit" if T is None else f"--time-limit {T:g} s"))
                 if args.json_check:
                     print(json_check(spec))
+                if args.onnx_check:
+                    print(onnx_check(spec, ops))
                 names = args.methods.split(",") if objective == "bottleneck" else ["auto"]
                 table([solve_row(spec, m, T, args.gap) for m in names if m], "min")
     return 0
