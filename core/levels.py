@@ -95,25 +95,24 @@ def _one_ms(size: float, bw: float) -> float:
     return size / bw * 1e3 if bw > 0 and bw != INF else 0.0
 
 
-
 def mean_pair_ms(dense: Dense) -> np.ndarray:
     """Per node, `pair_ms` averaged over the ordered pairs of distinct devices (HEFT's mean
-    transfer), for all nodes at once: a transfer is the tensor's size times a per-pair
-    coefficient, plus, on a flat platform between devices with no direct link, both ends'
-    host-memory times (`comm`), so the mean is one coefficient and two per-device sums."""
+    transfer), for all nodes at once: as in `pair_ms`, a direct link, else both ends' share
+    of the path (`Dense.pair_bw`), both a per-byte coefficient of the pair, else (a flat
+    platform) both ends' host-memory times `comm`; so the mean is one coefficient and two
+    per-device sums."""
     D = dense.D
     if D < 2:
         return np.zeros(dense.n)
     off = ~np.eye(D, dtype=bool)
-    direct = dense.direct_bw > 0 if dense.direct_bw is not None else np.zeros((D, D), dtype=bool)
     one = np.ones((D, D))
-    per_byte = np.where(direct, _ms(one, dense.direct_bw) if dense.direct_bw is not None else 0.0, 0.0)
-    hosted = np.zeros((D, D), dtype=bool)
+    direct = dense.direct_bw > 0 if dense.direct_bw is not None else np.zeros((D, D), dtype=bool)
     if dense.pair_bw is None:
-        hosted = off & ~direct
+        per_byte, hosted = np.zeros((D, D)), off & ~direct
     else:
-        send, recv = dense.pair_bw
-        per_byte = np.where(direct, per_byte, _ms(one, send) + _ms(one, recv))
+        per_byte, hosted = _ms(one, dense.pair_bw[0]) + _ms(one, dense.pair_bw[1]), np.zeros((D, D), dtype=bool)
+    if dense.direct_bw is not None:
+        per_byte = np.where(direct, _ms(one, dense.direct_bw), per_byte)
     pairs = D * (D - 1)
     out = dense.out_bytes * (per_byte[off].sum() / pairs)
     if hosted.any():
