@@ -3,7 +3,8 @@ errors), top-level items to a Spec (one graph, one platform, at most one of the 
 Shared by the Transformer, the Python builder and the graph importers."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from partdsl.core.errors import PartError, Span, did_you_mean
 from partdsl.core.ir import Graph, Node, Work
@@ -42,6 +43,24 @@ def carriers(nodes: list[Node], tensors: list[EdgeTensor]) -> tuple[list[Node], 
                           tensor_of=t.source, span=t.span))
         edges += [(t.source, t.span, name, t.span)] + [(name, t.span, b, t.span) for b in t.targets]
     return extra, edges
+
+
+def output_tensors(nodes: list[Node], outputs: list[list[str]], readers: dict[str, set[int]],
+                   nbytes: Callable[[str], float], span: Span | None) -> tuple[list[Node], list[EdgeTensor]]:
+    """For an imported operator with several outputs that other nodes read (a Split, TopK, an
+    LSTM's Y and Y_h; torch's `split`, `chunk`): each output is a tensor of its own, sent
+    once to each device that reads it (Tarnawski App. B), instead of the sum of all outputs
+    to every consumer. `outputs[k]`: node k's output tensors; `readers[t]`: the other nodes
+    reading tensor t. The nodes (such a node's own `out` dropped: its outputs are the
+    tensors) and the tensors."""
+    tensors = []
+    for k, outs in enumerate(outputs):
+        sent = [(t, sorted(readers[t])) for t in outs if readers.get(t)]
+        if len(sent) > 1:
+            tensors += [EdgeTensor(nodes[k].name, tuple(nodes[r].name for r in to), nbytes(t), None, span)
+                        for t, to in sent]
+    senders = {t.source for t in tensors}
+    return [replace(nd, out=None) if nd.name in senders else nd for nd in nodes], tensors
 
 
 def assemble_graph(name: str, nodes: list[Node], edges: list[Edge], span: Span | None,

@@ -24,7 +24,6 @@ its own shape inference and counts MACs with its own conventions (see the README
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -166,7 +165,7 @@ def _label(node) -> str:  # type: ignore[no-untyped-def]
 
 def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = False,
                 options: ImportOptions = ImportOptions()) -> Graph:
-    from partdsl.dsl.assemble import assemble_graph
+    from partdsl.dsl.assemble import assemble_graph, output_tensors
 
     onnx = _onnx()
     try:
@@ -245,38 +244,22 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
     index = {h: k for k, h in enumerate(heads)}
     edges = sorted({(index[group[p]], index[group[i]]) for i in range(len(ops)) for p in preds[i]
                     if group[p] != group[i]})
-    tensors = _output_tensors(ins, outs, group, {h: members_of[h][-1] for h in heads}, index, nodes, shapes, types,
-                              span)
-    senders = {t.source for t in tensors}
-    nodes = [replace(nd, out=None) if nd.name in senders else nd for nd in nodes]  # its outputs: the tensors
+    nodes, tensors = output_tensors(nodes, [outs[members_of[h][-1]] for h in heads],
+                                    _readers(ins, outs, group, producer, index, heads, members_of),
+                                    lambda o: _bytes(shapes.get(o), types.get(o, 1)), span)
     return assemble_graph(name, nodes, [(nodes[a].name, span, nodes[b].name, span) for a, b in edges], span,
                           tensors)
 
 
-def _output_tensors(ins: list[list[str]], outs: list[list[str]], group: list[int], last_of: dict[int, int],
-                    index: dict[int, int], nodes: list[Node], shapes: dict, types: dict,  # type: ignore[type-arg]
-                    span: Span | None) -> list:  # type: ignore[type-arg]
-    """For an operator with several outputs that other nodes read (Split, TopK, an LSTM's
-    Y and Y_h): each output is a tensor of its own, sent once to each device that reads it
-    (Tarnawski App. B), instead of the sum of all outputs to every consumer."""
-    from partdsl.dsl.assemble import EdgeTensor
-
-    several = {o for h in index for o in outs[last_of[h]] if len(outs[last_of[h]]) > 1}
-    if not several:
-        return []
+def _readers(ins: list[list[str]], outs: list[list[str]], group: list[int], producer: dict[str, int],
+             index: dict[int, int], heads: list[int], members_of: dict[int, list[int]]) -> dict[str, set[int]]:
+    """The nodes (fused groups) reading each output of a node that has several, other than
+    the node itself: only those outputs can be tensors of their own (dsl/assemble.py
+    `output_tensors`)."""
+    several = {o for h in heads for o in outs[members_of[h][-1]] if len(outs[members_of[h][-1]]) > 1}
     readers: dict[str, set[int]] = {}
     for i, xs in enumerate(ins):
         for x in xs:
-            if x in several:
-                readers.setdefault(x, set()).add(i)
-    out = []
-    for h, k in index.items():
-        last = outs[last_of[h]]
-        if sum(o in readers for o in last) < 2:  # at most one output read: the node's own out
-            continue
-        sent = [(o, sorted({index[group[i]] for i in readers.get(o, ()) if group[i] != h})) for o in last]
-        sent = [(o, to) for o, to in sent if to]
-        if len(sent) > 1:
-            out += [EdgeTensor(nodes[k].name, tuple(nodes[t].name for t in to),
-                               _bytes(shapes.get(o), types.get(o, 1)), None, span) for o, to in sent]
-    return out
+            if x in several and group[i] != group[producer[x]]:
+                readers.setdefault(x, set()).add(index[group[i]])
+    return readers

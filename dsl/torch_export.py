@@ -17,8 +17,6 @@ import json
 import math
 import re
 import zipfile
-from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +110,7 @@ def _flops(op: str, ins: list[list[int]], outs: list[list[int]]) -> float | None
 
 def import_torch_export(path: Path, name: str, span: Span | None = None,
                         options: ImportOptions = ImportOptions()) -> Graph:
-    from partdsl.dsl.assemble import assemble_graph
+    from partdsl.dsl.assemble import assemble_graph, output_tensors
 
     module = _program(path, span)["graph_module"]
     g = module["graph"]
@@ -168,28 +166,9 @@ def import_torch_export(path: Path, name: str, span: Span | None = None,
     if not nodes:
         raise _bad(f"'{path}' has no operator calls", span, "export a model with torch.export.export")
     report_uncosted(uncosted, options, path, span)
-    tensors = _output_tensors(nodes, outputs, readers, nbytes, span)
-    senders = {t.source for t in tensors}
-    nodes = [replace(nd, out=None) if nd.name in senders else nd for nd in nodes]  # its outputs: the tensors
+    nodes, tensors = output_tensors(nodes, outputs, readers, nbytes, span)
     return assemble_graph(name, nodes, [(nodes[a].name, span, nodes[b].name, span) for a, b in sorted(edges)], span,
                           tensors)
-
-
-def _output_tensors(nodes: list[Node], outputs: list[list[str]], readers: dict[str, set[int]],
-                    nbytes: Callable[[str], float], span: Span | None) -> list:  # type: ignore[type-arg]
-    """For a call with several outputs that other calls read (`split`, `chunk`, `topk`'s
-    values and indices): each output is a tensor of its own, sent once to each device that
-    reads it (Tarnawski App. B), as the ONNX import does, instead of the sum of all
-    outputs to every consumer."""
-    from partdsl.dsl.assemble import EdgeTensor
-
-    out = []
-    for k, outs in enumerate(outputs):
-        sent = [(t, sorted(readers[t])) for t in outs if readers.get(t)]
-        if len(sent) > 1:
-            out += [EdgeTensor(nodes[k].name, tuple(nodes[r].name for r in to), nbytes(t), None, span)
-                    for t, to in sent]
-    return out
 
 
 def _tensors(arg: dict) -> list[str]:
