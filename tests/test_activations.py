@@ -64,6 +64,32 @@ def test_the_peak_matches_the_step_by_step_reference(data: st.DataObject) -> Non
     assert peak(spec.dense, np.array(a)).tolist() == pytest.approx(reference.peak_activations(spec, a))
 
 
+
+def test_one_devices_large_sizes_do_not_leak_rounding_into_the_next_devices_peak() -> None:
+    """A counterexample hypothesis found: the peaks were one running sum over every device's
+    slots, so the rounding of gpu[0]'s 1 GiB + 1.94 B left gpu[1] at 1.9419107 B and gpu[2],
+    which holds no tensor of any size, at -1.2e-7 B."""
+    spec = parse("""
+graph g {
+  node a { work 1 ms; out 1.9419108629226685 B }
+  node b { work 1 ms }
+  node c { work 1 ms }
+  node d { work 1 ms }
+  node e { work 1 ms; out 1073741825 B }
+  a -> {b, c, e}
+  b -> {c, d, e}
+  c -> {d, e}
+  d -> e
+}
+platform { device gpu[3] { memory 8 GB; link 1 GB/s } }
+minimize bottleneck
+subject to { activations }
+""")
+    got = peak(spec.dense, np.array([0, 0, 1, 2, 0])).tolist()
+    assert got[0] == pytest.approx(1073741825 + 1.9419108629226685, rel=1e-15)
+    assert got[1:] == [1.9419108629226685, 0.0]  # a's tensor, received; nothing
+
+
 TRAINING = """
 graph g {
   node f1 { work 1 ms; out 4 MB; group s1 }
