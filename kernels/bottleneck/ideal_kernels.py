@@ -101,6 +101,24 @@ def _combine(comp, tin, tout, ov, overlap):  # pragma: no cover - compiled
 
 
 @njit
+def _may_improve(i, j, W, BAD, dp, prev, bound):  # pragma: no cover - compiled
+    """Whether the pair (j, i) may lower some dp[i][s]: a segment's load is at least its
+    compute (`_combine`), so max(dp[j][s'], compute) >= dp[i][s] for every class and state
+    means it cannot, and its transfers need not be counted."""
+    for c in range(W.shape[1]):
+        if BAD[i, c] != BAD[j, c]:
+            continue
+        x = W[i, c] - W[j, c]
+        if x > bound:
+            continue
+        for s in range(dp.shape[1]):
+            ps = prev[c, s]
+            if ps >= 0 and max(dp[j, ps], x) < dp[i, s]:
+                return True
+    return False
+
+
+@njit
 def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, cons, cons_o, mine, wprod,
              prev, dp, argj, argc, bound, cap, total, overlap, optr, oidx, iptr, iidx, dpmin, i0, i1
              ):  # pragma: no cover - compiled
@@ -149,7 +167,7 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
                     sub = False
                     break
                 seg[k] = bits[i, k] & ~bits[j, k]
-            if not sub:
+            if not sub or not _may_improve(i, j, W, BAD, dp, prev, bound):
                 continue
             for c in range(C):
                 tin[c] = 0.0
