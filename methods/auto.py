@@ -36,7 +36,7 @@ from partdsl.core.ir import Spec
 from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
 from partdsl.kernels.bottleneck import ideal_dp
 from partdsl.methods import capabilities
-from partdsl.methods.milp_split_modules import WORKER_MODULES
+from partdsl.methods.milp_split_modules import WORKER_MODULES, pool_pays
 from partdsl.runtime.deadline import NEVER, Deadline
 from partdsl.runtime.executor import warm_pool
 
@@ -145,7 +145,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     yield Progress("auto: " + ", then ".join(p.method for p in chosen))
     long: Deadline | None = None  # no limit: UNTIMED_SECONDS from the first long search on
     # members that run subproblems on worker processes get them started now, warm when they come
-    pooled = "executor" not in common and any(p.method in POOLED for p in chosen)
+    pooled = "executor" not in common and pool_pays(spec) and any(p.method in POOLED for p in chosen)
     with warm_pool(None, WORKER_MODULES) if pooled else nullcontext(None) as pool:
         for i, p in enumerate(chosen):
             if deadline.passed():

@@ -40,6 +40,7 @@ from partdsl.methods.milp_split_modules import (
     ModuleResult,
     chain_bound,
     piece_duration,
+    pool_pays,
     solve_module,
     solve_module_by,
 )
@@ -48,10 +49,6 @@ from partdsl.runtime.deadline import NEVER, Deadline
 from partdsl.runtime.executor import job_threads, run_all, warm_pool, width
 
 DEFAULT_MODULE_LIMIT = 10.0  # seconds per module MILP without a time limit
-
-
-
-
 
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
@@ -69,8 +66,8 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     plan = ModulePlan(spec, int(channels), int(min_module))
     _across_modules(spec, plan)
     nworkers = int(workers) if workers else None
-    if executor is None and nworkers is None and deadline.left() < POOL_SECONDS:
-        nworkers = 1  # too little time to start worker processes (seconds each on a busy machine): run here
+    if executor is None and nworkers is None and (deadline.left() < POOL_SECONDS or not pool_pays(spec)):
+        nworkers = 1  # too little time, or too little work, to start worker processes (a second or more each)
     # the worker processes start now, while HEFT runs here (about 1 s each on 2 cores)
     with nullcontext(executor) if executor is not None else warm_pool(nworkers, WORKER_MODULES) as pool:
         yield Candidate("HEFT (before the split)", schedule=list_schedulers.schedule(spec, "heft"))

@@ -38,6 +38,12 @@ MAX_BOUND_SETS = 200  # node sets the bound recursion may visit (then the simple
 LATE_SECONDS = 0.5  # past the deadline, jobs still return HEFT's start for this long, then nothing
 # what a worker process imports as it starts (runtime/executor.warm_pool): the module MILP and its solvers
 WORKER_MODULES = ("partdsl.methods.milp_split_modules", "partdsl.solvers.dispatch")
+HERE_TASKS = 32  # at most this many tasks (nodes x batch pieces): the module MILPs take less than a process's start
+
+
+def pool_pays(spec: Spec) -> bool:
+    """Whether the module MILPs are worth worker processes (a second or more each to start)."""
+    return len(spec.graph.nodes) * spec.objective.split > HERE_TASKS
 
 
 @dataclass(frozen=True)
