@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from array import array
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -34,9 +35,52 @@ from partdsl.core.schedule_checks import sample_bytes
 from partdsl.core.schedule_eval import transfer_time
 from partdsl.runtime.deadline import NEVER, Deadline
 
+SCAN = 16  # gaps checked one by one; a longer tail of a device's spans is checked in one NumPy pass
 
-def _start(span: tuple[float, float]) -> float:
-    return span[0]
+
+class _Spans:
+    """A device's busy intervals, sorted by start, as two float arrays (`array`: inserts
+    move memory in C, and NumPy reads them without a copy)."""
+
+    def __init__(self) -> None:
+        self.starts = array("d")
+        self.ends = array("d")
+
+    def last_end(self) -> float:
+        return self.ends[-1] if self.ends else 0.0
+
+    def add(self, start: float, end: float) -> None:
+        """Insert as `bisect.insort` does a (start, end) tuple."""
+        st, en = self.starts, self.ends
+        i = bisect.bisect_right(st, start)
+        while i and st[i - 1] == start and en[i - 1] > end:
+            i -= 1
+        st.insert(i, start)
+        en.insert(i, end)
+
+    def first_gap(self, ready: float, duration: float) -> float:
+        """The earliest start at or after `ready` of an idle gap that holds `duration`:
+        before the first span that starts at or after `ready`, or right after a later
+        span, or after the last. Compared exactly, not within a float tolerance: a piece
+        that overran a gap by 1e-13 made two spans overlap, and the next piece went
+        "before" the second of them while it ran (the evaluator's overlap; hypothesis)."""
+        st, en = self.starts, self.ends
+        n = len(st)
+        # spans starting before `ready` cannot take the piece after them; they are disjoint,
+        # so the last of them ends latest
+        i = bisect.bisect_left(st, ready)
+        t = max(ready, en[i - 1]) if i else ready
+        if i == n or t + duration <= st[i]:
+            return t
+        if n - i <= SCAN:  # after span k, k >= i, the gap up to span k + 1
+            for k in range(i, n - 1):
+                if en[k] + duration <= st[k + 1]:
+                    return en[k]
+            return en[n - 1]
+        E = np.frombuffer(en)  # views, gone before the next insert (an exported array cannot grow)
+        fits = E[i:n - 1] + duration <= np.frombuffer(st)[i + 1:n]
+        k = int(fits.argmax())
+        return float(E[i + k] if fits[k] else E[n - 1])
 
 
 @dataclass
@@ -48,11 +92,21 @@ class _Board:
     pieces: list[Piece] = field(default_factory=list)
     finish: list[float] = field(default_factory=list)  # when each piece's outputs are ready (its share's end)
     of_node: dict[int, list[int]] = field(default_factory=dict)
-    busy: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+    busy: dict[int, _Spans] = field(default_factory=dict)
+    _memo_node: int = -1
+    _memo: dict[tuple[int, tuple[int, ...]], float] = field(default_factory=dict)
 
     def ready(self, node: int, device: int, samples: tuple[int, ...]) -> float:
         """When every predecessor's pieces have finished and the inputs of these samples can
-        be on `device` (eq. 3)."""
+        be on `device` (eq. 3). Kept while one node's plans are tried (they share shares)."""
+        if self._memo_node != node:
+            self._memo_node, self._memo = node, {}
+        key = (device, samples)
+        if key not in self._memo:
+            self._memo[key] = self._ready(node, device, samples)
+        return self._memo[key]
+
+    def _ready(self, node: int, device: int, samples: tuple[int, ...]) -> float:
         dense = self.spec.dense
         want = set(samples)
         t = 0.0
@@ -67,22 +121,10 @@ class _Board:
     def slot(self, device: int, ready: float, duration: float) -> float:
         """The earliest start at or after `ready`: after the device's last piece, or with
         insertion in the first idle gap that fits."""
-        spans = self.busy.get(device, [])
-        if not self.insertion:
-            return max(ready, spans[-1][1] if spans else 0.0)
-        # spans starting before `ready` cannot take the piece after them; the spans are
-        # disjoint, so the last of them ends latest: skip them by binary search instead of
-        # a scan per placement (quadratic: 10 s at 5,000 tasks)
-        i = bisect.bisect_left(spans, ready, key=_start)
-        t = max(ready, spans[i - 1][1]) if i else ready
-        for a, b in itertools.islice(spans, i, None):  # sorted by start
-            # exactly, not within a float tolerance: a piece that overran the gap by 1e-13
-            # made two spans overlap, and the next piece went "before" the second of them
-            # while it ran (the evaluator's overlap; found by hypothesis)
-            if t + duration <= a:
-                return t
-            t = max(t, b)
-        return t
+        spans = self.busy.get(device)
+        if spans is None:
+            return ready
+        return spans.first_gap(ready, duration) if self.insertion else max(ready, spans.last_end())
 
     def place(self, node: int, plan: list[tuple[int, tuple[int, ...], float]], commit: bool) -> float:
         """Pieces (device, samples, duration) of a node, each as early as possible; returns
@@ -98,7 +140,7 @@ class _Board:
             end = max(end, start + total)
             if not commit:
                 continue
-            bisect.insort(self.busy.setdefault(device, []), (start, start + total))
+            self.busy.setdefault(device, _Spans()).add(start, start + total)
             t = start
             for samples, dur in block:  # a share's outputs are ready when it ends
                 self.of_node.setdefault(node, []).append(len(self.pieces))
