@@ -98,7 +98,7 @@ class _Board:
 
     def ready(self, node: int, device: int, samples: tuple[int, ...]) -> float:
         """When every predecessor's pieces have finished and the inputs of these samples can
-        be on `device` (eq. 3). Kept while one node's plans are tried (they share shares)."""
+        be on `device` (eq. 3); kept while one node's plans are tried (the same shares recur)."""
         if self._memo_node != node:
             self._memo_node, self._memo = node, {}
         key = (device, samples)
