@@ -49,20 +49,20 @@ def peak(dense: Dense, dev: np.ndarray) -> np.ndarray:
     # each device's block of slots gets one spare slot after it, where a tensor live to the
     # block's end is released, and is summed on its own: a global running sum would carry
     # the rounding of one device's large sizes into the next device's peak
-    ext = np.repeat(np.arange(D), counts)  # slot s -> s + its device's index
+    base = offs + np.arange(D)  # where each device's block starts
+    at = np.arange(n) + np.repeat(np.arange(D), counts)  # where each slot is
     diff = np.zeros(n + D)
-    np.add.at(diff, start + ext[start], size)
-    np.add.at(diff, end + ext[end] + 1, -size)
+    np.add.at(diff, at[start], size)
+    np.add.at(diff, at[end] + 1, -size)
     u, d = s[~local], dev[t[~local]]
     key, inv = np.unique(u * D + d, return_inverse=True)
     last = np.full(len(key), -1, dtype=np.int64)
     np.maximum.at(last, inv.ravel(), slot[t[~local]])
-    np.add.at(diff, offs[key % D] + key % D, size[key // D])
-    np.add.at(diff, last + ext[last] + 1, -size[key // D])
+    np.add.at(diff, base[key % D], size[key // D])
+    np.add.at(diff, at[last] + 1, -size[key // D])
     out = np.zeros(D)
     for k in np.flatnonzero(counts):
-        o = offs[k] + k
-        out[k] = np.cumsum(diff[o:o + counts[k]]).max()
+        out[k] = np.cumsum(diff[base[k]:base[k] + counts[k]]).max()
     return out
 
 

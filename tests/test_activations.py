@@ -64,7 +64,6 @@ def test_the_peak_matches_the_step_by_step_reference(data: st.DataObject) -> Non
     assert peak(spec.dense, np.array(a)).tolist() == pytest.approx(reference.peak_activations(spec, a))
 
 
-
 def test_one_devices_large_sizes_do_not_leak_rounding_into_the_next_devices_peak() -> None:
     """A counterexample hypothesis found: the peaks were one running sum over every device's
     slots, so the rounding of gpu[0]'s 1 GiB + 1.94 B left gpu[1] at 1.9419107 B and gpu[2],

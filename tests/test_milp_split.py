@@ -75,7 +75,6 @@ def test_modules_run_on_worker_processes_with_the_same_answer() -> None:
     assert one.objective == pytest.approx(two.objective, rel=1e-9) and one.bound == pytest.approx(two.bound)
 
 
-
 @pytest.mark.parametrize("size,modules,pooled", [(4, 3, False), (5, 8, True)])
 def test_worker_processes_start_only_for_graphs_worth_them(size: int, modules: int, pooled: bool) -> None:
     """Without `workers`, a graph of at most HERE_TASKS tasks solves its module MILPs in this
