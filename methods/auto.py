@@ -15,6 +15,11 @@ Without a time limit the heuristics run to their end and the searches that could
 for long (the load search's descents, the DP over ideals, the MIPs) share UNTIMED_SECONDS,
 as they would share a limit: a load search left to its own stall rule takes a quarter of an
 hour on a 10,000-operator graph.
+Without a limit, too, the improvement searches (`stall` members) stop once they stall:
+nothing better for max(1 s, half the time the searches have run) (runtime/deadline.py
+`Stalling`); the DP over ideals, which proves nothing without `acyclic` and answers only
+when it ends, is left out above DP_UNTIMED_UNITS units, where it does not end in the budget;
+with a limit it takes the portfolio's incumbent, so it spends none of its time on a start.
 The first member of each objective is linear in the graph's size, and above PEER_NODES the
 graph partitioners join the bottleneck portfolio, so that graphs whose segment tables do
 not fit in memory still get an answer; the DP over ideals is left out where its bitsets
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -37,7 +43,7 @@ from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
 from partdsl.kernels.bottleneck import ideal_dp
 from partdsl.methods import capabilities
 from partdsl.methods.milp_split_modules import WORKER_MODULES, pool_pays
-from partdsl.runtime.deadline import NEVER, Deadline
+from partdsl.runtime.deadline import NEVER, Deadline, Stalling
 from partdsl.runtime.executor import warm_pool
 
 Methods = Mapping[str, Any]  # the method table, name -> registry.Method (not imported: registry lists auto)
@@ -46,6 +52,7 @@ UNTIMED_SECONDS = 5.0  # the long searches' budget, all together, when the run h
 EXACT_NODES = 400  # the MIPs join the portfolio up to this many nodes (MILP-SPLIT beyond, under DiviML)
 EXACT_DEVICES = 16  # ... and this many devices
 BRUTE_NODES, BRUTE_CANDIDATES = 10, 5_000  # the brute force ends the portfolio on specs this small: a proof
+DP_UNTIMED_UNITS = 2_000  # without a limit the DP runs up to this many units (it ends in ~1 s there)
 PEER_NODES = 5_000  # above this many nodes the graph partitioners join (the segment tables grow as P^2)
 POOLED = frozenset({"milp_split"})  # members that run subproblems on worker processes (warm_pool)
 REPAIR = (("repair", 1.0),)  # the peers contract colocation and repair memory and placement
@@ -59,6 +66,9 @@ class Member:
     share: float
     long: bool = False  # may run for long: bounded by UNTIMED_SECONDS when there is no limit
     options: tuple[tuple[str, float], ...] = ()
+    stall: bool = False  # an improvement search: without a limit it stops once it stalls (Stalling)
+    seeded: bool = False  # takes the portfolio's best value as `incumbent` instead of finding its own
+    untimed: bool = True  # runs when there is no time limit
 
 
 def small(spec: Spec) -> bool:
@@ -86,17 +96,20 @@ def _searches(spec: Spec) -> list[Member]:
     if spec.objective.scheduled:  # DiviML: list schedulers, MILP-SPLIT, then the whole MILP (or the EA)
         return [Member("heft", 0.05), Member("eft", 0.05), Member("met", 0.05),
                 Member("milp_split", 0.9 if exact else 0.7, True),
-                *(exact or [Member("ea", 1.0, True, (("iterations", 2000),))])]
+                *(exact or [Member("ea", 1.0, True, (("iterations", 2000),), stall=True)])]
     if kind == "latency":  # the greedy first (an answer at once), then the search that wins most
-        return [Member("fill", 0.05), Member("latency_search", 0.75, True), Member("maxload_dp", 0.5, True), *exact]
+        return [Member("fill", 0.05), Member("latency_search", 0.75, True, stall=True),
+                Member("maxload_dp", 0.5, True), *exact]
     # the greedy first: linear, an answer at any size (the segment tables refuse 50,000 nodes);
     # on large graphs METIS and Mt-KaHyPar next (near-linear; skipped when not installed)
     peers = [Member("metis", 0.1, options=REPAIR), Member("kahypar", 0.2, options=REPAIR)] \
         if spec.dense.n > PEER_NODES else []
-    dp = [Member("dp", 0.5, True)] if ideal_dp.refusal(spec) is None else []
+    units = ideal_dp.units(spec).count
+    dp = [Member("dp", 0.5, True, seeded=True, untimed=units <= DP_UNTIMED_UNITS)] \
+        if ideal_dp.too_big(units) is None else []
     # with peak activations in memory only the evaluator-driven local search models memory (registry.ACTIVE)
-    local = [Member("local_search", 0.5, True)] if spec.constraints.activations else []
-    return [Member("greedy", 0.05), *peers, Member("load_search", 0.3, True), *local, *dp, *exact]
+    local = [Member("local_search", 0.5, True, stall=True)] if spec.constraints.activations else []
+    return [Member("greedy", 0.05), *peers, Member("load_search", 0.3, True, stall=True), *local, *dp, *exact]
 
 
 def members(spec: Spec, methods: Methods) -> list[Member]:
@@ -130,6 +143,30 @@ def _budget(deadline: Deadline, long: Deadline, p: Member, last: bool) -> Deadli
     return long if last else long.share(p.share)
 
 
+class _Progress:
+    """When a member's search last got somewhere (a Stalling deadline's `better`): +inf
+    before its first candidate (a search that has not answered yet is not stalled), then
+    the later of that candidate and the portfolio's last better value (polled)."""
+
+    def __init__(self, incumbent: Callable[[], tuple[float, np.ndarray] | None]) -> None:
+        self.incumbent = incumbent
+        self.value: float | None = None
+        self.at = math.inf
+
+    def _value(self) -> float | None:
+        best = self.incumbent()
+        return None if best is None else best[0]
+
+    def answered(self) -> None:
+        if self.at == math.inf:
+            self.at, self.value = time.monotonic(), self._value()
+
+    def __call__(self) -> float:
+        if self.at < math.inf and (value := self._value()) != self.value:
+            self.value, self.at = value, time.monotonic()
+        return self.at
+
+
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
         incumbent: Callable[[], tuple[float, np.ndarray] | None] = lambda: None,
         methods: Methods | None = None, **common: object) -> Iterator[Event]:
@@ -142,8 +179,13 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     chosen = members(spec, methods)
     if not chosen:
         raise _no_member(spec, methods)
+    if not deadline.limited and any(not p.untimed for p in chosen):
+        yield Progress("auto: no time limit, so " + ", ".join(p.method for p in chosen if not p.untimed)
+                       + " left out (it would not end in the search budget)")
+        chosen = [p for p in chosen if p.untimed]
     yield Progress("auto: " + ", then ".join(p.method for p in chosen))
     long: Deadline | None = None  # no limit: UNTIMED_SECONDS from the first long search on
+    searching = 0.0  # when the first long search started
     # members that run subproblems on worker processes get them started now, warm when they come
     pooled = "executor" not in common and pool_pays(spec) and any(p.method in POOLED for p in chosen)
     with warm_pool(None, WORKER_MODULES) if pooled else nullcontext(None) as pool:
@@ -158,14 +200,19 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
             else:
                 extra.pop("start", None)
                 extra.pop("executor", None)
+            if p.seeded and (best := incumbent()) is not None:
+                extra["incumbent"] = best[0]
             if pool is not None and p.method in POOLED:
                 extra["executor"] = pool
             if p.long and long is None:
-                long = Deadline.after(UNTIMED_SECONDS)
+                long, searching = Deadline.after(UNTIMED_SECONDS), time.monotonic()
                 if not deadline.limited:
                     yield Progress(f"auto: no time limit, so {', '.join(q.method for q in chosen[i:] if q.long)} "
                                    f"share {UNTIMED_SECONDS:g} s (--time-limit to search longer or shorter)")
             budget = _budget(deadline, long or NEVER, p, i == len(chosen) - 1)
+            moved = _Progress(incumbent)
+            if p.stall and long is not None and not deadline.limited:
+                budget = Stalling(budget.at, since=time.monotonic(), origin=searching, better=moved)
             if budget.passed():  # the members before it used the time (a MIP stops a little late)
                 said = f"auto: {p.method} skipped: no time left"
                 yield BudgetSpent(said + " of the search budget") if not deadline.limited else Progress(said)
@@ -173,7 +220,10 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
             yield Progress(f"auto: {p.method}" + (f" for {budget.left():.3g} s" if budget.limited else ""))
             try:
                 for ev in m.run(spec, seed=seed, deadline=budget, progress=progress, **extra, **dict(p.options)):
-                    yield dataclasses.replace(ev, method=p.method) if isinstance(ev, Candidate) else ev
+                    if isinstance(ev, Candidate):
+                        moved.answered()
+                        ev = dataclasses.replace(ev, method=p.method)
+                    yield ev
             except PartError as e:  # the member refuses this spec (too big for memory, a feature): the next one runs
                 yield Progress(f"auto: {p.method} skipped: {e.message}")
                 continue
@@ -182,7 +232,8 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
                 continue
             if not deadline.limited and budget.passed():
                 yield BudgetSpent(f"auto: {p.method} stopped at the {UNTIMED_SECONDS:g} s budget for searches "
-                                  "(no --time-limit)")
+                                  "(no --time-limit)" if budget.left() < 0 else
+                                  f"auto: {p.method} stopped when it stalled (no --time-limit)")
             if m.exhaustive and not budget.passed():  # it scored the evaluator's whole space: the best is optimal
                 best = incumbent()
                 empty = math.inf if spec.objective.sense == "min" else 0.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 MIN_SOLVER_SECONDS = 0.01  # the least time limit handed to a solver (some refuse 0)
 UNTIMED_SHARE_SECONDS = 60.0  # a share of an unlimited run (MIP starts): this many seconds
@@ -54,6 +54,30 @@ class Deadline:
 
 
 NEVER = Deadline()
+
+
+@dataclass(frozen=True)
+class Stalling(Deadline):
+    """A deadline that also passes once a search has stalled: nothing better for
+    max(`least` seconds, `fraction` of the time since `origin`), counted from the later of
+    `since` (when this search started) and `better()` (when the best value last improved).
+    `auto` gives one to its improvement searches when the run has no time limit: they stop
+    when more time would likely buy nothing, instead of always spending the whole budget.
+    `left()` and `seconds()` still give the hard limit `at` (a solver cannot be asked to
+    stop at a stall)."""
+
+    since: float = 0.0
+    origin: float = 0.0
+    better: Callable[[], float] = lambda: -math.inf
+    least: float = 0.5
+    fraction: float = 0.25
+
+    def passed(self) -> bool:
+        now = time.monotonic()
+        if now > self.at:
+            return True
+        idle = now - max(self.since, self.better())
+        return idle > max(self.least, self.fraction * (now - self.origin))
 
 
 def timed_chunks(total: int, deadline: Deadline, first: int = 1, target: float = 0.2) -> Iterator[tuple[int, int]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, run_part
@@ -65,17 +66,18 @@ def test_members_follow_the_objective_the_features_and_the_size() -> None:
 
 @pytest.mark.parametrize("example", ["latency.part", "bert24_training.part"])
 def test_a_member_that_refuses_is_skipped_and_the_others_answer(example: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A memory budget of 1 byte: the members built on segment tables (load_search, dp,
+    """A memory budget of 1 byte: the members built on segment tables (load_search,
     latency_search, and exact through its MIP start) refuse them (a PartError with the
     sizes), as they do on graphs of tens of thousands of nodes; auto logs the refusals and
-    answers from the greedy members, which are linear."""
+    answers from the others (the greedy members, which are linear, and the DP over ideals,
+    which starts from auto's incumbent instead of a topo split)."""
     spec = parse_file(EXAMPLES / example)
     monkeypatch.setenv("PARTDSL_MEMORY_BYTES", "1")
     r = solve(spec, method="auto", time_limit=30)
     assert r.status.has_solution(), r.log
     skipped = [ln for ln in r.log if "skipped" in ln]
     assert skipped, r.log
-    assert r.chosen is not None and all(r.chosen not in ln for ln in skipped)
+    assert r.chosen is not None and all(f"auto: {r.chosen} skipped" not in ln for ln in skipped)
 
 
 def test_part_solve_says_which_member_won() -> None:
@@ -119,3 +121,74 @@ def test_without_a_limit_a_search_cut_by_the_budget_says_so(monkeypatch: pytest.
     assert any("budget" in ln for ln in r.log)
     p = run_part("solve", str(EXAMPLES / "tiny.part"))  # a full budget: dp proves tiny's optimum
     assert p.returncode == 0 and "(search budget)" not in p.stdout, p.stdout
+
+
+def test_a_stalling_deadline_passes_when_nothing_improves_for_a_quarter_of_the_time() -> None:
+    """runtime/deadline.Stalling: not stalled before the search answers (better() = inf)
+    nor within `least` seconds of its last progress; stalled after; always at `at`."""
+    import time
+
+    from partdsl.runtime.deadline import Stalling
+
+    t = time.monotonic()
+    hard = t + 60
+    assert not Stalling(hard, since=t - 10, origin=t - 10, better=lambda: math.inf, least=0.01).passed()
+    assert not Stalling(hard, since=t, origin=t, better=lambda: t, least=5).passed()
+    # 10 s of searching, the last 3 without progress: more than max(0.01, a quarter of 10 s)
+    assert Stalling(hard, since=t - 10, origin=t - 10, better=lambda: t - 3, least=0.01).passed()
+    assert not Stalling(hard, since=t - 10, origin=t - 10, better=lambda: t - 2, least=0.01).passed()
+    assert Stalling(t - 1, since=t, origin=t, better=lambda: math.inf).passed()
+    assert Stalling(t + 1).left() > 0.5  # a solver is handed the hard limit
+
+
+def test_without_a_limit_the_search_stops_when_it_stalls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 1,000-operator decoder and a search budget of 10 minutes: the load search finds
+    its best within about a second and then nothing better, so auto stops it long before the
+    budget and says why; the DP over ideals, which cannot prove anything here (no
+    `acyclic`), is left out above DP_UNTIMED_UNITS units, and runs with a limit."""
+    from partdsl.core.result import Termination
+
+    f = tmp_path / "decoder.part"
+    assert run_part("generate", "transformer", "--layers", "71", "--gpus", "8", "-o", str(f)).returncode == 0
+    spec = parse_file(f)
+    monkeypatch.setattr(auto, "UNTIMED_SECONDS", 600.0)
+    monkeypatch.setattr(auto, "DP_UNTIMED_UNITS", 100)
+    r = solve(spec)
+    assert r.status.has_solution() and r.evaluation.feasible
+    assert r.wall_time_s < 120, r.log
+    assert any("auto: load_search stopped when it stalled" in ln for ln in r.log), r.log
+    assert r.stopped == Termination.BUDGET
+    assert any("dp left out" in ln for ln in r.log) and not any("auto: dp for" in ln for ln in r.log), r.log
+    timed = solve(spec, time_limit=3)
+    assert any("auto: dp for" in ln for ln in timed.log), timed.log
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
+@given(tiny_specs(kinds=("bottleneck",)))
+def test_the_dp_seeded_with_an_incumbent_proves_the_brute_force_optimum(spec: Spec) -> None:
+    """How auto runs `dp`: given the value of a feasible split (here the greedy's), it
+    finds no start of its own, and where it is exact (`acyclic`) what it proves is the
+    optimum over the evaluator's whole space (the brute force); it never claims less."""
+    from dataclasses import replace
+
+    from partdsl.core.evaluate import evaluate
+    from partdsl.core.events import Candidate, Proven
+    from partdsl.kernels.bottleneck import ideal_dp
+    from partdsl.methods import capabilities
+
+    spec = replace(spec, constraints=replace(spec.constraints, acyclic=True, replicate=1))
+    if capabilities.unmodelled(spec, METHODS["dp"].ignores, {}) or ideal_dp.refusal(spec):
+        return
+    greedy = solve(spec, method="greedy")
+    brute = solve(spec, method="brute", gap=0.0)
+    if not greedy.status.has_solution() or not brute.status.has_solution():
+        return
+    events = list(ideal_dp.run(spec, incumbent=greedy.objective))
+    assert not any(isinstance(e, Candidate) and "topo" in e.label for e in events)
+    for e in events:
+        if isinstance(e, Candidate):
+            assert evaluate(spec, e.devices).feasible
+    proven = [e.bound for e in events if isinstance(e, Proven)]
+    assert all(v <= brute.objective + TOL for v in proven)
+    if ideal_dp.exact_for(spec) and not spec.dense.backward.any():
+        assert proven and math.isclose(proven[0], brute.objective, rel_tol=1e-9, abs_tol=TOL), (proven, brute.objective)

@@ -71,15 +71,20 @@ def refusal(spec: Spec) -> str | None:
 
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER,
-        progress: Callable[[str], None] | None = None, **_: float) -> Iterator:
+        progress: Callable[[str], None] | None = None, incumbent: float | None = None, **_: float) -> Iterator:
+    """`incumbent`: the value of a feasible split found before (auto's best): the DP prunes
+    by it and need not find its own start."""
     u = units(spec)
     why = too_big(u.count)  # before the topo start: a refusal costs no time
     if why:
         raise PartError(why, None, TOO_BIG_HINT)
     # an incumbent first: it prunes the DP and is what the DP must beat
-    best_val, best_arr = best_split(spec, seed, deadline)
-    if best_arr is not None:
-        yield Candidate("dp incumbent (topo)", best_arr)
+    if incumbent is not None and np.isfinite(incumbent):
+        best_val = incumbent
+    else:
+        best_val, best_arr = best_split(spec, seed, deadline)
+        if best_arr is not None:
+            yield Candidate("dp incumbent (topo)", best_arr)
     yield Progress(f"DP over ideals, pruned by the incumbent {best_val:.6g}")
     value, arr, NI = ideal_split(spec, best_val, deadline, progress, u)
     if arr is not None:

@@ -76,9 +76,10 @@ def assign_masks(spec: Spec, segments: list[tuple[np.ndarray, int]], replicas: t
     return dev
 
 
-def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> Iterator[Candidate]:
+def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, n_random: int = 3, **_: object) -> Iterator[Candidate]:
+    """Every order's splits; `n_random`: how many seeded random orders after the fixed ones."""
     plain = spec.objective.kind == "bottleneck"  # (under GPipe the splits are valued max FW + max BW)
-    for name, fine, U in orders(spec, seed):
+    for name, fine, U in orders(spec, seed, n_random):
         if deadline.passed():
             return
         for pos, splits, how in split_order(spec, fine, U, deadline=deadline):  # long orders: blocks, refined
