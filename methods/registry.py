@@ -115,10 +115,12 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "(baseline)", ("iterations",), objectives=SCHEDULED),
 )}
 # data-parallel stages (`replicate <= r`, core/replicas.py): the methods that choose replication factors
-REPLICATING = frozenset({"auto", "topo", "brute"})
+REPLICATING = frozenset({"auto", "topo", "dp", "brute"})
 METHODS = {k: m if k in REPLICATING else replace(m, ignores=m.ignores + (("replication", None),))
            for k, m in METHODS.items()}
-METHODS["topo"] = replace(METHODS["topo"], ignores=(("replicas with overlap or GPipe", None),))  # replicated.py
+# topo and dp price a kind of stage per (class, replicas), PipeDream's load only (kernels/bottleneck/replicated.py)
+PLAIN_REPLICAS = (("replicas with overlap or GPipe", None),)
+METHODS.update({k: replace(METHODS[k], ignores=METHODS[k].ignores + PLAIN_REPLICAS) for k in ("topo", "dp")})
 # server levels and direct links (core/levels.py) under bottleneck and latency: the methods that score every
 # move with the evaluator (or do not look at transfers at all); the others' kernels and models cost transfers flat
 ROUTED = frozenset({"auto", "brute", "single", "greedy", "local_search", "load_search", "fill", "latency_search"})

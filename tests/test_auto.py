@@ -18,6 +18,7 @@ from partdsl.methods.registry import METHODS
 from partdsl.methods.solve import solve
 
 from tests.oracle import KINDS, TOL, oracle, tiny_specs
+from tests.strategies import dp_replicas
 
 
 def test_auto_names_the_member_it_kept() -> None:
@@ -176,7 +177,7 @@ def test_the_dp_seeded_with_an_incumbent_proves_the_brute_force_optimum(spec: Sp
     from partdsl.kernels.bottleneck import ideal_dp
     from partdsl.methods import capabilities
 
-    spec = replace(spec, constraints=replace(spec.constraints, acyclic=True, replicate=1))
+    spec = dp_replicas(replace(spec, constraints=replace(spec.constraints, acyclic=True)))
     if capabilities.unmodelled(spec, METHODS["dp"].ignores, {}) or ideal_dp.refusal(spec):
         return
     greedy = solve(spec, method="greedy")
@@ -187,7 +188,7 @@ def test_the_dp_seeded_with_an_incumbent_proves_the_brute_force_optimum(spec: Sp
     assert not any(isinstance(e, Candidate) and "topo" in e.label for e in events)
     for e in events:
         if isinstance(e, Candidate):
-            assert evaluate(spec, e.devices).feasible
+            assert evaluate(spec, e.devices, replicas_of=e.replicas).feasible
     proven = [e.bound for e in events if isinstance(e, Proven)]
     assert all(v <= brute.objective + TOL for v in proven)
     if ideal_dp.exact_for(spec) and not spec.dense.backward.any():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -21,8 +20,9 @@ from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.graph.contraction import contract
 from partdsl.kernels.graph.orders import dfs_order, kahn
 from partdsl.kernels.jit import HAVE_NUMBA
+from partdsl.runtime.deadline import NEVER
 
-from tests.strategies import assignments, specs
+from tests.strategies import assignments, dp_replicas, specs
 
 SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
@@ -177,12 +177,13 @@ def test_ideal_dp_equals_brute_force_best_acyclic_split(spec: Spec, force: str) 
     from partdsl.core.ir import Constraints
     from partdsl.kernels.bottleneck.ideal_dp import exact_for
 
-    spec = replace(spec, constraints=replace(spec.constraints, replicate=1))  # dp models no replicas
+    spec = dp_replicas(spec)
     c = spec.constraints
     if force != "as is":
         spec = spec.__class__(spec.graph, spec.platform, spec.objective,
                               Constraints(c.acyclic or force == "acyclic", c.contiguous or force == "contiguous",
-                                          c.memory, c.colocate, c.colocate_sets, c.pins, c.forbids, c.max_stages))
+                                          c.memory, c.colocate, c.colocate_sets, c.pins, c.forbids, c.max_stages,
+                                          replicate=c.replicate))
     brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
     dp = solve(spec, method="dp", gap=0.0, time_limit=1e6)
     if dp.status.has_solution():
@@ -250,12 +251,13 @@ def test_ideal_dp_value_is_the_evaluator_score_of_its_split(spec: Spec) -> None:
     """The DP's segment costs are the evaluator's, training graphs and backward edges
     included, whenever every device holds at most one DP segment; under GPipe its value
     is the evaluator's max FW + max BW."""
-    from partdsl.kernels.bottleneck.ideal_dp import ideal_split
+    from partdsl.kernels.bottleneck.ideal_dp import chain_split
 
-    value, arr, _ = ideal_split(spec)
+    spec = dp_replicas(spec)
+    value, arr, _, reps = chain_split(spec, math.inf, NEVER, None, None)
     if arr is None:
         return
-    ev = evaluate(spec, arr)
+    ev = evaluate(spec, arr, replicas_of=reps)
     score = ev.objective if spec.objective.training == "gpipe" else max(ev.loads.values())
     assert math.isclose(value, score, rel_tol=1e-9, abs_tol=1e-9)
 

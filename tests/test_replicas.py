@@ -99,30 +99,35 @@ def chains(draw):  # type: ignore[no-untyped-def]
 
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(chains())
-def test_topo_is_exact_on_chains_with_replicas(spec) -> None:  # type: ignore[no-untyped-def]
+def test_topo_and_dp_are_exact_on_chains_with_replicas(spec) -> None:  # type: ignore[no-untyped-def]
     """On a chain under `acyclic` every feasible split is a split of its one order, so the
     order DP with a kind of segment per (class, replicas) is exact: it equals brute force
-    over every assignment and every replication factor."""
-    topo, brute = solve(spec, method="topo"), solve(spec, method="brute")
+    over every assignment and every replication factor, and so does the DP over ideals
+    (which proves it; on other DAGs: tests/test_kernels.py, against brute force)."""
+    topo, dp, brute = solve(spec, method="topo"), solve(spec, method="dp"), solve(spec, method="brute")
     assert brute.status.value == "optimal"
     assert topo.objective == pytest.approx(brute.objective, rel=1e-9, abs=1e-9)
+    assert dp.status.value == "optimal" and dp.objective == pytest.approx(brute.objective, rel=1e-9, abs=1e-9)
     assert brute.bound <= brute.objective + 1e-9
 
 
 def test_methods_that_do_not_model_replicas_refuse_by_name(tmp_path: Path) -> None:
     spec = parse(SPEC)
-    for method in ("dp", "exact", "load_search", "slicegraph", "metis"):
+    for method in ("exact", "load_search", "slicegraph", "metis"):
         with pytest.raises(PartError, match="does not model replication") as e:
             solve(spec, method=method)
         assert "topo" in (e.value.hint or "")
     gpipe = SPEC.replace("minimize bottleneck", "minimize bottleneck overlap")
-    with pytest.raises(PartError, match="replicas with overlap or GPipe"):
-        solve(parse(gpipe), method="topo")
+    for method in ("topo", "dp"):
+        with pytest.raises(PartError, match="replicas with overlap or GPipe"):
+            solve(parse(gpipe), method=method)
+    with pytest.raises(PartError, match="cannot also limit its stages"):
+        solve(parse(SPEC.replace("replicate <= 4", "replicate <= 4; stages <= 2")), method="dp")
     with pytest.raises(PartError, match="applies to `minimize bottleneck`"):
         parse(SPEC.replace("minimize bottleneck", "minimize latency"))
     path = tmp_path / "s.part"
     path.write_text(SPEC)
-    r = run_part("solve", str(path), "--method", "dp")
+    r = run_part("solve", str(path), "--method", "slicegraph")
     assert r.returncode == 2 and "replicate <= 4" in r.stderr
 
 

@@ -9,6 +9,7 @@ from typing import Callable
 
 import numpy as np
 from partdsl.core.ir import Spec
+from partdsl.kernels.bottleneck import replicated
 from partdsl.kernels.bottleneck.ideal_kernels import dp_pairs, frontiers_until, member, unit_sums, words
 from partdsl.kernels.bottleneck.segment_dp import state_table
 from partdsl.kernels.graph.contraction import Contraction
@@ -84,14 +85,17 @@ class Chains:
 
     def best(self, bound: float, cap: float, vphase: int, deadline: Deadline,
              progress: Callable[[str], None] | None, total: float = np.inf
-             ) -> tuple[float, list[tuple[np.ndarray, int]] | None]:
+             ) -> tuple[float, list[tuple[np.ndarray, int, int]] | None]:
         """The least max load of phase `vphase` over chains of ideals whose segments'
         loads are at most `bound`, whose other phase's loads are at most `cap` and whose
-        two loads together are at most `total`, and the chain's (node mask, class)
-        segments; (inf, None) if there is none or the deadline passes first."""
+        two loads together are at most `total`, and the chain's (node mask, class,
+        replicas) segments; (inf, None) if there is none or the deadline passes first."""
         spec, d = self.spec, self.spec.dense
         counts = [k.count for k in spec.platform.classes]
-        states, zero, prev = state_table(counts, spec.constraints.max_stages)
+        kinds = replicated.steps(spec)  # (class, replicas) per kind of stage: the classes when replicate = 1
+        states, zero, prev = state_table(counts, spec.constraints.max_stages, kinds)
+        kc = np.array([c for c, _ in kinds], dtype=np.int64)
+        kinv = np.array([1.0 / r for _, r in kinds])
         NI = self.NI
         dp = np.full((NI, len(states)), np.inf)
         dp[0, zero] = 0.0
@@ -101,7 +105,8 @@ class Chains:
             ovrate = np.where(np.isfinite(d.link), 1e3 / d.link, 0.0)
         memcap = np.where(spec.constraints.memory == "ignore", np.inf, d.memory)
         Q = len(self.W)
-        reach = min(bound + cap, total) if Q > 1 else bound  # a segment's compute, both phases
+        # a segment's compute, both phases; with r replicas a stage's load is at least its compute / r
+        reach = min(bound + cap, total) if Q > 1 else bound * max(r for _, r in kinds)
         lo = np.searchsorted(self.key, self.key - reach * (1 + 1e-9) - 1e-9, side="left").astype(np.int64)
         (optr, oidx), (iptr, iidx) = self.fronts
         Wo = self.W[1 - vphase] if Q > 1 else None
@@ -117,7 +122,7 @@ class Chains:
             dp_pairs(self.bits, self.size, lo, self.W[vphase], Wo, self.BAD, self.MEM, memcap,
                      spec.constraints.memory == "hard", ovrate, self.prod_unit, self.cons_ph[vphase], cons_o, mine,
                      self.wprod, prev, dp, argj, argc, bound, cap, total, OVERLAP[spec.objective.overlap], optr, oidx,
-                     iptr, iidx, dpmin, i0, i1)
+                     iptr, iidx, dpmin, i0, i1, kc, kinv, replicated.sync_rates(spec, kinds))
         if done < NI:  # the deadline stopped the chunks
             return np.inf, None
         full = NI - 1
@@ -128,7 +133,7 @@ class Chains:
         segs = []
         i = full
         while i != 0:
-            j, c = int(argj[i, s]), int(argc[i, s])
-            segs.append((member(self.bits[i], self.u.count) & ~member(self.bits[j], self.u.count), c))
-            s, i = int(prev[c, s]), j
-        return value, [(m[self.u.unit], c) for m, c in reversed(segs)]
+            j, v = int(argj[i, s]), int(argc[i, s])
+            segs.append((member(self.bits[i], self.u.count) & ~member(self.bits[j], self.u.count), v))
+            s, i = int(prev[v, s]), j
+        return value, [(m[self.u.unit], *kinds[v]) for m, v in reversed(segs)]

@@ -86,9 +86,9 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER,
         if best_arr is not None:
             yield Candidate("dp incumbent (topo)", best_arr)
     yield Progress(f"DP over ideals, pruned by the incumbent {best_val:.6g}")
-    value, arr, NI = ideal_split(spec, best_val, deadline, progress, u)
+    value, arr, NI, reps = chain_split(spec, best_val, deadline, progress, u)
     if arr is not None:
-        yield Candidate(f"dp over {NI:,} ideals", arr)
+        yield Candidate(f"dp over {NI:,} ideals", arr, replicas=reps)
     if deadline.passed():
         return  # the DP did not finish: no proof
     if exact_for(spec):
@@ -116,21 +116,46 @@ def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: Deadline = NEVE
     before the DP completes (an unfinished DP proves and returns nothing). `u`: the unit
     DAG (`units(spec)`), if the caller has it. Under `training gpipe`, the value is the
     GPipe objective, max FW + max BW (Tarnawski App. A), found by `_gpipe_sweep`."""
+    return chain_split(spec, incumbent, deadline, progress, u)[:3]
+
+
+def chain_split(spec: Spec, incumbent: float, deadline: Deadline, progress: Callable[[str], None] | None,
+           u: Contraction | None) -> tuple[float, np.ndarray | None, int, np.ndarray | None]:
+    """`ideal_split`, and each device's replication factor in the split (None if none)."""
     u = units(spec) if u is None else u
     why = too_big(u.count)
     if why:
         raise PartError(why, None, TOO_BIG_HINT)
+    if spec.constraints.replicate > 1 and spec.constraints.max_stages is not None:
+        raise PartError("the DP over ideals counts the devices a chain uses, replicas too, so it cannot also "
+                        "limit its stages", spec.constraints.span_of("replicate"),
+                        "use `--method topo`, which models both")
     ideals = enumerate_ideals(u.count, u.src, u.dst, deadline=deadline)
     if ideals is None:
-        return np.inf, None, 0
+        return np.inf, None, 0, None
     chains = Chains.build(spec, u, ideals, deadline)
     if chains is None:
-        return np.inf, None, len(ideals)
+        return np.inf, None, len(ideals), None
     if spec.objective.training == "gpipe":
         value, arr = _gpipe_sweep(spec, chains, incumbent, deadline, progress)
-        return value, arr, chains.NI
-    value, masks = chains.best(_slack(incumbent), np.inf, 0, deadline, progress)
-    return value, None if masks is None else assign_masks(spec, masks), chains.NI
+        return value, arr, chains.NI, None
+    value, segs = chains.best(_slack(incumbent), np.inf, 0, deadline, progress)
+    if segs is None:
+        return value, None, chains.NI, None
+    arr, reps = _assign(spec, segs)
+    return value, arr, chains.NI, reps
+
+
+def _assign(spec: Spec, segs: list[tuple[np.ndarray, int, int]]) -> tuple[np.ndarray, np.ndarray | None]:
+    """Devices for a chain's (node mask, class, replicas) segments, and each device's
+    replication factor (None when every stage has one device)."""
+    if all(k == 1 for _, _, k in segs):
+        return assign_masks(spec, [(m, c) for m, c, _ in segs]), None
+    dev = assign_masks(spec, [(m, c) for m, c, _ in segs], tuple(k for _, _, k in segs))
+    reps = np.ones(spec.dense.D, dtype=np.int64)
+    for m, _, k in segs:
+        reps[dev[np.flatnonzero(m)[0]]] = k
+    return dev, reps
 
 
 def _slack(x: float) -> float:
@@ -164,7 +189,7 @@ def _gpipe_sweep(spec: Spec, chains: Chains, incumbent: float, deadline: Deadlin
         if masks is None and deadline.passed():
             break
         if masks is not None:
-            arr = assign_masks(spec, masks)
+            arr = assign_masks(spec, [(m, c) for m, c, _ in masks])  # (no replicas under GPipe)
             value, table = bottleneck_loads(spec, spec.dense, arr)
             if value < best:
                 best, best_arr = value, arr

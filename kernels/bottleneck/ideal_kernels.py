@@ -101,18 +101,20 @@ def _combine(comp, tin, tout, ov, overlap):  # pragma: no cover - compiled
 
 
 @njit
-def _may_improve(i, j, W, BAD, dp, prev, bound):  # pragma: no cover - compiled
+def _may_improve(i, j, W, BAD, dp, prev, bound, kc, kinv):  # pragma: no cover - compiled
     """Whether the pair (j, i) may lower some dp[i][s]: a segment's load is at least its
-    compute (`_combine`), so max(dp[j][s'], compute) >= dp[i][s] for every class and state
-    means it cannot, and its transfers need not be counted."""
-    for c in range(W.shape[1]):
+    compute (`_combine`) over its replicas, so max(dp[j][s'], compute / r) >= dp[i][s] for
+    every kind of stage (class, replicas) and state means it cannot, and its transfers need
+    not be counted."""
+    for v in range(len(kc)):
+        c = kc[v]
         if BAD[i, c] != BAD[j, c]:
             continue
-        x = W[i, c] - W[j, c]
+        x = (W[i, c] - W[j, c]) * kinv[v]
         if x > bound:
             continue
         for s in range(dp.shape[1]):
-            ps = prev[c, s]
+            ps = prev[v, s]
             if ps >= 0 and max(dp[j, ps], x) < dp[i, s]:
                 return True
     return False
@@ -120,8 +122,8 @@ def _may_improve(i, j, W, BAD, dp, prev, bound):  # pragma: no cover - compiled
 
 @njit
 def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, cons, cons_o, mine, wprod,
-             prev, dp, argj, argc, bound, cap, total, overlap, optr, oidx, iptr, iidx, dpmin, i0, i1
-             ):  # pragma: no cover - compiled
+             prev, dp, argj, argc, bound, cap, total, overlap, optr, oidx, iptr, iidx, dpmin, i0, i1,
+             kc, kinv, ksync):  # pragma: no cover - compiled
     """The DP's pairs (j, i) for ideals i in [i0, i1): dp[i][s] = max(dp[j][s'], load of
     I \\ I') minimized, the load from the compute W (ideals x classes) and the tensors
     in (`cons`: units consuming each producer's tensor) and out (`mine`: producers
@@ -130,7 +132,11 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
     compiles the loop without the second phase's branches, 15% of its time): a tensor out of
     the segment is charged to its producer's phase, one into it to each phase consuming
     it there, as the evaluator does; a segment whose other load exceeds `cap`, or whose
-    two loads together exceed `total`, is not used."""
+    two loads together exceed `total`, is not used. A segment is priced for each kind of
+    stage v (kernels/bottleneck/replicated.py; prev[v] and argc count kinds): class kc[v]
+    on 1 / kinv[v] replicas, its load (one-device load + ksync[v] x its parameters) x
+    kinv[v] (Tarnawski App. C.2; replicas are refused under GPipe, so Wo's kinds are the
+    classes)."""
     NI, nw = bits.shape
     C = W.shape[1]
     S = dp.shape[1]
@@ -150,13 +156,15 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
             if dpmin[j] > bound:
                 continue
             lb = np.inf
-            for c in range(C):
+            for v in range(len(kc)):
+                c = kc[v]
                 if BAD[i, c] == BAD[j, c]:
                     x = W[i, c] - W[j, c]
                     if Wo is not None:
                         y = Wo[i, c] - Wo[j, c]
                         if y > cap or x + y > total:
                             continue
+                    x *= kinv[v]
                     if x < lb:
                         lb = x
             if lb > bound:
@@ -167,7 +175,7 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
                     sub = False
                     break
                 seg[k] = bits[i, k] & ~bits[j, k]
-            if not sub or not _may_improve(i, j, W, BAD, dp, prev, bound):
+            if not sub or not _may_improve(i, j, W, BAD, dp, prev, bound, kc, kinv):
                 continue
             for c in range(C):
                 tin[c] = 0.0
@@ -212,7 +220,8 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
                                     tin_o[c] += wprod[p, c]
                                 break
             used = MEM[i] - MEM[j]
-            for c in range(C):
+            for v in range(len(kc)):
+                c = kc[v]
                 if BAD[i, c] != BAD[j, c]:
                     continue
                 ov = 0.0
@@ -221,6 +230,8 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
                         continue
                     ov = (used - memcap[c]) * ovrate[c]
                 load = _combine(W[i, c] - W[j, c], tin[c], tout[c], ov, overlap)
+                if kinv[v] != 1.0:
+                    load = (load + ksync[v] * used) * kinv[v]
                 if load > bound:
                     continue
                 if Wo is not None:
@@ -228,13 +239,13 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
                     if other > cap or load + other > total:
                         continue
                 for s in range(S):
-                    ps = prev[c, s]
+                    ps = prev[v, s]
                     if ps < 0:
                         continue
-                    v = max(dp[j, ps], load)
-                    if v < dp[i, s]:
-                        dp[i, s] = v
+                    x = max(dp[j, ps], load)
+                    if x < dp[i, s]:
+                        dp[i, s] = x
                         argj[i, s] = j
-                        argc[i, s] = c
-                        if v < dpmin[i]:
-                            dpmin[i] = v
+                        argc[i, s] = v
+                        if x < dpmin[i]:
+                            dpmin[i] = x

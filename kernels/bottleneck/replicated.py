@@ -13,20 +13,34 @@ from partdsl.core.ir import Spec
 from partdsl.runtime import memory
 
 
-def tables(spec: Spec, pos: np.ndarray, P: int, cost: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    """(cost[V, P, P] for every kind of segment, the kinds (class, replicas)): one device,
-    then r = 2 .. min(replicate, the class's devices) for each class."""
+def steps(spec: Spec) -> list[tuple[int, int]]:
+    """The kinds of stage, (class, replicas): one device of each class, then r = 2 ..
+    min(replicate, the class's devices) for each class."""
     d = spec.dense
     counts = np.bincount(d.dev_class, minlength=len(d.class_names))
-    steps = [(c, 1) for c in range(len(counts))]
-    steps += [(c, r) for c in range(len(counts)) for r in range(2, min(spec.constraints.replicate, counts[c]) + 1)]
-    memory.need(8.0 * P * P * (len(steps) + 1), f"the segment tables of {P:,} positions x {len(steps)} kinds of "
+    out = [(c, 1) for c in range(len(counts))]
+    return out + [(c, r) for c in range(len(counts)) for r in range(2, min(spec.constraints.replicate, counts[c]) + 1)]
+
+
+def sync_rates(spec: Spec, kinds: list[tuple[int, int]]) -> np.ndarray:
+    """[kinds] ms per byte of the stage's parameters: 4 (r - 1) / (r B) of the class's link."""
+    link = spec.dense.link
+    return np.array([4.0 * (r - 1) / (r * link[c]) * 1e3 if r > 1 and np.isfinite(link[c]) else 0.0
+                     for c, r in kinds])
+
+
+def tables(spec: Spec, pos: np.ndarray, P: int, cost: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """(cost[V, P, P] for every kind of segment, the kinds (class, replicas), `steps`)."""
+    d = spec.dense
+    counts = np.bincount(d.dev_class, minlength=len(d.class_names))
+    kinds = steps(spec)
+    memory.need(8.0 * P * P * (len(kinds) + 1), f"the segment tables of {P:,} positions x {len(kinds)} kinds of "
                 "stage (device class x replicas)")
     prm = np.r_[0.0, np.cumsum(np.bincount(pos, weights=d.params, minlength=P))]
     w = prm[None, 1:] - prm[:-1, None]  # [l, r]: the segment's parameters
-    out = np.empty((len(steps), P, P))
+    out = np.empty((len(kinds), P, P))
     out[: len(counts)] = cost
-    for v, (c, r) in enumerate(steps[len(counts):], start=len(counts)):
-        sync = 4.0 * (r - 1) * w / (r * d.link[c]) * 1e3 if np.isfinite(d.link[c]) else 0.0
-        out[v] = (cost[c] + sync) / r
-    return out, steps
+    rate = sync_rates(spec, kinds)
+    for v, (c, r) in enumerate(kinds[len(counts):], start=len(counts)):
+        out[v] = (cost[c] + rate[v] * w) / r
+    return out, kinds
