@@ -8,10 +8,11 @@ graphviz install is needed). For each profile and machine count it prints:
 - PipeDream's time per stage (its own printout, in ms);
 - partdsl's evaluator on PipeDream's plan (read from the gpus=N.txt it writes, with the
   replication factors it prints) and the relative difference: 0 when the cost models agree;
-- partdsl's `topo` (which chooses replication factors, `replicate <= N`) on the same
-  spec (`part convert graph.txt --from pipedream --machines N`), and ours / PipeDream's:
-  at most 1 when we search at least PipeDream's space;
-- both wall times and partdsl's peak memory.
+- partdsl's `topo` and `dp` (both choose replication factors, `replicate <= N`) on the
+  same spec (`part convert graph.txt --from pipedream --machines N`, under `acyclic`), the
+  DP's status (`optimal`: proven over every acyclic split and factor, a superset of
+  PipeDream's chain of antichains) and dp / PipeDream's: at most 1 when it is proven;
+- the wall times and partdsl's peak memory.
 
 One level (-n N -b B) only: server hierarchies (App. C.3) are not modelled yet.
 
@@ -77,7 +78,8 @@ def main() -> None:
 
     found = profiles(args.pipedream)
     head = (f"{'profile':<14} {'N':>3} {'PipeDream ms':>13} {'ours on its plan':>17} {'rel diff':>9} "
-            f"{'topo ms':>10} {'ours/PD':>8} {'PD s':>6} {'topo s':>7} {'factors (PD | ours)':>22}")
+            f"{'topo ms':>10} {'dp ms':>10} {'dp status':>10} {'dp/PD':>7} {'PD s':>6} {'topo s':>7} {'dp s':>6} "
+            f"{'factors (PD | dp)':>22}")
     print(head)
     print("-" * len(head))
     with tempfile.TemporaryDirectory() as tmp:
@@ -94,13 +96,16 @@ def main() -> None:
                 spec = pipedream_spec(found[name], n, args.bandwidth)
                 dev, reps = plan(spec, pd["plan"], pd["factors"])
                 mine = evaluate(spec, dev, replicas_of=reps)
-                t = time.monotonic()
-                r = solve(spec, method="topo", time_limit=args.cap)
-                seconds = time.monotonic() - t
-                ours = "+".join(str(v) for v in sorted((r.replicas or {}).values(), reverse=True)) or "1s"
+                runs = {}
+                for method in ("topo", "dp"):
+                    t = time.monotonic()
+                    runs[method] = (solve(spec, method=method, time_limit=args.cap), time.monotonic() - t)
+                (topo, topo_s), (dp, dp_s) = runs["topo"], runs["dp"]
+                ours = "+".join(str(v) for v in sorted((dp.replicas or {}).values(), reverse=True)) or "1s"
                 print(f"{name:<14} {n:>3} {pd['ms']:>13.6f} {mine.objective:>17.6f} "
-                      f"{abs(mine.objective - pd['ms']) / pd['ms']:>9.1e} {r.objective:>10.4f} "
-                      f"{r.objective / pd['ms']:>8.4f} {pd['seconds']:>6.1f} {seconds:>7.1f} "
+                      f"{abs(mine.objective - pd['ms']) / pd['ms']:>9.1e} {topo.objective:>10.4f} "
+                      f"{dp.objective:>10.4f} {dp.status.value:>10} {dp.objective / pd['ms']:>7.4f} "
+                      f"{pd['seconds']:>6.1f} {topo_s:>7.1f} {dp_s:>6.1f} "
                       f"{'+'.join(map(str, pd['factors'])) + ' | ' + ours:>22}"
                       + ("" if mine.feasible else "  (PD plan infeasible here: " + mine.violations[0].message + ")"))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

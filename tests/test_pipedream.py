@@ -1,8 +1,8 @@
 """PipeDream's profiles in (issue 30, item 6) and its optimizer as the reference of the
 replicated-stage cost model (item 7, one level): `part convert graph.txt --from pipedream`,
 the evaluator scoring PipeDream's own plans (data/pipedream: its profiles, the plans its
-optimizer wrote and the time per stage it printed) at that time per stage, and `topo`
-finding a plan at least as good."""
+optimizer wrote and the time per stage it printed) at that time per stage, `topo`
+finding a plan at least as good and `dp` proving the optimum."""
 from __future__ import annotations
 
 import json
@@ -28,6 +28,12 @@ def test_the_evaluator_scores_pipedreams_plan_at_its_time_per_stage(run: dict) -
     assert ev.objective == pytest.approx(run["time_per_stage_s"] * 1e3, rel=1e-6)
     ours = solve(spec, method="topo")  # PipeDream's splits are splits of one order of its antichains
     assert ours.evaluation.feasible and ours.objective <= ev.objective * (1 + 1e-9)
+    # the DP over ideals searches every acyclic split and factor, a superset of PipeDream's
+    # space, and proves it: PipeDream's plan is optimal on these two (so is every run of
+    # docs/importers.md's table)
+    dp = solve(spec, method="dp")
+    assert dp.status.value == "optimal" and dp.evaluation.feasible
+    assert dp.objective == pytest.approx(ev.objective, rel=1e-9) and dp.bound <= ev.objective * (1 + 1e-9)
 
 
 def test_convert_writes_a_training_spec_with_mirrored_backward_nodes(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from partdsl.core.events import Candidate, Progress, Proven
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.ideal_chains import Chains
 from partdsl.kernels.bottleneck.ideals import TOO_BIG_HINT, enumerate_ideals, too_big
-from partdsl.kernels.bottleneck.topo_split import assign_masks, best_split
+from partdsl.kernels.bottleneck.topo_split import assign_masks, best_candidate
 from partdsl.kernels.graph.contraction import Contraction, absorbable_sinks, contract, has_forward, memory_can_bind
 from partdsl.runtime.deadline import NEVER, Deadline
 
@@ -82,9 +82,9 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER,
     if incumbent is not None and np.isfinite(incumbent):
         best_val = incumbent
     else:
-        best_val, best_arr = best_split(spec, seed, deadline)
-        if best_arr is not None:
-            yield Candidate("dp incumbent (topo)", best_arr)
+        best_val, start = best_candidate(spec, seed, deadline)
+        if start is not None:
+            yield Candidate("dp incumbent (topo)", start.devices, replicas=start.replicas)
     yield Progress(f"DP over ideals, pruned by the incumbent {best_val:.6g}")
     value, arr, NI, reps = chain_split(spec, best_val, deadline, progress, u)
     if arr is not None:

@@ -93,14 +93,20 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, n_random: int = 3
 
 
 def best_split(spec: Spec, seed: int = 0, deadline: Deadline = NEVER) -> tuple[float, np.ndarray | None]:
-    """The best feasible `topo` candidate by the evaluator (inf, None if there is none):
-    the incumbent that prunes the DP and seeds the MIPs."""
+    """The best feasible `topo` candidate's value and devices (inf, None if there is
+    none): the MIPs' start (they model no replicas)."""
+    value, cand = best_candidate(spec, seed, deadline)
+    return value, None if cand is None else cand.devices
+
+
+def best_candidate(spec: Spec, seed: int = 0, deadline: Deadline = NEVER) -> tuple[float, Candidate | None]:
+    """The best feasible `topo` candidate by the evaluator, with its replicas (inf, None if
+    there is none): the incumbent that prunes the DP over ideals."""
     from partdsl.core.evaluate import evaluate
 
-    best, arr = float("inf"), None
+    best, out = float("inf"), None
     for cand in run(spec, seed, deadline):
-        dev = cand.devices
-        ev = evaluate(spec, dev)
+        ev = evaluate(spec, cand.devices, replicas_of=cand.replicas)
         if ev.feasible and ev.objective < best:
-            best, arr = ev.objective, dev
-    return best, arr
+            best, out = ev.objective, cand
+    return best, out
