@@ -46,6 +46,8 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
     "replication": ("data-parallel stages (`replicate <= r`)", lambda s: s.constraints.replicate > 1),
     "replicas with overlap or GPipe": ("data-parallel stages under `overlap` or `training gpipe`", lambda s: (
         s.constraints.replicate > 1 and (s.objective.overlap is not None or s.objective.training == "gpipe"))),
+    "replicas with a stage limit": ("data-parallel stages with `stages <= k`", lambda s: (
+        s.constraints.replicate > 1 and s.constraints.max_stages is not None)),
 }
 
 
@@ -70,6 +72,7 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "activation memory": lambda s: s.constraints.span_of("activations"),
     "replication": lambda s: s.constraints.span_of("replicate"),
     "replicas with overlap or GPipe": lambda s: s.constraints.span_of("replicate"),
+    "replicas with a stage limit": lambda s: s.constraints.span_of("max_stages"),
 }
 
 

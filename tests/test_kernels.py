@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -415,3 +416,24 @@ def test_the_class_lp_bound_is_below_the_brute_force_optimum(spec: Spec) -> None
     brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
     if brute.status.has_solution():
         assert class_spread(spec) <= brute.objective * (1 + 1e-9) + 1e-12, (class_spread(spec), brute.objective)
+
+
+def test_load_search_without_a_limit_stops_when_its_patience_runs_out(tmp_path: Path) -> None:
+    """`load_search` by name without --time-limit and with a stall rule that never fires
+    (stall = 10^9 fruitless kicks) still ends: nothing better for max(PATIENCE, the time
+    the best took) stops it (here PATIENCE = 0.2 s, on a 1,000-operator decoder; a
+    subprocess, so that a search that never ends fails the test instead of hanging it)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import run_part
+
+    f = tmp_path / "decoder.part"
+    assert run_part("generate", "transformer", "--layers", "71", "--gpus", "8", "-o", str(f)).returncode == 0
+    code = ("import sys\nfrom partdsl import parse_file, solve\nfrom partdsl.kernels.bottleneck import load_search\n"
+            "load_search.PATIENCE = 0.2\n"
+            "r = solve(parse_file(sys.argv[1]), method='load_search', options={'stall': 10**9})\n"
+            "print(r.status.value, r.evaluation.feasible)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(f)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["feasible", "True"], p.stdout

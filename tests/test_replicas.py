@@ -121,7 +121,7 @@ def test_methods_that_do_not_model_replicas_refuse_by_name(tmp_path: Path) -> No
     for method in ("topo", "dp"):
         with pytest.raises(PartError, match="replicas with overlap or GPipe"):
             solve(parse(gpipe), method=method)
-    with pytest.raises(PartError, match="cannot also limit its stages"):
+    with pytest.raises(PartError, match="replicas with a stage limit"):
         solve(parse(SPEC.replace("replicate <= 4", "replicate <= 4; stages <= 2")), method="dp")
     with pytest.raises(PartError, match="applies to `minimize bottleneck`"):
         parse(SPEC.replace("minimize bottleneck", "minimize latency"))

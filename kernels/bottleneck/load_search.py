@@ -12,11 +12,13 @@ model (`core.evaluate.bottleneck_loads`, compiled in kernels/bottleneck/load_tab
 checked per move, and under contiguity, acyclicity or a stage limit the evaluator's
 `violations` vets a move before it is taken. At a local optimum the best assignment is
 perturbed (a few units of a critical device sent to random allowed devices) and the
-descent restarts, until `stall` perturbations in a row bring nothing or the deadline
-passes.
+descent restarts, until `stall` perturbations in a row bring nothing, the deadline
+passes, or (without a limit) nothing better has come for max(PATIENCE, the time the best
+took).
 """
 from __future__ import annotations
 
+import time
 from typing import Callable, Iterator
 
 import numpy as np
@@ -30,6 +32,7 @@ from partdsl.runtime.deadline import NEVER, Deadline, timed_chunks
 
 Score = tuple[float, float]
 STALL = 100  # perturbations in a row without a better objective before the search stops
+PATIENCE = 10.0  # without a time limit, also stop once nothing better came for max(this, the time the best took) s
 
 
 class Search:
@@ -202,17 +205,22 @@ def _better(a: Score, b: Score) -> bool:
 
 def improve(spec: Spec, start: np.ndarray, deadline: Deadline = NEVER, seed: int = 0, stall: int = STALL,
             progress: Callable[[str], None] | None = None) -> Iterator[Candidate]:
-    """Yield each assignment better than `start` (which must satisfy the constraints)."""
+    """Yield each assignment better than `start` (which must satisfy the constraints).
+    Without a time limit it also stops when PATIENCE runs out: a descent takes seconds on
+    10,000 operators, so `stall` fruitless ones alone could take an hour there."""
     s = Search(spec, start)
     rng = np.random.default_rng(seed)
     best_dev, best = s.dev.copy(), s.score
     idle = 0
     rounds = 0
+    began = found = time.monotonic()
     while idle < stall and not deadline.passed():
+        if not deadline.limited and time.monotonic() - found > max(PATIENCE, found - began):
+            break
         s.descend(deadline)
         rounds += 1
         if _better(s.score, best) and s.score[0] < best[0] - 1e-12 * max(1.0, best[0]):
-            best_dev, best, idle = s.dev.copy(), s.score, 0
+            best_dev, best, idle, found = s.dev.copy(), s.score, 0, time.monotonic()
             if progress:
                 progress(f"load search: {best[0]:.6g} after {rounds} descents, {s.evaluations} moves scored")
             yield Candidate(f"load search (descent {rounds})", best_dev.copy())
