@@ -16,8 +16,8 @@ for long (the load search's descents, the DP over ideals, the MIPs) share UNTIME
 as they would share a limit: a load search left to its own stall rule takes a quarter of an
 hour on a 10,000-operator graph.
 Without a limit, too, the improvement searches (`stall` members) stop once they stall:
-nothing better for max(1 s, half the time the searches have run) (runtime/deadline.py
-`Stalling`); the DP over ideals, which proves nothing without `acyclic` and answers only
+after their first answer, nothing better for max(0.5 s, a quarter of the time the searches
+have run) (runtime/deadline.py `Stalling`); the DP over ideals, which proves nothing without `acyclic` and answers only
 when it ends, is left out above DP_UNTIMED_UNITS units, where it does not end in the budget;
 with a limit it takes the portfolio's incumbent, so it spends none of its time on a start.
 The first member of each objective is linear in the graph's size, and above PEER_NODES the
