@@ -17,9 +17,10 @@ as they would share a limit: a load search left to its own stall rule takes a qu
 hour on a 10,000-operator graph.
 Without a limit, too, the improvement searches (`stall` members) stop once they stall:
 after their first answer, nothing better for max(0.5 s, a quarter of the time the searches
-have run) (runtime/deadline.py `Stalling`); the DP over ideals, which proves nothing without `acyclic` and answers only
-when it ends, is left out above DP_UNTIMED_UNITS units, where it does not end in the budget;
-with a limit it takes the portfolio's incumbent, so it spends none of its time on a start.
+have run) (runtime/deadline.py `Stalling`); the DP over ideals, which proves nothing
+without `acyclic` and answers only when it ends, is left out above DP_UNTIMED_UNITS units,
+where it does not end in the budget; with a limit it takes the portfolio's incumbent, so
+it spends none of its time on a start.
 The first member of each objective is linear in the graph's size, and above PEER_NODES the
 graph partitioners join the bottleneck portfolio, so that graphs whose segment tables do
 not fit in memory still get an answer; the DP over ideals is left out where its bitsets

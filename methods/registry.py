@@ -121,7 +121,7 @@ METHODS = {k: m if k in REPLICATING else replace(m, ignores=m.ignores + (("repli
 # topo and dp price a kind of stage per (class, replicas), PipeDream's load only (kernels/bottleneck/replicated.py)
 PLAIN_REPLICAS = (("replicas with overlap or GPipe", None),)
 METHODS.update({k: replace(METHODS[k], ignores=METHODS[k].ignores + PLAIN_REPLICAS) for k in ("topo", "dp")})
-# the DP over ideals' state counts the devices a chain uses, replicas too: not its stages (ideal_dp.chain_split)
+# the DP over ideals' state counts the devices a chain uses, replicas too, not its stages (ideal_chains.best)
 METHODS["dp"] = replace(METHODS["dp"], ignores=METHODS["dp"].ignores + (("replicas with a stage limit", None),))
 # server levels and direct links (core/levels.py) under bottleneck and latency: the methods that score every
 # move with the evaluator (or do not look at transfers at all); the others' kernels and models cost transfers flat

@@ -120,16 +120,14 @@ def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: Deadline = NEVE
 
 
 def chain_split(spec: Spec, incumbent: float, deadline: Deadline, progress: Callable[[str], None] | None,
-           u: Contraction | None) -> tuple[float, np.ndarray | None, int, np.ndarray | None]:
-    """`ideal_split`, and each device's replication factor in the split (None if none)."""
+                u: Contraction | None) -> tuple[float, np.ndarray | None, int, np.ndarray | None]:
+    """`ideal_split`, and each device's replication factor in the split (None if none).
+    With replicas its state counts the devices a chain uses, not its stages: a stage limit
+    with replicas is refused up front (registry: `replicas with a stage limit`)."""
     u = units(spec) if u is None else u
     why = too_big(u.count)
     if why:
         raise PartError(why, None, TOO_BIG_HINT)
-    if spec.constraints.replicate > 1 and spec.constraints.max_stages is not None:
-        raise PartError("the DP over ideals counts the devices a chain uses, replicas too, so it cannot also "
-                        "limit its stages", spec.constraints.span_of("replicate"),
-                        "use `--method topo`, which models both")
     ideals = enumerate_ideals(u.count, u.src, u.dst, deadline=deadline)
     if ideals is None:
         return np.inf, None, 0, None

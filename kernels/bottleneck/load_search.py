@@ -239,16 +239,13 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     orders only: each order costs a second there (10,000 operators) and the descents do
     better with the time. (`exact`'s MIP start, methods/mip_start.py, also tries dp and
     restarts with new seeds.)"""
-    from partdsl.core.evaluate import evaluate
     from partdsl.kernels.bottleneck import topo_split
 
-    best, dev = np.inf, None
+    dev = None
     coarse = contract(spec.dense).count > COARSE_POSITIONS
-    for cand in topo_split.run(spec, seed, deadline, n_random=0 if coarse else 3):
-        ev = evaluate(spec, cand.devices)
-        if ev.feasible and ev.objective < best:
-            best, dev = ev.objective, cand.devices
-            yield Candidate(f"load search: start ({cand.label})", dev)
+    for _, cand in topo_split.improving(spec, seed, deadline, n_random=0 if coarse else 3):
+        dev = cand.devices
+        yield Candidate(f"load search: start ({cand.label})", dev)
     if dev is None or spec.objective.kind != "bottleneck":
         return
     yield from improve(spec, dev, deadline, seed, int(stall), progress)

@@ -102,11 +102,21 @@ def best_split(spec: Spec, seed: int = 0, deadline: Deadline = NEVER) -> tuple[f
 def best_candidate(spec: Spec, seed: int = 0, deadline: Deadline = NEVER) -> tuple[float, Candidate | None]:
     """The best feasible `topo` candidate by the evaluator, with its replicas (inf, None if
     there is none): the incumbent that prunes the DP over ideals."""
+    best, out = float("inf"), None
+    for best, out in improving(spec, seed, deadline):
+        pass
+    return best, out
+
+
+def improving(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, n_random: int = 3
+              ) -> Iterator[tuple[float, Candidate]]:
+    """(value, candidate) for each feasible `topo` candidate better than all before it, by
+    the evaluator with its replicas: `load_search`'s starts as they come."""
     from partdsl.core.evaluate import evaluate
 
-    best, out = float("inf"), None
-    for cand in run(spec, seed, deadline):
+    best = float("inf")
+    for cand in run(spec, seed, deadline, n_random):
         ev = evaluate(spec, cand.devices, replicas_of=cand.replicas)
         if ev.feasible and ev.objective < best:
-            best, out = ev.objective, cand
-    return best, out
+            best = ev.objective
+            yield best, cand
