@@ -33,9 +33,11 @@ def exact_mip(spec: Spec, horizon: float | None = None) -> tuple[MatrixMIP, str]
     `horizon`: H of the latency IP and the DiviML MILP (default: a proven safe one)."""
     from partdsl.models.formulations import formulation_for
 
-    if spec.constraints.replicate > 1:
-        raise PartError("the exported MIPs model no replicated stages (`replicate <= r`)",
-                        spec.constraints.span_of("replicate"), "drop `replicate` to export the model")
+    if spec.constraints.replicate > 1 and spec.constraints.acyclic:
+        raise PartError("Archer's MTPP MIP, the one exported under `acyclic`, models no replicated stages "
+                        "(`replicate <= r`)", spec.constraints.span_of("replicate"),
+                        "drop `replicate` or `acyclic` to export the model (without `acyclic` it is Tarnawski's "
+                        "max-load IP, which models replicas)")
     if spec.platform.routed and not spec.objective.scheduled:
         raise PartError(f"the exported {spec.objective.kind} MIP costs transfers flat: it models no server levels "
                         "or direct links", spec.platform.routes_span,

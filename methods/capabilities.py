@@ -48,6 +48,8 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
         s.constraints.replicate > 1 and (s.objective.overlap is not None or s.objective.training == "gpipe"))),
     "replicas with a stage limit": ("data-parallel stages with `stages <= k`", lambda s: (
         s.constraints.replicate > 1 and s.constraints.max_stages is not None)),
+    "replicas with acyclic": ("data-parallel stages with `acyclic` stages", lambda s: (
+        s.constraints.replicate > 1 and s.constraints.acyclic)),
 }
 
 
@@ -73,7 +75,19 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "replication": lambda s: s.constraints.span_of("replicate"),
     "replicas with overlap or GPipe": lambda s: s.constraints.span_of("replicate"),
     "replicas with a stage limit": lambda s: s.constraints.span_of("max_stages"),
+    "replicas with acyclic": lambda s: s.constraints.span_of("replicate"),
 }
+
+
+# a feature that is a case of another: a method models it only if it models both
+WITHIN = {"replicas with overlap or GPipe": "replication", "replicas with a stage limit": "replication",
+          "replicas with acyclic": "replication"}
+
+
+def models(ignores: tuple[tuple[str, str | None], ...], feature: str) -> bool:
+    """Whether a method with these `ignores` models `feature` (and what it is a case of)."""
+    ignored = {f for f, _ in ignores}
+    return feature not in ignored and WITHIN.get(feature) not in ignored
 
 
 def features(spec: Spec) -> list[str]:

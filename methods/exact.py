@@ -34,8 +34,7 @@ Start = Generator[Event, None, tuple[Candidate | None, float]]
 
 def _bottleneck_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | None,
                       progress: Callable[[str], None] | None) -> Start:
-    dev, value = yield from mip_start(spec, seed, deadline, given, progress)
-    return (Candidate("start", dev) if dev is not None else None), value
+    return (yield from mip_start(spec, seed, deadline, given, progress))
 
 
 STARTS: dict[str, Callable[..., Start]] = {"mtpp": _bottleneck_start, "maxload": _bottleneck_start,

@@ -22,50 +22,52 @@ from partdsl.core.events import Candidate, Event
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck import ideal_dp, load_search
 from partdsl.kernels.bottleneck.ideals import too_big
-from partdsl.kernels.bottleneck.topo_split import best_split
+from partdsl.kernels.bottleneck.topo_split import best_candidate
 from partdsl.runtime.deadline import Deadline
 
 
 def mip_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | None,
               progress: Callable[[str], None] | None
-              ) -> Generator[Candidate, None, tuple[np.ndarray | None, float]]:
-    """Yield the candidates; return the best feasible one and its value (None, inf if none)."""
-    best: tuple[np.ndarray | None, str, float] = (None, "", math.inf)
+              ) -> Generator[Candidate, None, tuple[Candidate | None, float]]:
+    """Yield the candidates; return the best feasible one (with its replication factors
+    under `replicate`) and its value (None, inf if none)."""
+    best: tuple[Candidate | None, float] = (None, math.inf)
 
-    def consider(dev: np.ndarray | None, label: str) -> bool:
+    def consider(dev: np.ndarray | None, label: str, reps: np.ndarray | None = None) -> bool:
         nonlocal best
         if dev is None:
             return False
-        ev = evaluate(spec, dev)
-        if ev.feasible and ev.objective < best[2]:
-            best = (dev, label, ev.objective)
+        ev = evaluate(spec, dev, replicas_of=reps)
+        if ev.feasible and ev.objective < best[1]:
+            best = (Candidate(label, dev, replicas=reps), ev.objective)
             return True
         return False
 
-    _, dev = best_split(spec, seed, deadline)
-    if consider(dev, "topo"):
-        yield Candidate("exact: MIP start (topo)", dev)
+    _, cand = best_candidate(spec, seed, deadline)
+    if cand is not None and consider(cand.devices, "topo", cand.replicas):
+        yield Candidate("exact: MIP start (topo)", cand.devices, replicas=cand.replicas)
     consider(given, "the warm start")
     units = ideal_dp.units(spec) if spec.constraints.contiguous and not deadline.passed() else None
     if units is not None and too_big(units.count) is None:
-        value, dev, ideals = ideal_dp.ideal_split(spec, best[2], deadline, u=units)
-        if np.isfinite(value) and consider(dev, f"dp over {ideals:,} ideals"):
-            yield Candidate("exact: MIP start (dp)", dev)
+        value, dev, ideals, reps = ideal_dp.chain_split(spec, best[1], deadline, None, units)
+        if np.isfinite(value) and consider(dev, f"dp over {ideals:,} ideals", reps):
+            yield Candidate("exact: MIP start (dp)", dev, replicas=reps)
     first, idle, round_seed = best[0], 0, seed
     while spec.objective.kind == "bottleneck" and best[0] is not None and idle < 2 and not deadline.passed():
         # rounds alternate between the best so far and a fresh start from the first, each with a
-        # new seed, until two in a row bring nothing
+        # new seed, until two in a row bring nothing (the load search moves nodes and keeps no
+        # replicas: its answers compete unreplicated)
         origin = first if (round_seed - seed) % 2 else best[0]
         improved = False
-        for cand in load_search.improve(spec, origin, deadline, round_seed, progress=progress):
+        for cand in load_search.improve(spec, origin.devices, deadline, round_seed, progress=progress):
             label, dev = cand.label, cand.devices
             if consider(dev, "load search"):
                 improved = True
                 yield Candidate(f"exact: MIP start ({label})", dev)
         idle, round_seed = (0 if improved else idle + 1), round_seed + 1
     if progress and best[0] is not None:
-        progress(f"MIP start: {best[1]}, {best[2]:.6g}")
-    return best[0], best[2]
+        progress(f"MIP start: {best[0].label}, {best[1]:.6g}")
+    return best
 
 
 def best_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | None,
@@ -76,7 +78,8 @@ def best_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | No
         try:
             next(gen)
         except StopIteration as stop:
-            return stop.value
+            cand, value = stop.value
+            return (None if cand is None else cand.devices), value
 
 
 def latency_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | None,

@@ -115,7 +115,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "(baseline)", ("iterations",), objectives=SCHEDULED),
 )}
 # data-parallel stages (`replicate <= r`, core/replicas.py): the methods that choose replication factors
-REPLICATING = frozenset({"auto", "topo", "dp", "brute"})
+REPLICATING = frozenset({"auto", "topo", "dp", "brute", "exact"})
 METHODS = {k: m if k in REPLICATING else replace(m, ignores=m.ignores + (("replication", None),))
            for k, m in METHODS.items()}
 # topo and dp price a kind of stage per (class, replicas), PipeDream's load only (kernels/bottleneck/replicated.py)
@@ -123,6 +123,9 @@ PLAIN_REPLICAS = (("replicas with overlap or GPipe", None),)
 METHODS.update({k: replace(METHODS[k], ignores=METHODS[k].ignores + PLAIN_REPLICAS) for k in ("topo", "dp")})
 # the DP over ideals' state counts the devices a chain uses, replicas too, not its stages (ideal_chains.best)
 METHODS["dp"] = replace(METHODS["dp"], ignores=METHODS["dp"].ignores + (("replicas with a stage limit", None),))
+# exact: Tarnawski's max-load IP models replicas (models/maxload_replicas.py); Archer's MTPP MIP, the row for
+# `acyclic`, does not
+METHODS["exact"] = replace(METHODS["exact"], ignores=METHODS["exact"].ignores + (("replicas with acyclic", None),))
 # server levels and direct links (core/levels.py) under bottleneck and latency: the methods that score every
 # move with the evaluator (or do not look at transfers at all); the others' kernels and models cost transfers flat
 ROUTED = frozenset({"auto", "brute", "single", "greedy", "local_search", "load_search", "fill", "latency_search"})

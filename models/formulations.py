@@ -46,19 +46,27 @@ def _pyomo(module: str) -> Any:  # type: ignore[misc]
 
 
 def _assignment_ip(name: str, title: str, module: Any, symmetric: bool) -> Formulation:
-    """A bottleneck MIP over assignments (no horizon): Archer's or Tarnawski's."""
+    """A bottleneck MIP over assignments (no horizon): Archer's, or Tarnawski's, whose
+    answers and starts also carry replication factors (models/maxload_replicas.py)."""
     twin = name
 
     def build(s: Spec, H: float | None, sym: int) -> tuple[MatrixMIP, Any]:
         return module.build(s, symmetry=bool(sym)) if symmetric else module.build(s)
 
+    def answer(found: Any) -> Candidate:
+        dev, reps = found if symmetric else (found, None)
+        return Candidate("", dev, replicas=reps)
+
+    def extra(c: Candidate) -> tuple:
+        return (c.replicas,) if symmetric else ()
+
     return Formulation(
         name, title, "exact MIP", module.check, build,
-        lambda s, vm, c, sym: module.encode(s, vm, c.devices),
-        lambda s, vm, x: Candidate("", module.decode(s, vm, x)),
+        lambda s, vm, c, sym: module.encode(s, vm, c.devices, *extra(c)),
+        lambda s, vm, x: answer(module.decode(s, vm, x)),
         lambda s, H: _pyomo(twin).build(s),
-        lambda s, m, c: _pyomo(twin).warm_start(s, m, c.devices),
-        lambda s, m: Candidate("", _pyomo(twin).decode(s, m)),
+        lambda s, m, c: _pyomo(twin).warm_start(s, m, c.devices, *extra(c)),
+        lambda s, m: answer(_pyomo(twin).decode(s, m)),
         lambda s: None)
 
 

@@ -17,7 +17,9 @@ transfer in. Optional symmetry breaking among interchangeable devices (same clas
 allowed nodes): with nodes ranked in topological order, device j of a group may hold node
 v only if device j-1 holds a node ranked before v (any solution can be relabelled to
 satisfy it). Off by default: HiGHS detects the symmetry itself, and these rows made it
-5x slower on BERT-24 (39.5 s against 7.5 s to a proven optimum).
+5x slower on BERT-24 (39.5 s against 7.5 s to a proven optimum). Replicated stages
+(`replicate <= r`, App. C.2): a binary per device and factor, each load row once per
+factor (models/maxload_replicas.py).
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
+from partdsl.models import maxload_replicas as replicas
 from partdsl.models.matrix import ColumnNames, MatrixMIP, Rows
 from partdsl.models.memory import treatment
 
@@ -40,6 +43,7 @@ class VarMap:
     z: dict  # (v, i, part) -> column
     ov: dict  # i -> column
     groups: tuple[tuple[int, ...], ...]  # interchangeable devices, symmetry broken in order
+    rep: replicas.Replicas = replicas.NONE  # replication factor columns (`replicate <= r`)
 
 
 def check(spec: Spec) -> None:
@@ -125,6 +129,7 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
                                  [1.0, -1.0] + ([-1.0] if b >= 0 else []), -np.inf, 0.0)
     # memory: hard knapsacks, or the overflow term (eq. 2) as a column
     mem: list[int] = []
+    ov_hi: dict[int, float] = {}
     rows.family("memory", lambda j: Dn[mem[j]])
     for i in range(D):
         c = cls[i]
@@ -135,13 +140,20 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
             ov[i] = nc
             nc += 1
             scale = 1e3 / bw
+            ov_hi[i] = max(0.0, float(d.params[nodes].sum()) - cap) * scale  # the most it can take
             mem.append(i)
             rows.add_one(np.r_[xcol[nodes, i], ov[i]], np.r_[d.params[nodes] * scale, -1.0], -np.inf, cap * scale)
         elif rule == "hard":
             mem.append(i)
             rows.add_one(xcol[nodes, i], d.params[nodes], -np.inf, cap)
-    # loads, per phase (one phase unless GPipe)
+    # loads, per phase (one phase unless GPipe), each replicated stage's per factor (models/maxload_replicas.py)
+    rep, nc = replicas.columns(spec, nc)
+    ub = np.ones(nc)
+    ub[[ov[i] for i in ov]] = [ov_hi[i] for i in ov]
+    rows.family("replicas")  # each row named by add_rows
+    replicas.add_rows(spec, rep, xcol, rows)
     load: list[tuple] = []
+    sums: dict = {}
     rows.family("load", lambda j: load[j])
     phases = ("fw", "bw") if gpipe else ("",)
     for i in range(D):
@@ -156,29 +168,32 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
             outv = np.array([d.comm[u, c] for (u, j) in cout if j == i and phase[u] == p])
             one = np.ones(len(ovc))
             tag = (Dn[i],) + ((phases[p],) if gpipe else ())
+            sync = p == len(L) - 1  # the weight sync goes with the transfers in (GPipe: backward)
+
+            def row(suffix: tuple, cols: np.ndarray, vals: np.ndarray, with_sync: bool) -> None:
+                replicas.load_row(spec, rep, rows, i, cols.astype(np.int64), vals, Lp, with_sync and sync, ub, xcol,
+                                  tag + suffix, load, sums)
+
             if o.overlap is None:
-                load.append(tag)
-                rows.add_one(np.r_[comp_cols, inc, outc, ovc, Lp], np.r_[comp_vals, inv, outv, one, -1.0],
-                             -np.inf, 0.0)
+                row((), np.r_[comp_cols, inc, outc, ovc], np.r_[comp_vals, inv, outv, one], True)
             elif o.overlap == "simplex":
-                load += [tag + ("compute",), tag + ("transfers",)]
-                rows.add_one(np.r_[comp_cols, Lp], np.r_[comp_vals, -1.0], -np.inf, 0.0)
-                rows.add_one(np.r_[inc, outc, ovc, Lp], np.r_[inv, outv, one, -1.0], -np.inf, 0.0)
+                row(("compute",), comp_cols, comp_vals, False)
+                row(("transfers",), np.r_[inc, outc, ovc], np.r_[inv, outv, one], True)
             else:
-                load += [tag + ("compute",), tag + ("in",), tag + ("out",)]
-                rows.add_one(np.r_[comp_cols, Lp], np.r_[comp_vals, -1.0], -np.inf, 0.0)
-                rows.add_one(np.r_[inc, ovc, Lp], np.r_[inv, one, -1.0], -np.inf, 0.0)
-                rows.add_one(np.r_[outc, Lp], np.r_[outv, -1.0], -np.inf, 0.0)
+                row(("compute",), comp_cols, comp_vals, False)
+                row(("in",), np.r_[inc, ovc], np.r_[inv, one], True)
+                row(("out",), outc, outv, False)
+    replicas.class_rows(spec, rows, sums, load)
     # colocation
     colo: list[tuple[int, int, int]] = []
     rows.family("colocate", lambda j: (N[colo[j][0]], N[colo[j][1]], Dn[colo[j][2]]))
-    for rep, a in d.colocated_pairs:
+    for head, a in d.colocated_pairs:
         for i in range(D):
-            ca, cb = xcol[rep, i], xcol[a, i]
+            ca, cb = xcol[head, i], xcol[a, i]
             cols = [x for x in (ca, cb) if x >= 0]
             vals = [1.0 if x == ca else -1.0 for x in cols]
             if cols:
-                colo.append((rep, a, i))
+                colo.append((head, a, i))
                 rows.add_one(np.array(cols), np.array(vals), 0.0, 0.0)
     # contiguity (Lemma 4.1), per device and per forward/backward part
     contig: list[tuple] = []
@@ -217,21 +232,23 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
     A, lo, hi = rows.matrix(nc)
     col_lo, col_hi = np.zeros(nc), np.ones(nc)
     col_hi[list(L)] = np.inf
-    col_hi[list(ov.values())] = np.inf
+    col_hi[[ov[i] for i in ov]] = [ov_hi[i] for i in ov]
     col_hi[nc - _prefix_cols(groups, n):] = n  # prefix counts
     col_hi[col_hi_zero] = 0.0
     cost = np.zeros(nc)
     cost[list(L)] = 1.0
     integer = np.zeros(nc, dtype=bool)
     integer[:L[0]] = True
-    vm = VarMap(xcol, nc, L, cin, cout, z, ov, groups)
+    integer[list(rep.y.values())] = True
+    vm = VarMap(xcol, nc, L, cin, cout, z, ov, groups, rep)
     return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer, rows.names,
                      lambda: column_names(spec, vm)), vm
 
 
 def column_names(spec: Spec, vm: VarMap) -> list[str]:
     """x(node,device), maxload (fw/bw under GPipe), comm_in(node,device[,phase]),
-    comm_out(node,device), overflow(device), z(node,device[,fw|bw]); symmetry counts c<j>."""
+    comm_out(node,device), overflow(device), z(node,device[,fw|bw]), used(device),
+    replicas(device,r); symmetry counts c<j>."""
     d = spec.dense
     N, Dn = d.names, d.devices
     cols = ColumnNames()
@@ -247,6 +264,10 @@ def column_names(spec: Spec, vm: VarMap) -> list[str]:
         cols.add(col, 1, "overflow", lambda j, i=i: Dn[i])
     for (v, i, part), col in vm.z.items():
         cols.add(col, 1, "z", lambda j, v=v, i=i, part=part: (N[v], Dn[i]) + (() if part is None else (("fw", "bw")[part],)))
+    for i, col in vm.rep.u.items():
+        cols.add(col, 1, "used", lambda j, i=i: Dn[i])
+    for (i, r), col in vm.rep.y.items():
+        cols.add(col, 1, "replicas", lambda j, i=i, r=r: (Dn[i], r))
     return cols.names(vm.ncols)
 
 
@@ -282,34 +303,43 @@ def _break_symmetry(spec: Spec, xcol: np.ndarray, groups: tuple[tuple[int, ...],
     return nc
 
 
-def canonical(spec: Spec, groups: tuple[tuple[int, ...], ...], dev: np.ndarray) -> np.ndarray:
+def canonical(spec: Spec, groups: tuple[tuple[int, ...], ...], dev: np.ndarray,
+              factors: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """Relabel interchangeable devices by the rank of their first node (unused ones last),
-    so that an assignment satisfies the symmetry-breaking rows; its cost is unchanged."""
+    so that an assignment satisfies the symmetry-breaking rows; its cost is unchanged.
+    Replication factors (per device) move with their stages."""
     rank = ranks(spec)
     out = dev.copy()
+    fac = None if factors is None else np.asarray(factors).copy()
     for g in groups:
         first = [rank[dev == i].min() if (dev == i).any() else np.iinfo(np.int64).max for i in g]
         order = np.argsort(first, kind="stable")
         for new, old in zip(g, np.asarray(g)[order]):
             out[dev == old] = new
-    return out
+            if fac is not None:
+                fac[new] = factors[old]
+    return out, fac
 
 
-def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> np.ndarray:
+def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The assignment and, under `replicate`, each device's replication factor."""
     vals = np.where(vm.xcol >= 0, x[np.maximum(vm.xcol, 0)], -1.0)
-    return vals.argmax(axis=1).astype(np.int64)
+    return vals.argmax(axis=1).astype(np.int64), replicas.decode(spec, vm.rep, x)
 
 
-def encode(spec: Spec, vm: VarMap, dev: np.ndarray) -> np.ndarray | None:
-    """A complete MIP start from an assignment (None if it uses a forbidden pair)."""
+def encode(spec: Spec, vm: VarMap, dev: np.ndarray, factors: np.ndarray | None = None) -> np.ndarray | None:
+    """A complete MIP start from an assignment and its replication factors (None if it uses
+    a forbidden pair)."""
     from partdsl.core.evaluate import overflow
 
     d = spec.dense
-    dev = canonical(spec, vm.groups, dev)
+    dev, factors = canonical(spec, vm.groups, dev, factors)
     if (vm.xcol[np.arange(d.n), dev] < 0).any():
         return None
     x = np.zeros(vm.ncols)
     x[vm.xcol[np.arange(d.n), dev]] = 1.0
+    if not replicas.encode(spec, vm.rep, dev, factors, x):
+        return None
     phase = d.backward.astype(np.int64) if len(vm.L) == 2 else np.zeros(d.n, dtype=np.int64)
     for (u, i, p), col in vm.cin.items():
         succ = d.succ_idx[d.succ_ptr[u]:d.succ_ptr[u + 1]]
@@ -332,7 +362,7 @@ def encode(spec: Spec, vm: VarMap, dev: np.ndarray) -> np.ndarray | None:
             for i in g[:-1]:
                 x[base: base + d.n] = np.cumsum(dev[by_rank] == i)
                 base += d.n
-    for col, value in zip(vm.L, max_loads(spec, dev)):
+    for col, value in zip(vm.L, max_loads(spec, dev, factors)):
         x[col] = value
     return x
 
@@ -355,11 +385,11 @@ def reaches(spec: Spec, dev: np.ndarray, i: int, part: int | None) -> np.ndarray
     return mark
 
 
-def max_loads(spec: Spec, dev: np.ndarray) -> tuple[float, ...]:
+def max_loads(spec: Spec, dev: np.ndarray, factors: np.ndarray | None = None) -> tuple[float, ...]:
     """MaxLoad of an assignment (FW and BW maxima under GPipe), per the evaluator."""
     from partdsl.core.evaluate import evaluate
 
-    ev = evaluate(spec, dev)
+    ev = evaluate(spec, dev, replicas_of=factors)
     if spec.objective.training == "gpipe":
         fw = max(p.get("fw", 0.0) for p in ev.parts.values())
         return fw, ev.objective - fw

@@ -1,16 +1,19 @@
 """Tarnawski et al. Fig. 6 (sec. 5.1.3, 5.3, App. C.1) as a Pyomo model: the readable,
 solver-agnostic reference for models/maxload.py, which builds the same program as sparse
 matrices. Tests check both give the same optimum. (The matrix path also breaks symmetry
-among interchangeable devices; that changes no optimum, so the reference omits it.)
+among interchangeable devices, and with replicas adds valid rows that strengthen its LP,
+models/maxload_replicas.py; they change no optimum, so the reference omits them.)
 """
 from __future__ import annotations
 
 import numpy as np
 import pyomo.environ as pyo
 from partdsl.core.ir import Spec
+from partdsl.kernels.bottleneck.replicated import sync_rates
 from partdsl.models.maxload import check
 from partdsl.models.memory import treatment
 from partdsl.models.pyomo_rules import constraint
+from pyomo.contrib.fbbt.fbbt import compute_bounds_on_expr
 
 
 def build(spec: Spec) -> pyo.ConcreteModel:
@@ -65,19 +68,35 @@ def build(spec: Spec) -> pyo.ConcreteModel:
     def transfers_out(i: int, p: int):  # type: ignore[no-untyped-def]
         return sum(float(d.comm[u, cls[i]]) * m.comm_out[u, j] for u, j in m.OUT if j == i and phase[u] == p)
 
+    for i in streams:  # the most overflow any assignment needs (bounds the big-Ms below)
+        m.ov[i].setub(max(0.0, sum(float(d.params[v]) for v in m.V if (v, i) in m.A) - float(cap[i])) * 1e3 / bw[i])
+    factors = _replica_factors(spec, m, params)
     m.loads = pyo.ConstraintList()  # Load_i <= MaxLoad, or its overlapped forms (App. C.1)
+
+    def load(i: int, p: int, e, with_sync: bool) -> None:  # type: ignore[no-untyped-def]
+        """e <= MaxLoad; per factor r, (e + sync) / r <= MaxLoad when y[i, r] = 1 (big-M)."""
+        if not factors[i]:
+            m.loads.add(e <= m.L[p])
+            return
+        big = _upper(e)
+        m.loads.add(e - big * sum(m.y[i, r] for r, _ in factors[i]) <= m.L[p])
+        for r, sync in factors[i]:
+            er = (e + (sync if with_sync and p == max(m.P) else 0)) / r
+            M = _upper(er)
+            m.loads.add(er <= m.L[p] + M * (1 - m.y[i, r]))
+
     for i in m.I:
         for p in m.P:
             c, tin, tout = compute(i, p), transfers_in(i, p), transfers_out(i, p)
             if o.overlap is None:
-                m.loads.add(c + tin + tout + m.ov[i] <= m.L[p])
+                load(i, p, c + tin + tout + m.ov[i], True)
             elif o.overlap == "simplex":
-                m.loads.add(c <= m.L[p])
-                m.loads.add(tin + tout + m.ov[i] <= m.L[p])
+                load(i, p, c, False)
+                load(i, p, tin + tout + m.ov[i], True)
             else:
-                m.loads.add(c <= m.L[p])
-                m.loads.add(tin + m.ov[i] <= m.L[p])
-                m.loads.add(tout <= m.L[p])
+                load(i, p, c, False)
+                load(i, p, tin + m.ov[i], True)
+                load(i, p, tout, False)
     m.colocate = constraint(d.colocated_pairs, m.I, rule=lambda m, a, b, i: x(a, i) == x(b, i))
     if cons.contiguous:  # Lemma 4.1, per device and per forward/backward part (sec. 5.3)
         parts = [0, 1] if spec.graph.is_training else [-1]
@@ -95,23 +114,57 @@ def build(spec: Spec) -> pyo.ConcreteModel:
     return m
 
 
-def decode(spec: Spec, m: pyo.ConcreteModel) -> np.ndarray:
+def _upper(e) -> float:  # type: ignore[no-untyped-def]
+    """An upper bound of a linear expression from its variables' bounds (a big-M)."""
+    return float(e) if isinstance(e, (int, float)) else float(compute_bounds_on_expr(e)[1])
+
+
+def _replica_factors(spec: Spec, m: pyo.ConcreteModel, params: dict) -> dict:
+    """Replicated stages (models/maxload_replicas.py): y[i, r] for r = 2 .. the most device
+    i's class allows, used[i] >= x[v, i], sum_r y[i, r] <= used[i], each class's devices
+    counted with their replicas. {i: [(r, the weight sync in ms)]}, empty lists without."""
+    d = spec.dense
+    counts = np.bincount(d.dev_class, minlength=len(d.class_names))
+    most = np.minimum(spec.constraints.replicate, counts[d.dev_class])
+    m.R = pyo.Set(initialize=[(i, r) for i in range(d.D) for r in range(2, int(most[i]) + 1)], dimen=2)
+    m.y = pyo.Var(m.R, within=pyo.Binary)
+    m.used = pyo.Var(m.I, bounds=(0, 1))
+    m.marks_used = constraint([(v, i) for v, i in m.A if most[i] > 1], rule=lambda m, v, i: m.used[i] >= m.x[v, i])
+    m.one_factor = constraint(m.I, rule=lambda m, i: sum(m.y[j, r] for j, r in m.R if j == i) <= m.used[i])
+    m.class_devices = constraint(range(len(counts)), rule=lambda m, c: sum(
+        m.used[i] for i in m.I if d.dev_class[i] == c) + sum(
+        (r - 1) * m.y[i, r] for i, r in m.R if d.dev_class[i] == c) <= int(counts[c]))
+    rate = {(i, r): float(sync_rates(spec, [(int(d.dev_class[i]), r)])[0]) for i, r in m.R}
+    return {i: [(r, rate[i, r] * params[i]) for j, r in m.R if j == i] for i in m.I}
+
+
+def decode(spec: Spec, m: pyo.ConcreteModel) -> tuple[np.ndarray, np.ndarray | None]:
+    """The assignment and, under `replicate`, each device's replication factor."""
     d = spec.dense
     vals = np.full((d.n, d.D), -1.0)
     for v, i in m.A:
         vals[v, i] = pyo.value(m.x[v, i])
-    return vals.argmax(axis=1).astype(np.int64)
+    factors = np.ones(d.D, dtype=np.int64)
+    for i, r in m.R:
+        if pyo.value(m.y[i, r]) > 0.5:
+            factors[i] = r
+    return vals.argmax(axis=1).astype(np.int64), factors if spec.constraints.replicate > 1 else None
 
 
-def warm_start(spec: Spec, m: pyo.ConcreteModel, dev: np.ndarray) -> bool:
-    """Load a complete start (x, transfers, overflow, z, MaxLoad) from an assignment;
-    False if it uses a forbidden pair."""
+def warm_start(spec: Spec, m: pyo.ConcreteModel, dev: np.ndarray, factors: np.ndarray | None = None) -> bool:
+    """Load a complete start (x, transfers, overflow, z, replicas, MaxLoad) from an
+    assignment and its factors; False if it uses a forbidden pair."""
     from partdsl.core.evaluate import overflow
     from partdsl.models.maxload import max_loads, reaches
 
     d = spec.dense
     if any((v, int(i)) not in m.A for v, i in enumerate(dev)):
         return False
+    used = np.bincount(dev, minlength=d.D) > 0
+    for i in m.I:
+        m.used[i].set_value(float(used[i]))
+    for i, r in m.R:
+        m.y[i, r].set_value(float(factors is not None and used[i] and int(factors[i]) == r))
     phase = d.backward.astype(int) if len(m.P) == 2 else np.zeros(d.n, dtype=int)
     for v, i in m.A:
         m.x[v, i].set_value(float(dev[v] == i))
@@ -129,6 +182,6 @@ def warm_start(spec: Spec, m: pyo.ConcreteModel, dev: np.ndarray) -> bool:
         marks = {(i, q): reaches(spec, dev, i, None if q < 0 else q) for i in range(d.D) for q in {q for _, _, q in m.Z}}
         for v, i, q in m.Z:
             m.z[v, i, q].set_value(float(marks[i, q][v]))
-    for p, value in zip(m.P, max_loads(spec, dev)):
+    for p, value in zip(m.P, max_loads(spec, dev, factors)):
         m.L[p].set_value(float(value))
     return True

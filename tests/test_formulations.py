@@ -56,7 +56,7 @@ def test_maxload_pyomo_equals_matrix_equals_brute_force(data) -> None:
     """GPipe and overflow included; the matrix model also breaks symmetry (-O symmetry=1)."""
     spec: Spec = data.draw(specs(max_nodes=5, kinds=("bottleneck",), max_devices=3))
     c = spec.constraints
-    assume(not c.acyclic and c.max_stages is None and c.replicate == 1)  # the IP models no replicas
+    assume(not c.acyclic and c.max_stages is None)  # replicas too (models/maxload_replicas.py)
     brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
     status, value = matrix_value(maxload.build(spec, symmetry=True)[0])
     m = pyomo_maxload.build(spec)
@@ -64,7 +64,8 @@ def test_maxload_pyomo_equals_matrix_equals_brute_force(data) -> None:
     assert out.status == status
     if brute.status.value == "optimal":
         assert status == "optimal" and same(value, brute.objective) and same(out.objective, brute.objective)
-        ev = evaluate(spec, pyomo_maxload.decode(spec, m))
+        dev, reps = pyomo_maxload.decode(spec, m)
+        ev = evaluate(spec, dev, replicas_of=reps)
         assert ev.feasible and same(ev.objective, brute.objective)
     else:
         assert status == "infeasible"

@@ -7,15 +7,17 @@ random specs of tests/strategies.py draw `replicate`, so the oracle checks every
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from partdsl import GraphBuilder, PartError, SpecBuilder, parse, solve
 from partdsl.core.assignment import to_array
 from partdsl.core.evaluate import evaluate
+from partdsl.core.validate import validate
 
 from tests.conftest import run_part
 
@@ -111,12 +113,43 @@ def test_topo_and_dp_are_exact_on_chains_with_replicas(spec) -> None:  # type: i
     assert brute.bound <= brute.objective + 1e-9
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_the_max_load_ip_with_replicas_equals_brute_force(data) -> None:  # type: ignore[no-untyped-def]
+    """Tarnawski's max-load IP with a binary per (device, factor) (models/maxload_replicas.py)
+    proves the optimum over every assignment and replication factor, under overlap, GPipe
+    and overflow too (which topo and dp refuse), on HiGHS and SCIP, and with the symmetry rows
+    (a start's factors move with its stages when its devices are relabelled)."""
+    from tests.strategies import specs
+
+    spec = data.draw(specs(max_nodes=4, kinds=("bottleneck",), max_devices=4))
+    c = spec.constraints
+    assume(not c.acyclic and c.max_stages is None)
+    # parameters whose weight sync is of the order of the compute (strategies' reach 4 GB: seconds)
+    nodes = tuple(replace(nd, params=data.draw(st.sampled_from([0.0, 1e6, 1e7, 5e7]))) for nd in spec.graph.nodes)
+    spec = replace(spec, graph=replace(spec.graph, nodes=nodes),
+                   constraints=replace(c, replicate=data.draw(st.sampled_from([2, 3]))))
+    try:
+        validate(spec)
+    except PartError:
+        assume(False)
+    brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
+    for solver, options in (("highs", {}), ("scip", {}), ("highs", {"symmetry": 1})):
+        r = solve(spec, method="exact", solver=solver, gap=0.0, time_limit=60, options=options)
+        assert r.status == brute.status
+        if brute.status.value == "optimal":
+            assert r.objective == pytest.approx(brute.objective, rel=1e-6, abs=1e-6)
+            assert r.bound <= brute.objective + 1e-6 * max(1.0, brute.objective)
+
+
 def test_methods_that_do_not_model_replicas_refuse_by_name(tmp_path: Path) -> None:
     spec = parse(SPEC)
-    for method in ("exact", "load_search", "slicegraph", "metis"):
+    for method in ("load_search", "slicegraph", "metis"):
         with pytest.raises(PartError, match="does not model replication") as e:
             solve(spec, method=method)
-        assert "topo" in (e.value.hint or "")
+        assert "topo" in (e.value.hint or "") and "exact" in (e.value.hint or "")
+    with pytest.raises(PartError, match="replicas with acyclic"):  # Archer's MTPP MIP, exact's row for acyclic
+        solve(parse(SPEC.replace("replicate <= 4", "replicate <= 4; acyclic")), method="exact")
     gpipe = SPEC.replace("minimize bottleneck", "minimize bottleneck overlap")
     for method in ("topo", "dp"):
         with pytest.raises(PartError, match="replicas with overlap or GPipe"):
@@ -138,8 +171,9 @@ def test_the_builder_writes_what_the_text_says() -> None:
 
 
 def test_bounds_exports_and_plans_that_model_no_replicas_say_so(tmp_path: Path) -> None:
-    """`part bound` keeps only the bounds that hold with replicas (the LP and MIP relaxations
-    would not); the MIP export and the framework plans refuse rather than drop the factors."""
+    """`part bound` keeps only the bounds that hold with replicas (Archer's LP and MIP
+    relaxations would not); the MIP export writes the max-load IP with its factor columns and
+    refuses Archer's; the framework plans refuse rather than drop the factors."""
     from partdsl.methods.hierarchy import hierarchy
 
     spec = parse(SPEC)
@@ -149,8 +183,12 @@ def test_bounds_exports_and_plans_that_model_no_replicas_say_so(tmp_path: Path) 
                for k in ("lp", "bottleneck", "bottleneck_guess", "exact"))
     path = tmp_path / "s.part"
     path.write_text(SPEC)
+    r = run_part("export", str(path), "--lp", str(tmp_path / "m.lp"))  # the max-load IP models them
+    assert r.returncode == 0 and "replicas(gpu(0),4)" in (tmp_path / "m.lp").read_text()
+    path.write_text(SPEC.replace("replicate <= 4", "replicate <= 4; acyclic"))
     r = run_part("export", str(path), "--lp", str(tmp_path / "m.lp"))
-    assert r.returncode == 2 and "model no replicated stages" in r.stderr
+    assert r.returncode == 2 and "models no replicated stages" in r.stderr
+    path.write_text(SPEC)
     (tmp_path / "r.json").write_text(run_part("solve", str(path), "--method", "topo", "--json").stdout)
     r = run_part("export", str(path), "--plan", str(tmp_path / "r.json"), "--format", "megatron")
     assert r.returncode == 2 and "replicated stages" in r.stderr

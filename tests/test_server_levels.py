@@ -320,4 +320,4 @@ def test_auto_names_the_methods_when_none_of_its_members_models_the_spec() -> No
     with pytest.raises(PartError) as e:
         solve(spec, time_limit=5)
     assert "no method that auto runs on this spec models all of its features" in e.value.message
-    assert "replication: topo, dp, brute" in e.value.message and e.value.span is not None
+    assert "replication: topo, dp, exact, brute" in e.value.message and e.value.span is not None

@@ -94,7 +94,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, n_random: int = 3
 
 def best_split(spec: Spec, seed: int = 0, deadline: Deadline = NEVER) -> tuple[float, np.ndarray | None]:
     """The best feasible `topo` candidate's value and devices (inf, None if there is
-    none): the MIPs' start (they model no replicas)."""
+    none), without its replicas: the latency baseline's split (kernels/latency/fill.py)."""
     value, cand = best_candidate(spec, seed, deadline)
     return value, None if cand is None else cand.devices
 
