@@ -12,7 +12,11 @@ graphviz install is needed). For each profile and machine count it prints:
   same spec (`part convert graph.txt --from pipedream --machines N`, under `acyclic`), the
   DP's status (`optimal`: proven over every acyclic split and factor, a superset of
   PipeDream's chain of antichains) and dp / PipeDream's: at most 1 when it is proven;
-- the wall times and partdsl's peak memory.
+- the wall times and partdsl's peak memory;
+- with `--any-split`, also `exact` (Tarnawski's max-load IP with a binary per device and
+  factor, models/maxload_replicas.py) on the same spec without `acyclic`: any split, the
+  stages free to send tensors back and forth (which PipeDream's runtime does not run), its
+  value, status and proven bound within `--cap`.
 
 One level (-n N -b B) only: server hierarchies (App. C.3) are not modelled yet.
 
@@ -28,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,6 +76,7 @@ def main() -> None:
     ap.add_argument("--bandwidth", type=float, default=1e9, help="bytes/s (PipeDream's -b; default 1e9, its own)")
     ap.add_argument("--cap", type=float, default=60.0, help="partdsl's time limit per run, s")
     ap.add_argument("--pd-timeout", type=float, default=1800.0, help="PipeDream's, s")
+    ap.add_argument("--any-split", action="store_true", help="also `exact` without `acyclic` (any split)")
     args = ap.parse_args()
     from partdsl import solve
     from partdsl.core.evaluate import evaluate
@@ -108,6 +114,13 @@ def main() -> None:
                       f"{pd['seconds']:>6.1f} {topo_s:>7.1f} {dp_s:>6.1f} "
                       f"{'+'.join(map(str, pd['factors'])) + ' | ' + ours:>22}"
                       + ("" if mine.feasible else "  (PD plan infeasible here: " + mine.violations[0].message + ")"))
+                if args.any_split:
+                    free = replace(spec, constraints=replace(spec.constraints, acyclic=False))
+                    t = time.monotonic()
+                    ex = solve(free, method="exact", time_limit=args.cap)
+                    print(f"{'':<14} {'':>3} any split, exact: {ex.objective:.4f} ms, {ex.status.value}, bound "
+                          f"{ex.bound:.4f}, exact / PipeDream {ex.objective / pd['ms']:.4f}, "
+                          f"{time.monotonic() - t:.1f} s, replicas {dict(ex.replicas or {})}")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npartdsl peak memory: {peak:.0f} MiB; PipeDream at -b {args.bandwidth:g} B/s, no activation "
           "compression (its DP then charges no activation transfers, nor does the converted spec)")
