@@ -62,6 +62,14 @@ def receive_ms(dense: Dense, u: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.
     return _route(dense, u, a, d, receiver=True)
 
 
+def send_route_ms(dense: Dense, u: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """What device a pays to send node u's tensor to device d alone (a != d); the sender
+    pays the largest of these over its receivers (`send_charges`)."""
+    if not routed(dense):
+        return dense.comm[u, dense.dev_class[a]]
+    return _route(dense, u, a, d, receiver=False)
+
+
 def send_charges(dense: Dense, src: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray | None:
     """[n] per node, its send time: the largest over the (node, its device a, a receiving
     device d) pairs given; None on a flat platform (then it is `comm` at its class)."""

@@ -126,7 +126,7 @@ def _no_member(spec: Spec, methods: Methods) -> PartError:
     kind = spec.objective.kind
     used = capabilities.features(spec)
     who = {f: [m.name for m in methods.values() if kind in m.objectives and not m.portfolio
-               and capabilities.models(m.ignores, f)] for f in used}
+               and capabilities.models(m.ignores, f, used)] for f in used}
     ignored = [f for f in used if any(f in {g for g, _ in methods[p.method].ignores} for p in portfolio(spec))]
     detail = "; ".join(f"{f}: {', '.join(who[f]) or 'none'}" for f in ignored)
     return PartError(f"no method that auto runs on this spec models all of its features ({detail})",

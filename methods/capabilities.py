@@ -9,7 +9,7 @@ makes the method model it (the peers' `repair`), or None.
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
 from partdsl.core.errors import PartError, Span
@@ -50,6 +50,12 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
         s.constraints.replicate > 1 and s.constraints.max_stages is not None)),
     "replicas with acyclic": ("data-parallel stages with `acyclic` stages", lambda s: (
         s.constraints.replicate > 1 and s.constraints.acyclic)),
+    "levels or links under latency": ("server levels or direct links under `minimize latency`", lambda s: (
+        s.platform.routed and s.objective.kind == "latency")),
+    "levels or links with acyclic": ("server levels or direct links with `acyclic` stages", lambda s: (
+        s.platform.routed and s.objective.kind == "bottleneck" and s.constraints.acyclic)),
+    "replicas on server levels": ("data-parallel stages on server levels (their placement sets the sync's "
+                                  "bandwidth)", lambda s: s.constraints.replicate > 1 and s.platform.hierarchical),
 }
 
 
@@ -76,18 +82,25 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "replicas with overlap or GPipe": lambda s: s.constraints.span_of("replicate"),
     "replicas with a stage limit": lambda s: s.constraints.span_of("max_stages"),
     "replicas with acyclic": lambda s: s.constraints.span_of("replicate"),
+    "levels or links under latency": lambda s: s.platform.routes_span,
+    "levels or links with acyclic": lambda s: s.platform.routes_span,
+    "replicas on server levels": lambda s: s.constraints.span_of("replicate"),
 }
 
 
 # a feature that is a case of another: a method models it only if it models both
-WITHIN = {"replicas with overlap or GPipe": "replication", "replicas with a stage limit": "replication",
-          "replicas with acyclic": "replication"}
+LEVELS = "server levels or direct links"
+WITHIN = {"replicas with overlap or GPipe": ("replication",), "replicas with a stage limit": ("replication",),
+          "replicas with acyclic": ("replication",), "levels or links under latency": (LEVELS,),
+          "levels or links with acyclic": (LEVELS,), "replicas on server levels": ("replication", LEVELS)}
 
 
-def models(ignores: tuple[tuple[str, str | None], ...], feature: str) -> bool:
-    """Whether a method with these `ignores` models `feature` (and what it is a case of)."""
+def models(ignores: tuple[tuple[str, str | None], ...], feature: str, used: Iterable[str] = ()) -> bool:
+    """Whether a method with these `ignores` models `feature` (and what it is a case of),
+    and each of the spec's features `used` that is a case of it."""
     ignored = {f for f, _ in ignores}
-    return feature not in ignored and WITHIN.get(feature) not in ignored
+    cases = [g for g in used if feature in WITHIN.get(g, ())]
+    return feature not in ignored and not ignored & set(WITHIN.get(feature, ())) and not ignored & set(cases)
 
 
 def features(spec: Spec) -> list[str]:

@@ -51,7 +51,7 @@ def modelled_by(spec: Spec, feature: str) -> list[str]:
     """The methods for the spec's objective that model `feature` (brute and portfolios aside)."""
     kind = spec.objective.kind
     return [m.name for m in METHODS.values() if kind in m.objectives and m.name != "brute" and not m.portfolio
-            and capabilities.models(m.ignores, feature)]
+            and capabilities.models(m.ignores, feature, capabilities.features(spec))]
 
 
 def _better(spec: Spec, a: Evaluation, b: Evaluation | None) -> bool:

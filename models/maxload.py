@@ -26,9 +26,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from partdsl.core import levels
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
 from partdsl.models import maxload_replicas as replicas
+from partdsl.models import maxload_routes as routes
+from partdsl.models import maxload_symmetry as symmetry_rows
 from partdsl.models.matrix import ColumnNames, MatrixMIP, Rows
 from partdsl.models.memory import treatment
 
@@ -43,6 +46,7 @@ class VarMap:
     z: dict  # (v, i, part) -> column
     ov: dict  # i -> column
     groups: tuple[tuple[int, ...], ...]  # interchangeable devices, symmetry broken in order
+    route: routes.Routes | None  # transfers priced per pair of devices (server levels, direct links)
     rep: replicas.Replicas = replicas.NONE  # replication factor columns (`replicate <= r`)
 
 
@@ -58,23 +62,6 @@ def check(spec: Spec) -> None:
     if why:
         raise PartError(f"Tarnawski's max-load IP does not fit this spec: {why}", None,
                         "use --method dp or topo")
-
-
-def interchangeable(spec: Spec) -> tuple[tuple[int, ...], ...]:
-    """Groups (size >= 2) of devices of one class allowed the same nodes."""
-    d = spec.dense
-    seen: dict = {}
-    for i in range(d.D):
-        seen.setdefault((int(d.dev_class[i]), d.allowed[:, i].tobytes()), []).append(i)
-    return tuple(tuple(g) for g in seen.values() if len(g) > 1)
-
-
-def ranks(spec: Spec) -> np.ndarray:
-    d = spec.dense
-    order = d.topo if len(d.topo) == d.n else np.arange(d.n)
-    r = np.empty(d.n, dtype=np.int64)
-    r[order] = np.arange(d.n)
-    return r
 
 
 def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
@@ -106,7 +93,8 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
     # transfers on non-host devices: columns first, then CommIn >= x[v,i] - x[u,i] and
     # CommOut >= x[u,i] - x[v,i] over every edge (an x that does not exist is 0)
     edges = list(zip(d.src.tolist(), d.dst.tolist()))
-    nonhost = np.flatnonzero(~host)
+    routed = levels.routed(d)  # then priced per pair of devices instead (models/maxload_routes.py)
+    nonhost = np.flatnonzero(~host) if not routed else np.zeros(0, dtype=np.int64)
     cross: list[tuple[str, int, int, int]] = []
     rows.family("cross", lambda j: (cross[j][0], N[cross[j][1]], N[cross[j][2]], Dn[cross[j][3]]))
     for u, v in edges:
@@ -127,6 +115,7 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
                     cross.append(("in" if a == xv else "out", u, v, int(i)))
                     rows.add_one([a, col] + ([b] if b >= 0 else []),
                                  [1.0, -1.0] + ([-1.0] if b >= 0 else []), -np.inf, 0.0)
+    route, nc = routes.build(spec, xcol, phase, nc, rows) if routed else (None, nc)
     # memory: hard knapsacks, or the overflow term (eq. 2) as a column
     mem: list[int] = []
     ov_hi: dict[int, float] = {}
@@ -150,6 +139,8 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
     rep, nc = replicas.columns(spec, nc)
     ub = np.ones(nc)
     ub[[ov[i] for i in ov]] = [ov_hi[i] for i in ov]
+    if route is not None:
+        routes.upper(route, ub)
     rows.family("replicas")  # each row named by add_rows
     replicas.add_rows(spec, rep, xcol, rows)
     load: list[tuple] = []
@@ -162,10 +153,13 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
         for p, Lp in enumerate(L):
             nodes = np.flatnonzero((xcol[:, i] >= 0) & (phase == p))
             comp_cols, comp_vals = xcol[nodes, i], d.work[nodes, c]
-            inc = np.array([col for (u, j, q), col in cin.items() if j == i and q == p], np.int64)
-            inv = np.array([d.comm[u, c] for (u, j, q) in cin if j == i and q == p])
-            outc = np.array([col for (u, j), col in cout.items() if j == i and phase[u] == p], np.int64)
-            outv = np.array([d.comm[u, c] for (u, j) in cout if j == i and phase[u] == p])
+            if route is not None:
+                inc, inv, outc, outv = routes.terms(route, i, p)
+            else:
+                inc = np.array([col for (u, j, q), col in cin.items() if j == i and q == p], np.int64)
+                inv = np.array([d.comm[u, c] for (u, j, q) in cin if j == i and q == p])
+                outc = np.array([col for (u, j), col in cout.items() if j == i and phase[u] == p], np.int64)
+                outv = np.array([d.comm[u, c] for (u, j) in cout if j == i and phase[u] == p])
             one = np.ones(len(ovc))
             tag = (Dn[i],) + ((phases[p],) if gpipe else ())
             sync = p == len(L) - 1  # the weight sync goes with the transfers in (GPipe: backward)
@@ -225,30 +219,32 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
                     vals = [1.0] + ([-1.0] if xp(v) >= 0 else []) + ([1.0] if xp(u) >= 0 else [])
                     rows.add_one(np.array(cols), np.array(vals), -np.inf, 1.0)
     col_hi_zero: list[int] = []
-    groups = interchangeable(spec) if symmetry else ()
+    groups = symmetry_rows.interchangeable(spec) if symmetry else ()
     if groups:
         rows.family("symmetry")
-        nc = _break_symmetry(spec, xcol, groups, rows, col_hi_zero, nc)
+        nc = symmetry_rows.break_symmetry(spec, xcol, groups, rows, col_hi_zero, nc)
     A, lo, hi = rows.matrix(nc)
     col_lo, col_hi = np.zeros(nc), np.ones(nc)
     col_hi[list(L)] = np.inf
     col_hi[[ov[i] for i in ov]] = [ov_hi[i] for i in ov]
-    col_hi[nc - _prefix_cols(groups, n):] = n  # prefix counts
+    if route is not None:
+        routes.upper(route, col_hi)
+    col_hi[nc - symmetry_rows.prefix_cols(groups, n):] = n  # prefix counts
     col_hi[col_hi_zero] = 0.0
     cost = np.zeros(nc)
     cost[list(L)] = 1.0
     integer = np.zeros(nc, dtype=bool)
     integer[:L[0]] = True
     integer[list(rep.y.values())] = True
-    vm = VarMap(xcol, nc, L, cin, cout, z, ov, groups, rep)
+    vm = VarMap(xcol, nc, L, cin, cout, z, ov, groups, route, rep)
     return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer, rows.names,
                      lambda: column_names(spec, vm)), vm
 
 
 def column_names(spec: Spec, vm: VarMap) -> list[str]:
     """x(node,device), maxload (fw/bw under GPipe), comm_in(node,device[,phase]),
-    comm_out(node,device), overflow(device), z(node,device[,fw|bw]), used(device),
-    replicas(device,r); symmetry counts c<j>."""
+    comm_out(node,device), overflow(device), z(node,device[,fw|bw]), route(node,from,to[,fw|bw])
+    and send(node,device) on routed platforms, used(device), replicas(device,r); symmetry counts c<j>."""
     d = spec.dense
     N, Dn = d.names, d.devices
     cols = ColumnNames()
@@ -264,61 +260,17 @@ def column_names(spec: Spec, vm: VarMap) -> list[str]:
         cols.add(col, 1, "overflow", lambda j, i=i: Dn[i])
     for (v, i, part), col in vm.z.items():
         cols.add(col, 1, "z", lambda j, v=v, i=i, part=part: (N[v], Dn[i]) + (() if part is None else (("fw", "bw")[part],)))
+    if vm.route is not None:
+        for (u, a, b, q), col in vm.route.w.items():
+            cols.add(col, 1, "route", lambda j, u=u, a=a, b=b, q=q: (N[u], Dn[a], Dn[b]) + (
+                (("fw", "bw")[q],) if len(vm.L) == 2 else ()))
+        for (u, a), col in vm.route.send.items():
+            cols.add(col, 1, "send", lambda j, u=u, a=a: (N[u], Dn[a]))
     for i, col in vm.rep.u.items():
         cols.add(col, 1, "used", lambda j, i=i: Dn[i])
     for (i, r), col in vm.rep.y.items():
         cols.add(col, 1, "replicas", lambda j, i=i, r=r: (Dn[i], r))
     return cols.names(vm.ncols)
-
-
-def _prefix_cols(groups: tuple[tuple[int, ...], ...], n: int) -> int:
-    return sum(len(g) - 1 for g in groups) * n
-
-
-def _break_symmetry(spec: Spec, xcol: np.ndarray, groups: tuple[tuple[int, ...], ...], rows: Rows,
-                    zero: list[int], nc: int) -> int:
-    """S[r, i] = number of nodes ranked <= r on device i (the last device of a group needs
-    none); x[v, g_j] <= S[rank(v) - 1, g_{j-1}], and x[v, g_j] = 0 when rank(v) < j."""
-    n = spec.dense.n
-    rank = ranks(spec)
-    by_rank = np.argsort(rank)
-    for g in groups:
-        S: dict[int, int] = {}
-        for i in g[:-1]:
-            S[i] = nc
-            nc += n
-            for r, v in enumerate(by_rank):  # S[r] - S[r-1] - x[v_r, i] = 0
-                cols = [S[i] + r] + ([S[i] + r - 1] if r else []) + ([xcol[v, i]] if xcol[v, i] >= 0 else [])
-                vals = [1.0] + ([-1.0] if r else []) + ([-1.0] if xcol[v, i] >= 0 else [])
-                rows.add_one(np.array(cols), np.array(vals), 0.0, 0.0)
-        for j in range(1, len(g)):
-            prev, i = g[j - 1], g[j]
-            for v in range(n):
-                if xcol[v, i] < 0:
-                    continue
-                if rank[v] < j:
-                    zero.append(int(xcol[v, i]))
-                else:
-                    rows.add_one(np.array([xcol[v, i], S[prev] + rank[v] - 1]), np.array([1.0, -1.0]), -np.inf, 0.0)
-    return nc
-
-
-def canonical(spec: Spec, groups: tuple[tuple[int, ...], ...], dev: np.ndarray,
-              factors: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-    """Relabel interchangeable devices by the rank of their first node (unused ones last),
-    so that an assignment satisfies the symmetry-breaking rows; its cost is unchanged.
-    Replication factors (per device) move with their stages."""
-    rank = ranks(spec)
-    out = dev.copy()
-    fac = None if factors is None else np.asarray(factors).copy()
-    for g in groups:
-        first = [rank[dev == i].min() if (dev == i).any() else np.iinfo(np.int64).max for i in g]
-        order = np.argsort(first, kind="stable")
-        for new, old in zip(g, np.asarray(g)[order]):
-            out[dev == old] = new
-            if fac is not None:
-                fac[new] = factors[old]
-    return out, fac
 
 
 def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -333,7 +285,7 @@ def encode(spec: Spec, vm: VarMap, dev: np.ndarray, factors: np.ndarray | None =
     from partdsl.core.evaluate import overflow
 
     d = spec.dense
-    dev, factors = canonical(spec, vm.groups, dev, factors)
+    dev, factors = symmetry_rows.canonical(spec, vm.groups, dev, factors)
     if (vm.xcol[np.arange(d.n), dev] < 0).any():
         return None
     x = np.zeros(vm.ncols)
@@ -347,6 +299,8 @@ def encode(spec: Spec, vm: VarMap, dev: np.ndarray, factors: np.ndarray | None =
     for (u, i), col in vm.cout.items():
         succ = d.succ_idx[d.succ_ptr[u]:d.succ_ptr[u + 1]]
         x[col] = float(dev[u] == i and (dev[succ] != i).any())
+    if vm.route is not None:
+        routes.encode(spec, vm.route, dev, phase, x)
     ovs = overflow(spec, d, dev)
     for i, col in vm.ov.items():
         x[col] = ovs[i]
@@ -355,9 +309,9 @@ def encode(spec: Spec, vm: VarMap, dev: np.ndarray, factors: np.ndarray | None =
         for v, col in cols:
             x[col] = float(mark[v])
     if vm.groups:  # prefix counts follow the x columns
-        rank = ranks(spec)
+        rank = symmetry_rows.ranks(spec)
         by_rank = np.argsort(rank)
-        base = vm.ncols - _prefix_cols(vm.groups, d.n)
+        base = vm.ncols - symmetry_rows.prefix_cols(vm.groups, d.n)
         for g in vm.groups:
             for i in g[:-1]:
                 x[base: base + d.n] = np.cumsum(dev[by_rank] == i)

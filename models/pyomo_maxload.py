@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyomo.environ as pyo
+from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.replicated import sync_rates
 from partdsl.models.maxload import check
@@ -18,6 +19,10 @@ from pyomo.contrib.fbbt.fbbt import compute_bounds_on_expr
 
 def build(spec: Spec) -> pyo.ConcreteModel:
     check(spec)
+    if spec.platform.routed:
+        raise PartError("the Pyomo twin of the max-load IP prices transfers flat: server levels and direct links "
+                        "are modelled on the matrix path only (models/maxload_routes.py)", spec.platform.routes_span,
+                        "use --solver highs or scip without -O pyomo=1")
     d = spec.dense
     o, cons = spec.objective, spec.constraints
     cls = d.dev_class

@@ -203,6 +203,75 @@ def test_solve_on_levels_is_certified_against_brute_force(pair: tuple[Spec, Spec
         assert evaluate(hier, to_array(hier, r.assignment), replicas_of=factors).objective == pytest.approx(r.objective)
 
 
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_the_max_load_ip_prices_routes_per_pair_and_equals_brute_force(data: st.DataObject) -> None:
+    """Tarnawski's max-load IP on levels and direct links (models/maxload_routes.py: a
+    column per node, sender and receiver) proves brute force's optimum, on HiGHS and SCIP,
+    with symmetry rows only among devices whose routes are the same (twins). Tensors are
+    drawn at sizes whose transfers are of the order of the compute (the strategies' reach
+    seconds, and then the optimum sends nothing)."""
+    from partdsl.kernels import brute_force
+
+    _, hier = data.draw(levelled(kinds=("bottleneck",)))
+    sized = tuple(replace(nd, out=data.draw(st.sampled_from([0.0, 1e5, 1e6, 1e7]))) if nd.out else nd
+                  for nd in hier.graph.nodes)
+    hier = replace(hier, graph=replace(hier.graph, nodes=sized))
+    try:
+        validate(hier)
+    except PartError:
+        assume(False)
+    c = hier.constraints
+    assume(not c.acyclic and c.max_stages is None)
+    if hier.platform.hierarchical and c.replicate > 1:
+        hier = replace(hier, constraints=replace(c, replicate=1))  # placement on levels: refused by name
+    assume(brute_force.count(hier) <= 3000)
+    opt = solve(hier, method="brute", gap=0.0, time_limit=1e6)
+    assert opt.status.value in ("optimal", "infeasible")
+    for solver, options in (("highs", {}), ("scip", {}), ("highs", {"symmetry": 1})):
+        r = solve(hier, method="exact", solver=solver, gap=0.0, time_limit=60, options=options)
+        assert r.status == opt.status, (solver, options)
+        if opt.status.has_solution():
+            assert r.objective == pytest.approx(opt.objective, rel=1e-6, abs=1e-6)
+            assert r.bound <= opt.objective + 1e-6 * max(1.0, opt.objective)
+
+
+LINKED = """
+graph g {
+  node a { work 6 ms; out 10 MB }
+  node b { work 6 ms }
+  a -> b
+}
+platform {
+  device gpu[4] { link 1 GB/s }
+  link gpu[0] <-> gpu[2] 100 GB/s
+}
+minimize bottleneck
+"""
+
+
+@pytest.mark.parametrize("text, best", [(TEXT, 5.0), (LINKED, 6.1)])
+@pytest.mark.parametrize("options", [{}, {"symmetry": 1}])
+def test_the_max_load_ip_on_routes_by_hand(text: str, best: float, options: dict) -> None:
+    """TEXT: a on gpu[0], b and c on gpu[1] in its server; the sender pays a's 10 MB at the
+    server's 10 GB/s (1 ms) and gpu[1] receives it (1 ms): max(2 + 1, 3 + 1 + 1) = 5.
+    LINKED: a on gpu[0], b on gpu[2] over their 100 GB/s link (0.1 ms each side): 6.1; the
+    symmetry rows may not treat gpu[1] as gpu[2]'s twin (it has no such link)."""
+    r = solve(parse(text), method="exact", gap=0.0, options=options)
+    assert r.status.value == "optimal" and r.objective == pytest.approx(best) and r.bound == pytest.approx(best)
+
+
+def test_exact_refuses_levels_where_its_mip_prices_transfers_flat() -> None:
+    for text, what in ((TEXT.replace("minimize bottleneck", "minimize latency"), "levels or links under latency"),
+                       (TEXT + "subject to { acyclic }", "levels or links with acyclic"),
+                       (TEXT + "subject to { replicate <= 2 }", "replicas on server levels")):
+        with pytest.raises(PartError, match=what) as e:
+            solve(parse(text), method="exact")
+        assert e.value.span is not None
+    with pytest.raises(PartError, match="matrix path only"):
+        solve(parse(TEXT), method="exact", options={"pyomo": 1})
+
+
 def test_the_diviml_milp_models_levels_and_keeps_symmetry_within_a_server() -> None:
     from partdsl.models import diviml_symmetry
 
@@ -279,7 +348,7 @@ def test_bad_levels_get_a_caret(text: str, message: str, caret: str) -> None:
 
 def test_methods_that_cost_transfers_flat_refuse_by_name() -> None:
     spec = parse(TEXT)
-    for method in ("topo", "dp", "exact", "slicegraph", "pipedream", "metis"):
+    for method in ("topo", "dp", "slicegraph", "pipedream", "metis"):  # exact: the max-load IP prices routes
         with pytest.raises(PartError) as e:
             solve(spec, method=method, time_limit=5)
         assert "server levels" in e.value.message and "load_search" in (e.value.hint or "")
@@ -289,13 +358,16 @@ def test_methods_that_cost_transfers_flat_refuse_by_name() -> None:
         hierarchy(spec)
 
 
-def test_the_mip_export_refuses_levels_it_would_cost_flat(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_mip_export_writes_routes_or_refuses_levels_it_would_cost_flat(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from partdsl.cli.main import main
 
     spec = tmp_path / "levels.part"
-    spec.write_text(TEXT)
+    spec.write_text(TEXT.replace("minimize bottleneck", "minimize latency"))  # the latency IP costs them flat
     assert main(["export", str(spec), "--lp", str(tmp_path / "m.lp")]) == 2
     assert not (tmp_path / "m.lp").exists()
+    spec.write_text(TEXT)  # the max-load IP prices each route
+    assert main(["export", str(spec), "--lp", str(tmp_path / "m.lp")]) == 0
+    assert "route(a,gpu(0),gpu(2))" in (tmp_path / "m.lp").read_text()
     spec.write_text(TEXT.replace("minimize bottleneck", "maximize throughput batch 2"))
     assert main(["export", str(spec), "--lp", str(tmp_path / "m.lp")]) == 0  # the DiviML MILP models them
     assert (tmp_path / "m.lp").read_text().strip()
@@ -320,4 +392,4 @@ def test_auto_names_the_methods_when_none_of_its_members_models_the_spec() -> No
     with pytest.raises(PartError) as e:
         solve(spec, time_limit=5)
     assert "no method that auto runs on this spec models all of its features" in e.value.message
-    assert "replication: topo, dp, exact, brute" in e.value.message and e.value.span is not None
+    assert "replication: topo, dp, brute" in e.value.message and "replicas on server levels: brute" in e.value.message and e.value.span is not None
