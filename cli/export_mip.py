@@ -43,9 +43,6 @@ def exact_mip(spec: Spec, horizon: float | None = None) -> tuple[MatrixMIP, str]
         raise PartError(f"the exported {f.title} costs transfers flat: it models no server levels or direct links",
                         spec.platform.routes_span, "declare the devices without `server` levels and direct links to "
                         "export the model (the max-load IP, without `acyclic`, models them)")
-    if spec.platform.hierarchical and spec.constraints.replicate > 1:
-        raise PartError("the exported max-load IP models no placement of replicated stages on server levels",
-                        spec.constraints.span_of("replicate"), "drop `replicate` or the server levels to export")
     f.check(spec)
     safe = f.safe_horizon(spec)
     return f.build(spec, None if safe is None else (horizon or safe), 0)[0], f.title

@@ -36,9 +36,25 @@ def _span_bandwidth(dense: Dense, r: np.ndarray) -> np.ndarray:
         return link
     out = link.copy()
     for j in np.flatnonzero(r > 1):
-        span = np.arange(j + 1, min(j + int(r[j]), dense.D))
-        out[j] = min(float(link[j]), float(dense.path_bw[j, span].min(initial=np.inf)))
+        out[j] = span_bandwidth(dense, int(j), int(r[j]))
     return out
+
+
+def span_bandwidth(dense: Dense, j: int, r: int) -> float:
+    """B/s of the AllReduce of the stage on device j with r replicas: its port, and on
+    levels the slowest fabric between j and devices j + 1 .. j + r - 1."""
+    link = float(dense.link[dense.dev_class[j]])
+    if dense.path_bw is None or r <= 1:
+        return link
+    span = np.arange(j + 1, min(j + r, dense.D))
+    return min(link, float(dense.path_bw[j, span].min(initial=np.inf)))
+
+
+def placeable(dense: Dense, j: int, r: int) -> bool:
+    """On levels: whether devices j .. j + r - 1 exist and the last is of j's class (else
+    the factor is a violation, `_placed`)."""
+    last = j + r - 1
+    return last < dense.D and dense.dev_class[last] == dense.dev_class[j]
 
 
 def sync_time(dense: Dense, dev: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -74,7 +90,7 @@ def _placed(dense: Dense, used: np.ndarray, r: np.ndarray) -> list[Violation]:
     owner = np.where(used, np.arange(dense.D), -1)
     for j in np.flatnonzero(used & (r > 1)):
         span = np.arange(j + 1, j + int(r[j]))
-        if len(span) and (span[-1] >= dense.D or dense.dev_class[span[-1]] != dense.dev_class[j]):
+        if len(span) and not placeable(dense, int(j), int(r[j])):
             out.append(Violation("replicas", f"the stage on {dense.devices[j]} has {int(r[j])} replicas, past the "
                                  f"last {dense.class_names[dense.dev_class[j]]} device (on server levels a stage's "
                                  "replicas are the devices after it)", device=dense.devices[j]))

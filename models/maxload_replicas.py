@@ -9,16 +9,18 @@ the factor is not chosen:
 W_i = sum_v |w_v| x[v, i] the stage's parameters and s_r = 4 (r - 1) / (r B) ms per byte
 PipeDream's AllReduce (optimizer_graph_hierarchical.py), added to the row that holds the
 transfers in (under GPipe, the backward phase's), as the evaluator adds it. M bounds the
-row's left side from the columns' upper bounds. Flat platforms only: on server levels the
-replicas' placement decides B, which this IP does not model (refused by capability).
+row's left side from the columns' upper bounds. On server levels the replicas are placed
+as the evaluator places them (core/replicas.py): the stage on device i with r replicas
+takes devices i .. i + r - 1, which hold no stage (y[i, r] + u[j] <= 1), and syncs over
+their slowest link, so each (i, r) has its own rate.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+from partdsl.core import replicas as core_replicas
 from partdsl.core.ir import Spec
-from partdsl.kernels.bottleneck.replicated import sync_rates
 from partdsl.models.matrix import Rows
 
 
@@ -34,24 +36,32 @@ NONE = Replicas(np.ones(0, dtype=np.int64), {}, {}, {})
 
 
 def columns(spec: Spec, nc: int) -> tuple[Replicas, int]:
-    """Allocate y and u from column `nc` (none without `replicate`); the next free column."""
+    """Allocate y and u from column `nc` (none without `replicate`); the next free column.
+    On levels a factor r is offered to device i only if devices i .. i + r - 1 can hold its
+    replicas (core/replicas.placeable), at the sync rate of their slowest link, and every
+    device gets a u (a replica's device may hold no stage)."""
     d = spec.dense
     k = spec.constraints.replicate
     if k <= 1:
         return NONE, nc
     counts = np.bincount(d.dev_class, minlength=len(d.class_names))
-    most = np.minimum(k, counts[d.dev_class]).astype(np.int64)
+    levels = d.path_bw is not None
+    most = np.ones(d.D, dtype=np.int64)
     y: dict = {}
     rate: dict = {}
     u: dict = {}
-    for i in np.flatnonzero(most > 1):
+    for i in range(d.D):
         c = int(d.dev_class[i])
-        u[int(i)] = nc
-        nc += 1
-        for r in range(2, int(most[i]) + 1):
-            y[(int(i), r)] = nc
-            rate[(int(i), r)] = float(sync_rates(spec, [(c, r)])[0])
+        fits = [r for r in range(2, int(min(k, counts[c])) + 1) if not levels or core_replicas.placeable(d, i, r)]
+        if fits or levels:
+            u[i] = nc
             nc += 1
+        for r in fits:
+            y[(i, r)] = nc
+            bw = core_replicas.span_bandwidth(d, i, r)
+            rate[(i, r)] = 4.0 * (r - 1) / (r * bw) * 1e3 if np.isfinite(bw) else 0.0
+            nc += 1
+        most[i] = max(fits, default=1)
     return Replicas(most, y, u, rate), nc
 
 
@@ -65,7 +75,8 @@ def add_rows(spec: Spec, rep: Replicas, xcol: np.ndarray, rows: Rows) -> None:
         for v in np.flatnonzero(xcol[:, i] >= 0):
             rows.add_one([ucol, int(xcol[v, i])], [1.0, -1.0], 0.0, np.inf, ("used", (d.names[v], Dn[i])))
         ys = [col for (j, _), col in rep.y.items() if j == i]
-        rows.add_one([ucol] + ys, [-1.0] + [1.0] * len(ys), -np.inf, 0.0, ("one_factor", (Dn[i],)))
+        if ys:
+            rows.add_one([ucol] + ys, [-1.0] + [1.0] * len(ys), -np.inf, 0.0, ("one_factor", (Dn[i],)))
     for c, name in enumerate(d.class_names):
         devs = [i for i in rep.u if d.dev_class[i] == c]
         if not devs:
@@ -73,6 +84,10 @@ def add_rows(spec: Spec, rep: Replicas, xcol: np.ndarray, rows: Rows) -> None:
         cols = [rep.u[i] for i in devs] + [col for (i, _), col in rep.y.items() if d.dev_class[i] == c]
         vals = [1.0] * len(devs) + [float(r - 1) for (i, r) in rep.y if d.dev_class[i] == c]
         rows.add_one(cols, vals, -np.inf, float((d.dev_class == c).sum()), ("class_devices", (name,)))
+    for (i, r), col in rep.y.items():  # on levels: the replicas' devices i + 1 .. i + r - 1 hold no stage
+        if d.path_bw is not None:
+            for j in range(i + 1, i + r):
+                rows.add_one([col, rep.u[j]], [1.0, 1.0], -np.inf, 1.0, ("replica_device", (Dn[i], r, Dn[j])))
 
 
 def load_row(spec: Spec, rep: Replicas, rows: Rows, i: int, cols: np.ndarray, vals: np.ndarray, L: int,
@@ -80,11 +95,11 @@ def load_row(spec: Spec, rep: Replicas, rows: Rows, i: int, cols: np.ndarray, va
     """E <= L for E = vals . x[cols] on device i: one row, or one per replication factor
     and E <= most * L. `ub`: the columns' upper bounds (for M); `names` gets each row's
     tag; `sums` collects E per (class, L, kind of row) for `class_rows`."""
-    if i not in rep.u:
+    ys = [(r, col) for (j, r), col in rep.y.items() if j == i]
+    if not ys:
         names.append(tag)
         rows.add_one(np.r_[cols, L], np.r_[vals, -1.0], -np.inf, 0.0)
         return
-    ys = [(r, col) for (j, r), col in rep.y.items() if j == i]
     big = float(np.maximum(vals, 0.0) @ ub[cols])
     names.append(tag + ("r=1",))
     rows.add_one(np.r_[cols, L, [c for _, c in ys]], np.r_[vals, -1.0, [-big] * len(ys)], -np.inf, 0.0)

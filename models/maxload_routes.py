@@ -8,8 +8,7 @@ S[u, a] >= send(u, a, d) w[u, a, d, q], once, at its slowest route (the largest 
 receivers), in u's phase. recv and send are the evaluator's (levels.receive_ms,
 levels.send_route_ms: the ports and the slowest fabric between the two, or the declared
 direct link). Pairs priced 0 get no column. Used instead of CommIn/CommOut when the
-platform is routed; the replicas' placement on levels is not modelled (refused by
-capability).
+platform is routed (replicas on levels: models/maxload_replicas.py).
 """
 from __future__ import annotations
 

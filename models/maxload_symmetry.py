@@ -20,6 +20,8 @@ def interchangeable(spec: Spec) -> tuple[tuple[int, ...], ...]:
     for i in range(d.D):
         seen.setdefault((int(d.dev_class[i]), d.allowed[:, i].tobytes()), []).append(i)
     groups = [g for g in seen.values() if len(g) > 1]
+    if spec.constraints.replicate > 1 and d.path_bw is not None:
+        return ()  # replicas are placed on the devices after their stage's: a relabelling moves them
     pairs = [m for m in (d.path_bw, d.direct_bw) if m is not None]
     if pairs:
         groups = [t for g in groups for t in _twins(g, pairs) if len(t) > 1]

@@ -207,8 +207,9 @@ def test_solve_on_levels_is_certified_against_brute_force(pair: tuple[Spec, Spec
 @given(st.data())
 def test_the_max_load_ip_prices_routes_per_pair_and_equals_brute_force(data: st.DataObject) -> None:
     """Tarnawski's max-load IP on levels and direct links (models/maxload_routes.py: a
-    column per node, sender and receiver) proves brute force's optimum, on HiGHS and SCIP,
-    with symmetry rows only among devices whose routes are the same (twins). Tensors are
+    column per node, sender and receiver; replicas placed as the evaluator places them)
+    proves brute force's optimum, on HiGHS and SCIP, with symmetry rows only among devices
+    whose routes are the same (twins). Tensors are
     drawn at sizes whose transfers are of the order of the compute (the strategies' reach
     seconds, and then the optimum sends nothing)."""
     from partdsl.kernels import brute_force
@@ -223,8 +224,6 @@ def test_the_max_load_ip_prices_routes_per_pair_and_equals_brute_force(data: st.
         assume(False)
     c = hier.constraints
     assume(not c.acyclic and c.max_stages is None)
-    if hier.platform.hierarchical and c.replicate > 1:
-        hier = replace(hier, constraints=replace(c, replicate=1))  # placement on levels: refused by name
     assume(brute_force.count(hier) <= 3000)
     opt = solve(hier, method="brute", gap=0.0, time_limit=1e6)
     assert opt.status.value in ("optimal", "infeasible")
@@ -261,10 +260,22 @@ def test_the_max_load_ip_on_routes_by_hand(text: str, best: float, options: dict
     assert r.status.value == "optimal" and r.objective == pytest.approx(best) and r.bound == pytest.approx(best)
 
 
+def test_the_max_load_ip_places_replicas_inside_a_server() -> None:
+    """12 ms of work and 10 MB of weights on 2 servers of 2 GPUs: 2 replicas inside a server
+    sync over its 10 GB/s (4 x 10 MB / (2 x 10 GB/s) = 2 ms), (12 + 2) / 2 = 7 ms; placed
+    across the servers (gpu[1], gpu[2]) they would sync at 1 GB/s, 16 ms; 3 or 4 replicas
+    must span both servers (12.9 and 10.5 ms)."""
+    text = TEXT[TEXT.index("\nplatform"):].replace("minimize bottleneck", "minimize bottleneck\nsubject to { replicate <= 4 }")
+    spec = parse("graph g { node a { work 12 ms; params 10 MB } }" + text)
+    r = solve(spec, method="exact", gap=0.0)
+    assert r.status.value == "optimal" and r.objective == pytest.approx(7.0) and r.bound == pytest.approx(7.0)
+    assert list(r.replicas.values()) == [2] and list(r.replicas) in (["gpu[0]"], ["gpu[2]"])
+    assert solve(spec, method="brute").objective == pytest.approx(7.0)
+
+
 def test_exact_refuses_levels_where_its_mip_prices_transfers_flat() -> None:
     for text, what in ((TEXT.replace("minimize bottleneck", "minimize latency"), "levels or links under latency"),
-                       (TEXT + "subject to { acyclic }", "levels or links with acyclic"),
-                       (TEXT + "subject to { replicate <= 2 }", "replicas on server levels")):
+                       (TEXT + "subject to { acyclic }", "levels or links with acyclic")):
         with pytest.raises(PartError, match=what) as e:
             solve(parse(text), method="exact")
         assert e.value.span is not None
@@ -387,9 +398,14 @@ def test_part_check_describes_the_levels(tmp_path, capsys) -> None:  # type: ign
 def test_auto_names_the_methods_when_none_of_its_members_models_the_spec() -> None:
     nodes = "\n".join(f"  node n{i} {{ work 1 ms; out 1 MB; params 1 MB }}" for i in range(12))
     chain12 = " -> ".join(f"n{i}" for i in range(12))
-    spec = parse(f"graph g {{\n{nodes}\n  {chain12}\n}}" + TEXT[TEXT.index("\nplatform"):]
-                 .replace("minimize bottleneck", "minimize bottleneck\nsubject to { replicate <= 2 }"))
+    text = f"graph g {{\n{nodes}\n  {chain12}\n}}" + TEXT[TEXT.index("\nplatform"):] \
+        .replace("minimize bottleneck", "minimize bottleneck\nsubject to { replicate <= 2; acyclic }")
     with pytest.raises(PartError) as e:
-        solve(spec, time_limit=5)
+        solve(parse(text), time_limit=5)
     assert "no method that auto runs on this spec models all of its features" in e.value.message
-    assert "replication: topo, dp, brute" in e.value.message and "replicas on server levels: brute" in e.value.message and e.value.span is not None
+    assert "replicas with acyclic: topo, dp, brute" in e.value.message
+    assert "levels or links with acyclic: greedy, local_search, load_search" in e.value.message
+    assert e.value.span is not None
+    # without `acyclic`, exact models it all: auto's answer is the max-load IP's
+    r = solve(parse(text.replace("; acyclic", "")), time_limit=30)
+    assert r.chosen == "exact" and r.evaluation.feasible
