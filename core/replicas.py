@@ -57,12 +57,19 @@ def placeable(dense: Dense, j: int, r: int) -> bool:
     return last < dense.D and dense.dev_class[last] == dense.dev_class[j]
 
 
+def sync_rate(r: np.ndarray | int, bw: np.ndarray | float) -> np.ndarray:
+    """ms per byte of a stage's parameters for r replicas syncing at bw B/s: 4 (r - 1) /
+    (r B) (0 for one replica or without a link). The one formula the evaluator, the DPs'
+    kinds of stage and the max-load IP's rows use."""
+    r, bw = np.asarray(r, dtype=float), np.asarray(bw, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((r > 1) & np.isfinite(bw), 4.0 * (r - 1) / (r * bw) * 1e3, 0.0)
+
+
 def sync_time(dense: Dense, dev: np.ndarray, r: np.ndarray) -> np.ndarray:
     """[D] ms: 4 (r - 1) |w| / (r B) for each replicated stage (0 without a link)."""
     w = np.bincount(dev, weights=dense.params, minlength=dense.D)[:dense.D]
-    link = _span_bandwidth(dense, r)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where((r > 1) & np.isfinite(link), 4.0 * (r - 1) * w / (r * link) * 1e3, 0.0)
+    return sync_rate(r, _span_bandwidth(dense, r)) * w
 
 
 def violations(spec: Spec, dense: Dense, dev: np.ndarray, r: np.ndarray) -> list[Violation]:

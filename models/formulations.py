@@ -45,20 +45,21 @@ def _pyomo(module: str) -> Any:  # type: ignore[misc]
     return importlib.import_module(f"partdsl.models.pyomo_{module}")
 
 
-def _assignment_ip(name: str, title: str, module: Any, symmetric: bool) -> Formulation:
+def _assignment_ip(name: str, title: str, module: Any, symmetric: bool, replicated: bool) -> Formulation:
     """A bottleneck MIP over assignments (no horizon): Archer's, or Tarnawski's, whose
-    answers and starts also carry replication factors (models/maxload_replicas.py)."""
+    answers and starts also carry replication factors (`replicated`,
+    models/maxload_replicas.py)."""
     twin = name
 
     def build(s: Spec, H: float | None, sym: int) -> tuple[MatrixMIP, Any]:
         return module.build(s, symmetry=bool(sym)) if symmetric else module.build(s)
 
     def answer(found: Any) -> Candidate:
-        dev, reps = found if symmetric else (found, None)
+        dev, reps = found if replicated else (found, None)
         return Candidate("", dev, replicas=reps)
 
     def extra(c: Candidate) -> tuple:
-        return (c.replicas,) if symmetric else ()
+        return (c.replicas,) if replicated else ()
 
     return Formulation(
         name, title, "exact MIP", module.check, build,
@@ -70,8 +71,8 @@ def _assignment_ip(name: str, title: str, module: Any, symmetric: bool) -> Formu
         lambda s: None)
 
 
-MTPP = _assignment_ip("mtpp", "Archer's MTPP MIP (Fig. 3)", mtpp, symmetric=False)
-MAXLOAD = _assignment_ip("maxload", "Tarnawski's max-load IP (Fig. 6)", maxload, symmetric=True)
+MTPP = _assignment_ip("mtpp", "Archer's MTPP MIP (Fig. 3)", mtpp, symmetric=False, replicated=False)
+MAXLOAD = _assignment_ip("maxload", "Tarnawski's max-load IP (Fig. 6)", maxload, symmetric=True, replicated=True)
 LATENCY = Formulation(
     "latency", "Tarnawski's latency IP (Figs. 3-4)", "exact latency IP", latency.check,
     lambda s, H, sym: latency.build(s, H),

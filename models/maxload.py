@@ -137,7 +137,7 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
             rows.add_one(xcol[nodes, i], d.params[nodes], -np.inf, cap)
     # loads, per phase (one phase unless GPipe), each replicated stage's per factor (models/maxload_replicas.py)
     rep, nc = replicas.columns(spec, nc)
-    ub = np.ones(nc)
+    ub = np.ones(nc)  # the columns' upper bounds so far (the big-Ms need them); col_hi extends them
     ub[[ov[i] for i in ov]] = [ov_hi[i] for i in ov]
     if route is not None:
         routes.upper(route, ub)
@@ -224,11 +224,8 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
         rows.family("symmetry")
         nc = symmetry_rows.break_symmetry(spec, xcol, groups, rows, col_hi_zero, nc)
     A, lo, hi = rows.matrix(nc)
-    col_lo, col_hi = np.zeros(nc), np.ones(nc)
+    col_lo, col_hi = np.zeros(nc), np.r_[ub, np.ones(nc - len(ub))]
     col_hi[list(L)] = np.inf
-    col_hi[[ov[i] for i in ov]] = [ov_hi[i] for i in ov]
-    if route is not None:
-        routes.upper(route, col_hi)
     col_hi[nc - symmetry_rows.prefix_cols(groups, n):] = n  # prefix counts
     col_hi[col_hi_zero] = 0.0
     cost = np.zeros(nc)

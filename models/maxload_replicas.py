@@ -26,13 +26,12 @@ from partdsl.models.matrix import Rows
 
 @dataclass(frozen=True)
 class Replicas:
-    most: np.ndarray  # [D] the most devices device i's stage may take (1: it is not replicated)
     y: dict  # (i, r) -> column, r >= 2
     u: dict  # i -> column, 1 iff device i holds a node
     rate: dict  # (i, r) -> s_r, ms per byte of the stage's parameters
 
 
-NONE = Replicas(np.ones(0, dtype=np.int64), {}, {}, {})
+NONE = Replicas({}, {}, {})
 
 
 def columns(spec: Spec, nc: int) -> tuple[Replicas, int]:
@@ -46,7 +45,6 @@ def columns(spec: Spec, nc: int) -> tuple[Replicas, int]:
         return NONE, nc
     counts = np.bincount(d.dev_class, minlength=len(d.class_names))
     levels = d.path_bw is not None
-    most = np.ones(d.D, dtype=np.int64)
     y: dict = {}
     rate: dict = {}
     u: dict = {}
@@ -58,11 +56,9 @@ def columns(spec: Spec, nc: int) -> tuple[Replicas, int]:
             nc += 1
         for r in fits:
             y[(i, r)] = nc
-            bw = core_replicas.span_bandwidth(d, i, r)
-            rate[(i, r)] = 4.0 * (r - 1) / (r * bw) * 1e3 if np.isfinite(bw) else 0.0
+            rate[(i, r)] = float(core_replicas.sync_rate(r, core_replicas.span_bandwidth(d, i, r)))
             nc += 1
-        most[i] = max(fits, default=1)
-    return Replicas(most, y, u, rate), nc
+    return Replicas(y, u, rate), nc
 
 
 def add_rows(spec: Spec, rep: Replicas, xcol: np.ndarray, rows: Rows) -> None:
@@ -84,10 +80,11 @@ def add_rows(spec: Spec, rep: Replicas, xcol: np.ndarray, rows: Rows) -> None:
         cols = [rep.u[i] for i in devs] + [col for (i, _), col in rep.y.items() if d.dev_class[i] == c]
         vals = [1.0] * len(devs) + [float(r - 1) for (i, r) in rep.y if d.dev_class[i] == c]
         rows.add_one(cols, vals, -np.inf, float((d.dev_class == c).sum()), ("class_devices", (name,)))
+    if d.path_bw is None:
+        return
     for (i, r), col in rep.y.items():  # on levels: the replicas' devices i + 1 .. i + r - 1 hold no stage
-        if d.path_bw is not None:
-            for j in range(i + 1, i + r):
-                rows.add_one([col, rep.u[j]], [1.0, 1.0], -np.inf, 1.0, ("replica_device", (Dn[i], r, Dn[j])))
+        for j in range(i + 1, i + r):
+            rows.add_one([col, rep.u[j]], [1.0, 1.0], -np.inf, 1.0, ("replica_device", (Dn[i], r, Dn[j])))
 
 
 def load_row(spec: Spec, rep: Replicas, rows: Rows, i: int, cols: np.ndarray, vals: np.ndarray, L: int,
@@ -104,7 +101,7 @@ def load_row(spec: Spec, rep: Replicas, rows: Rows, i: int, cols: np.ndarray, va
     names.append(tag + ("r=1",))
     rows.add_one(np.r_[cols, L, [c for _, c in ys]], np.r_[vals, -1.0, [-big] * len(ys)], -np.inf, 0.0)
     names.append(tag + ("most",))  # valid whatever the factor (the sync is >= 0): no big-M, a stronger LP
-    rows.add_one(np.r_[cols, L], np.r_[vals, -float(rep.most[i])], -np.inf, 0.0)
+    rows.add_one(np.r_[cols, L], np.r_[vals, -float(max(r for r, _ in ys))], -np.inf, 0.0)
     key = (int(spec.dense.dev_class[i]), L, tag[1:])
     sums.setdefault(key, []).append((cols, vals))
     nodes = np.flatnonzero(xcol[:, i] >= 0)

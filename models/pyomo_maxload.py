@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyomo.environ as pyo
+from partdsl.core import replicas as core_replicas
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
-from partdsl.kernels.bottleneck.replicated import sync_rates
 from partdsl.models.maxload import check
 from partdsl.models.memory import treatment
 from partdsl.models.pyomo_rules import constraint
@@ -139,7 +139,7 @@ def _replica_factors(spec: Spec, m: pyo.ConcreteModel, params: dict) -> dict:
     m.class_devices = constraint(range(len(counts)), rule=lambda m, c: sum(
         m.used[i] for i in m.I if d.dev_class[i] == c) + sum(
         (r - 1) * m.y[i, r] for i, r in m.R if d.dev_class[i] == c) <= int(counts[c]))
-    rate = {(i, r): float(sync_rates(spec, [(int(d.dev_class[i]), r)])[0]) for i, r in m.R}
+    rate = {(i, r): float(core_replicas.sync_rate(r, core_replicas.span_bandwidth(d, i, r))) for i, r in m.R}
     return {i: [(r, rate[i, r] * params[i]) for j, r in m.R if j == i] for i in m.I}
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from partdsl.core.ir import Spec
+from partdsl.core.replicas import sync_rate
 from partdsl.runtime import memory
 
 
@@ -24,9 +25,7 @@ def steps(spec: Spec) -> list[tuple[int, int]]:
 
 def sync_rates(spec: Spec, kinds: list[tuple[int, int]]) -> np.ndarray:
     """[kinds] ms per byte of the stage's parameters: 4 (r - 1) / (r B) of the class's link."""
-    link = spec.dense.link
-    return np.array([4.0 * (r - 1) / (r * link[c]) * 1e3 if r > 1 and np.isfinite(link[c]) else 0.0
-                     for c, r in kinds])
+    return sync_rate(np.array([r for _, r in kinds]), spec.dense.link[[c for c, _ in kinds]])
 
 
 def tables(spec: Spec, pos: np.ndarray, P: int, cost: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
