@@ -39,10 +39,10 @@ def exact_mip(spec: Spec, horizon: float | None = None) -> tuple[MatrixMIP, str]
                         "drop `replicate` or `acyclic` to export the model (without `acyclic` it is Tarnawski's "
                         "max-load IP, which models replicas)")
     f = formulation_for(spec)
-    if spec.platform.routed and f.name in ("latency", "mtpp"):
+    if spec.platform.routed and f.name == "mtpp":
         raise PartError(f"the exported {f.title} costs transfers flat: it models no server levels or direct links",
                         spec.platform.routes_span, "declare the devices without `server` levels and direct links to "
-                        "export the model (the max-load IP, without `acyclic`, models them)")
+                        "export the model (without `acyclic`, the max-load and latency IPs model them)")
     f.check(spec)
     safe = f.safe_horizon(spec)
     return f.build(spec, None if safe is None else (horizon or safe), 0)[0], f.title

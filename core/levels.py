@@ -70,6 +70,17 @@ def send_route_ms(dense: Dense, u: np.ndarray, a: np.ndarray, d: np.ndarray) -> 
     return _route(dense, u, a, d, receiver=False)
 
 
+def slowest_ms(dense: Dense) -> np.ndarray:
+    """[n] the most one end pays for a node's tensor over any route (a bound for horizons)."""
+    flat = dense.comm.max(axis=1, initial=0.0)
+    if not routed(dense):
+        return flat
+    ways = [*dense.pair_bw] if dense.pair_bw is not None else []
+    ways += [dense.direct_bw] if dense.direct_bw is not None else []
+    per_byte = max((float((1e3 / bw[np.isfinite(bw) & (bw > 0)]).max(initial=0.0)) for bw in ways), default=0.0)
+    return np.maximum(flat, dense.out_bytes * per_byte)
+
+
 def send_charges(dense: Dense, src: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray | None:
     """[n] per node, its send time: the largest over the (node, its device a, a receiving
     device d) pairs given; None on a flat platform (then it is `comm` at its class)."""

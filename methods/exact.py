@@ -56,6 +56,10 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     if via_pyomo and symmetry and not f.pyomo_symmetry:
         raise PartError(f"symmetry breaking for {f.title} is on the matrix path only", None,
                         "use --solver highs or scip without -O pyomo=1, or drop -O symmetry")
+    if via_pyomo and not f.pyomo_routes:
+        from partdsl.models.pyomo_rules import flat_only
+
+        flat_only(spec, f.title)
     name = registry.display(solver, via_pyomo)
     best, value = yield from STARTS[f.name](spec, seed, deadline.share(heuristics), start, progress)
     if f is MAXLOAD and spec.constraints.contiguous and relax > 0 and deadline.limited:

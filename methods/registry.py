@@ -131,12 +131,12 @@ METHODS["exact"] = replace(METHODS["exact"], ignores=METHODS["exact"].ignores + 
 ROUTED = frozenset({"auto", "brute", "single", "greedy", "local_search", "load_search", "fill", "latency_search"})
 METHODS = {k: m if k in ROUTED else replace(m, ignores=m.ignores + (("server levels or direct links", None),))
            for k, m in METHODS.items()}
-# exact prices transfers per pair of devices in Tarnawski's max-load IP (models/maxload_routes.py), and places
-# replicas on levels (models/maxload_replicas.py); its latency IP and Archer's MTPP MIP (the row under `acyclic`)
-# price them flat
+# exact prices transfers per pair of devices in Tarnawski's max-load IP (models/maxload_routes.py) and latency
+# IP (models/latency_routes.py), and places replicas on levels (models/maxload_replicas.py); Archer's MTPP MIP
+# (the row under `acyclic`) prices them flat
 METHODS["exact"] = replace(METHODS["exact"], ignores=tuple(f for f in METHODS["exact"].ignores
                                                             if f[0] != "server levels or direct links") + (
-    ("levels or links under latency", None), ("levels or links with acyclic", None)))
+    ("levels or links with acyclic", None),))
 # peak activations in memory (core/activations.py): the methods that vet every move with the evaluator
 ACTIVE = frozenset({"auto", "brute", "single", "local_search", "latency_search"})
 METHODS = {k: m if k in ACTIVE else replace(m, ignores=m.ignores + (("activation memory", None),))

@@ -36,6 +36,7 @@ class Formulation:
     pyomo_decode: Callable[[Spec, Any], Candidate]
     safe_horizon: Callable[[Spec], float | None]  # a horizon no optimum exceeds (None: the MIP has none)
     pyomo_symmetry: bool = True  # symmetry rows on the Pyomo path too (else refused there)
+    pyomo_routes: bool = False  # server levels and direct links on the Pyomo path too (else refused there)
 
 
 def _pyomo(module: str) -> Any:  # type: ignore[misc]
@@ -90,7 +91,7 @@ DIVIML = Formulation(
     lambda s, H: _pyomo("diviml").build(s, H),
     lambda s, m, c: _pyomo("diviml").warm_start(s, m, c.schedule),
     lambda s, m: Candidate("", schedule=_pyomo("diviml").decode(s, m)),
-    diviml.safe_horizon, pyomo_symmetry=False)
+    diviml.safe_horizon, pyomo_symmetry=False, pyomo_routes=True)
 FORMULATIONS = {f.name: f for f in (MTPP, MAXLOAD, LATENCY, DIVIML)}
 
 

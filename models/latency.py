@@ -9,27 +9,33 @@ Start_j >= Lat_u - (1 - CommIn[u, j]) H (6); Finish_j = Start_j + sum_u c_u Comm
 sum_v p_v x[v, j] + sum_u c_u CommOut[u, j] (7); Lat_v >= sum_h p_vh x[v, h] (+ Lat_u over
 edges (u, v)) (8, 9); Lat_v >= Finish_j - (1 - x[v, j]) H (10); T >= Lat_v; memory per
 accelerator over its slots (3*); each slot contiguous by Lemma 4.1 (z); colocation per
-device (sum over a device's slots). H is a proven upper bound on the latency (the
-incumbent's, or all work and transfers in sequence); T <= H and Lat_v <= H make the
-big-M rows vacuous when the indicator is 0 and cut off nothing better than H.
+device (sum over a device's slots). On server levels and direct links a transfer is priced
+per pair of places (models/latency_routes.py), and each host device is a choice of its own.
+H is a proven upper bound on the latency (the incumbent's, or all work and transfers in
+sequence); T <= H and Lat_v <= H make the big-M rows vacuous when the indicator is 0 and
+cut off nothing better than H.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+from partdsl.core import levels
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
+from partdsl.models import latency_routes
+from partdsl.models.latency_routes import SlotRoutes
 from partdsl.models.matrix import ColumnNames, MatrixMIP, Rows
 
 
 @dataclass(frozen=True)
 class VarMap:
     xacc: np.ndarray  # [n, S] column of x[v, slot], -1 where v may not run on that device
-    xhost: np.ndarray  # [n, Hc] column of x[v, host class], -1 where not allowed
+    xhost: np.ndarray  # [n, Hc] column of x[v, host choice], -1 where not allowed
     slot_dev: np.ndarray  # [S] device of each slot
     slot_rank: np.ndarray  # [S] s
-    host_cls: np.ndarray  # [Hc] class index of each host class
+    host_cls: np.ndarray  # [Hc] class index of each host choice
+    host_dev: np.ndarray  # [Hc] its device on a routed platform, -1 where the choice is the class
     cin: np.ndarray  # [m, S] column of CommIn[src(e), slot] per edge (shared per producer)
     cout: np.ndarray  # [m, S]
     lat: int  # first Lat column
@@ -41,6 +47,7 @@ class VarMap:
     H: float
     n: int
     S: int
+    routes: SlotRoutes | None  # per pair of places, on server levels and direct links
 
 
 def check(spec: Spec) -> None:
@@ -59,7 +66,7 @@ def safe_horizon(spec: Spec) -> float:
     t = np.where(d.allowed, d.work[:, d.dev_class], 0.0)
     t = np.where(np.isfinite(t), t, 0.0).max(axis=1, initial=0.0)
     outdeg = np.bincount(d.src, minlength=d.n)
-    return float(t.sum() + (d.comm.max(axis=1, initial=0.0) * (1 + outdeg)).sum()) + 1.0
+    return float(t.sum() + (levels.slowest_ms(d) * (1 + outdeg)).sum()) + 1.0
 
 
 HORIZON_SLACK = 1e-3  # relative and absolute room above the incumbent in H
@@ -85,7 +92,7 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
     slot_dev = np.repeat(accs, q)
     slot_rank = np.tile(np.arange(q), len(accs))
     S = len(slot_dev)
-    host_cls = np.flatnonzero(d.host)
+    host_cls, host_dev, ok_host = latency_routes.host_choices(spec)
     H = horizon(spec, upper)
     nc = 0
     ok_acc = d.allowed[:, slot_dev]  # [n, S]
@@ -93,8 +100,6 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
     vv, jj = np.nonzero(ok_acc)
     xacc[vv, jj] = nc + np.arange(len(vv))
     nc += len(vv)
-    ok_host = np.stack([d.class_allowed[:, c] for c in host_cls], axis=1) \
-        if len(host_cls) else np.zeros((n, 0), bool)
     xhost = np.full((n, len(host_cls)), -1, dtype=np.int64)
     vv, hh = np.nonzero(ok_host)
     xhost[vv, hh] = nc + np.arange(len(vv))
@@ -124,6 +129,11 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
     def slot(j: int) -> str:  # a subgraph slot: device and invocation
         return f"{d.devices[slot_dev[j]]}.s{slot_rank[j]}"
 
+    routes = None
+    if levels.routed(d):
+        routes, nc = latency_routes.build(spec, np.c_[xacc, xhost], np.r_[slot_dev, host_dev], S, nc, rows,
+                                          lambda p: slot(p) if p < S else d.devices[host_dev[p - S]])
+
     def edge_key(mask: np.ndarray, j: int):  # type: ignore[no-untyped-def]
         e = np.flatnonzero(mask)
         return lambda k: (N[d.src[e[k]]], N[d.dst[e[k]]], slot(j))
@@ -145,13 +155,15 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
             rows.family(f"cross_{side}", edge_key(only_a, j))
             rows.add([col[only_a], a[only_a]], [1.0, -1.0], 0.0, np.inf)
     cls = d.dev_class
-    # (7) Finish_j - Start_j - sum c CommIn - sum p x - sum c CommOut = 0
+    # (7) Finish_j - Start_j - sum c CommIn - sum p x - sum c CommOut = 0 (routed: the pairs' charges)
     rows.family("duration", slot)
     for j in range(S):
         c = cls[slot_dev[j]]
         nodes = np.flatnonzero(xacc[:, j] >= 0)
-        rows.add_one(np.r_[finish + j, start + j, xacc[nodes, j], cin_p[:, j], cout_p[:, j]],
-                     np.r_[1.0, -1.0, -d.work[nodes, c], -d.comm[prods, c], -d.comm[prods, c]], 0.0, 0.0)
+        comm = d.comm[prods, c] if routes is None else np.zeros(len(prods))
+        rc, rt = latency_routes.terms(routes, j) if routes is not None else (np.zeros(0, np.int64), np.zeros(0))
+        rows.add_one(np.r_[finish + j, start + j, xacc[nodes, j], cin_p[:, j], cout_p[:, j], rc],
+                     np.r_[1.0, -1.0, -d.work[nodes, c], -comm, -comm, -rt], 0.0, 0.0)
     # (6) Start_j - Lat_u - H CommIn[u,j] >= -H, per producer
     for j in range(S):
         rows.family("start_after_input", lambda k, j=j: (N[prods[k]], slot(j)))
@@ -221,7 +233,7 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
             cols = [c for c in (xhost[rep, h], xhost[a, h]) if c >= 0]
             vals = [1.0 if c == xhost[rep, h] else -1.0 for c in cols]
             if cols:
-                colo.append((N[rep], N[a], d.class_names[host_cls[h]]))
+                colo.append((N[rep], N[a], latency_routes.host_label(spec, host_cls, host_dev, h)))
                 rows.add_one(np.array(cols), np.array(vals), 0.0, 0.0)
     A, lo, hi = rows.matrix(nc)
     col_lo = np.zeros(nc)
@@ -229,19 +241,23 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
     col_hi[lat: lat + n] = H
     col_hi[start: finish + S] = H
     col_hi[T] = H
+    if routes is not None:
+        latency_routes.upper(routes, col_hi)
     cost = np.zeros(nc)
     cost[T] = 1.0
     integer = np.zeros(nc, dtype=bool)
     integer[:n_int] = True
-    vm = VarMap(xacc, xhost, slot_dev, slot_rank, host_cls, cin, cout, lat, start, finish, z, T, nc, H, n, S)
+    vm = VarMap(xacc, xhost, slot_dev, slot_rank, host_cls, host_dev, cin, cout, lat, start, finish, z, T, nc, H, n,
+                S, routes)
     names = (prods, cin_p, cout_p)
     return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer, rows.names,
                      lambda: column_names(spec, vm, *names)), vm
 
 
 def column_names(spec: Spec, vm: VarMap, prods: np.ndarray, cin_p: np.ndarray, cout_p: np.ndarray) -> list[str]:
-    """x(node,device.sK) (K: the device's subgraph slot), x(node,host class),
-    comm_in/comm_out(producer,slot), lat(node), start/finish(slot), z(node,slot), latency."""
+    """x(node,device.sK) (K: the device's subgraph slot), x(node,host class or device),
+    comm_in/comm_out(producer,slot), lat(node), start/finish(slot), z(node,slot), latency;
+    routed: route_in(producer,from,slot), send(producer,slot)."""
     d = spec.dense
     N = d.names
 
@@ -249,7 +265,10 @@ def column_names(spec: Spec, vm: VarMap, prods: np.ndarray, cin_p: np.ndarray, c
         return f"{d.devices[vm.slot_dev[j]]}.s{vm.slot_rank[j]}"
 
     cols = ColumnNames()
-    for family, table, label in (("x", vm.xacc, slot), ("x", vm.xhost, lambda h: d.class_names[vm.host_cls[h]])):
+    def place(p: int) -> str:
+        return slot(p) if p < vm.S else latency_routes.host_label(spec, vm.host_cls, vm.host_dev, p - vm.S)
+
+    for family, table, label in (("x", vm.xacc, slot), ("x", vm.xhost, lambda h: place(vm.S + h))):
         vv, jj = np.nonzero(table >= 0)
         for v, j in zip(vv.tolist(), jj.tolist()):
             cols.add(int(table[v, j]), 1, family, lambda _, v=v, j=j, label=label: (N[v], label(j)))
@@ -262,6 +281,11 @@ def column_names(spec: Spec, vm: VarMap, prods: np.ndarray, cin_p: np.ndarray, c
     cols.add(vm.finish, S, "finish", slot)
     cols.add(vm.z, vm.n * S, "z", lambda k: (N[k // S], slot(k % S)))
     cols.add(vm.T, 1, "latency", lambda _: ())
+    if vm.routes is not None:
+        for (u, p, j), col in vm.routes.w.items():
+            cols.add(col, 1, "route_in", lambda _, u=u, p=p, j=j: (N[u], place(p), slot(j)))
+        for (u, j), col in vm.routes.send.items():
+            cols.add(col, 1, "send", lambda _, u=u, j=j: (N[u], slot(j)))
     return cols.names(vm.ncols)
 
 
@@ -277,7 +301,8 @@ def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> tuple[np.ndarray, np.ndarra
         jh = int(hst[v].argmax()) if hst.shape[1] else -1
         if jh >= 0 and (ja < 0 or hst[v, jh] > acc[v, ja]):
             devs = np.flatnonzero((d.dev_class == vm.host_cls[jh]) & d.allowed[v])
-            dev[v] = devs[0] if len(devs) else np.flatnonzero(d.dev_class == vm.host_cls[jh])[0]
+            dev[v] = vm.host_dev[jh] if vm.host_dev[jh] >= 0 else (
+                devs[0] if len(devs) else np.flatnonzero(d.dev_class == vm.host_cls[jh])[0])
         else:
             dev[v], sub[v] = vm.slot_dev[ja], vm.slot_rank[ja]
     return dev, sub
@@ -306,12 +331,16 @@ def encode(spec: Spec, vm: VarMap, dev: np.ndarray, sub: np.ndarray | None) -> n
     slot = np.full(d.n, -1, dtype=np.int64)
     acc_nodes = np.flatnonzero(~host)
     slot[acc_nodes] = slot_of_unit[u.of_node[acc_nodes]]
+    place = np.full(d.n, -1, dtype=np.int64)
     for v in range(d.n):
         if host[v]:
-            h = int(np.flatnonzero(vm.host_cls == d.dev_class[dev[v]])[0])
+            routed = vm.host_dev >= 0
+            h = int(np.flatnonzero(vm.host_dev == dev[v] if routed.any() else vm.host_cls == d.dev_class[dev[v]])[0])
             col = vm.xhost[v, h]
+            place[v] = vm.S + h
         else:
             col = vm.xacc[v, slot[v]]
+            place[v] = slot[v]
         if col < 0:
             return None
         x[col] = 1.0
@@ -323,6 +352,8 @@ def encode(spec: Spec, vm: VarMap, dev: np.ndarray, sub: np.ndarray | None) -> n
     # shared columns per producer: the max over its edges
     np.maximum.at(x, vm.cin.ravel(), cin.ravel())
     np.maximum.at(x, vm.cout.ravel(), cout.ravel())
+    if vm.routes is not None:
+        latency_routes.encode(spec, vm.routes, place, x)
     lat_v = np.where(host, s.finish[u.of_node], s.finish[u.of_node])
     x[vm.lat: vm.lat + d.n] = lat_v
     st = np.zeros(vm.S)

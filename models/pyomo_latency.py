@@ -7,11 +7,12 @@ import numpy as np
 import pyomo.environ as pyo
 from partdsl.core.ir import Spec
 from partdsl.models.latency import check, horizon
-from partdsl.models.pyomo_rules import constraint
+from partdsl.models.pyomo_rules import constraint, flat_only
 
 
 def build(spec: Spec, upper: float | None = None) -> pyo.ConcreteModel:
     check(spec)
+    flat_only(spec, "Tarnawski's latency IP")
     d = spec.dense
     q = spec.constraints.subgraphs
     cls = d.dev_class

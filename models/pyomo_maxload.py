@@ -9,20 +9,16 @@ from __future__ import annotations
 import numpy as np
 import pyomo.environ as pyo
 from partdsl.core import replicas as core_replicas
-from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
 from partdsl.models.maxload import check
 from partdsl.models.memory import treatment
-from partdsl.models.pyomo_rules import constraint
+from partdsl.models.pyomo_rules import constraint, flat_only
 from pyomo.contrib.fbbt.fbbt import compute_bounds_on_expr
 
 
 def build(spec: Spec) -> pyo.ConcreteModel:
     check(spec)
-    if spec.platform.routed:
-        raise PartError("the Pyomo twin of the max-load IP prices transfers flat: server levels and direct links "
-                        "are modelled on the matrix path only (models/maxload_routes.py)", spec.platform.routes_span,
-                        "use --solver highs or scip without -O pyomo=1")
+    flat_only(spec, "Tarnawski's max-load IP")
     d = spec.dense
     o, cons = spec.objective, spec.constraints
     cls = d.dev_class
