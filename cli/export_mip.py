@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
+from partdsl.methods import capabilities
+from partdsl.methods.registry import METHODS
 from partdsl.models.matrix import MatrixMIP
 from partdsl.runtime.capture import captured_stdout
 
@@ -33,16 +35,13 @@ def exact_mip(spec: Spec, horizon: float | None = None) -> tuple[MatrixMIP, str]
     `horizon`: H of the latency IP and the DiviML MILP (default: a proven safe one)."""
     from partdsl.models.formulations import formulation_for
 
-    if spec.constraints.replicate > 1 and spec.constraints.acyclic:
-        raise PartError("Archer's MTPP MIP, the one exported under `acyclic`, models no replicated stages "
-                        "(`replicate <= r`)", spec.constraints.span_of("replicate"),
-                        "drop `replicate` or `acyclic` to export the model (without `acyclic` it is Tarnawski's "
-                        "max-load IP, which models replicas)")
+    missing = capabilities.unmodelled(spec, METHODS["exact"].ignores, {})
+    if missing:
+        names, what = capabilities.describe(missing)
+        raise PartError(f"the MIP of method exact does not model {names} ({what}), which this spec has",
+                        capabilities.WHERE[missing[0][0]](spec), "drop the feature to export the MIP (`part solve "
+                        "--method exact` names the methods that model it)")
     f = formulation_for(spec)
-    if spec.platform.routed and f.name == "mtpp":
-        raise PartError(f"the exported {f.title} costs transfers flat: it models no server levels or direct links",
-                        spec.platform.routes_span, "declare the devices without `server` levels and direct links to "
-                        "export the model (without `acyclic`, the max-load and latency IPs model them)")
     f.check(spec)
     safe = f.safe_horizon(spec)
     return f.build(spec, None if safe is None else (horizon or safe), 0)[0], f.title

@@ -112,14 +112,18 @@ def unmodelled(spec: Spec, ignores: tuple[tuple[str, str | None], ...],
     return [(f, opt) for f, opt in ignores if f in used and not (opt and options.get(opt))]
 
 
+def describe(missing: list[tuple[str, str | None]]) -> tuple[str, str]:
+    """(the features' names, what each is in the language) for a refusal."""
+    return ", ".join(f for f, _ in missing), "; ".join(FEATURES[f][0] for f, _ in missing)
+
+
 def check(spec: Spec, method: str, ignores: tuple[tuple[str, str | None], ...], options: Mapping[str, float],
           modelled_by: Callable[[str], list[str]]) -> None:
     """Refuse (PartError, exit 2) a spec with a feature the method does not model."""
     missing = unmodelled(spec, ignores, options)
     if not missing:
         return
-    names = ", ".join(f for f, _ in missing)
-    what = "; ".join(FEATURES[f][0] for f, _ in missing)
+    names, what = describe(missing)
     lifts = sorted({opt for _, opt in missing if opt})
     liftable = lifts and all(opt for _, opt in missing)
     others = [m for m in modelled_by(missing[0][0]) if all(m in modelled_by(f) for f, _ in missing[1:])]

@@ -47,6 +47,13 @@ def test_export_errors(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert p.returncode == 2 and "does not end in .mps" in p.stderr
     p = run_part("export", str(EXAMPLES / "tiny.part"), "--lp", str(tmp_path / "x.lp"))  # acyclic on mixed devices
     assert p.returncode == 2 and "does not fit this spec" in p.stderr and not (tmp_path / "x.lp").exists()
+    # a feature the MIP does not model is refused by name, with a caret, not written without it
+    from test_activations import TEXT
+
+    (tmp_path / "a.part").write_text(TEXT)
+    p = run_part("export", str(tmp_path / "a.part"), "--lp", str(tmp_path / "x.lp"))
+    assert p.returncode == 2 and "does not model activation memory" in p.stderr and "^" in p.stderr
+    assert not (tmp_path / "x.lp").exists()
 
 
 def test_exported_names_map_the_solvers_answer_back(tmp_path) -> None:  # type: ignore[no-untyped-def]

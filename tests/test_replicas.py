@@ -187,7 +187,7 @@ def test_bounds_exports_and_plans_that_model_no_replicas_say_so(tmp_path: Path) 
     assert r.returncode == 0 and "replicas(gpu(0),4)" in (tmp_path / "m.lp").read_text()
     path.write_text(SPEC.replace("replicate <= 4", "replicate <= 4; acyclic"))
     r = run_part("export", str(path), "--lp", str(tmp_path / "m.lp"))
-    assert r.returncode == 2 and "models no replicated stages" in r.stderr
+    assert r.returncode == 2 and "does not model replicas with acyclic" in r.stderr
     path.write_text(SPEC)
     (tmp_path / "r.json").write_text(run_part("solve", str(path), "--method", "topo", "--json").stdout)
     r = run_part("export", str(path), "--plan", str(tmp_path / "r.json"), "--format", "megatron")
