@@ -282,9 +282,9 @@ def column_names(spec: Spec, vm: VarMap, prods: np.ndarray, cin_p: np.ndarray, c
     cols.add(vm.z, vm.n * S, "z", lambda k: (N[k // S], slot(k % S)))
     cols.add(vm.T, 1, "latency", lambda _: ())
     if vm.routes is not None:
-        for (u, p, j), col in vm.routes.w.items():
+        for u, p, j, col in vm.routes.w.tolist():
             cols.add(col, 1, "route_in", lambda _, u=u, p=p, j=j: (N[u], place(p), slot(j)))
-        for (u, j), col in vm.routes.send.items():
+        for u, j, col in vm.routes.send.tolist():
             cols.add(col, 1, "send", lambda _, u=u, j=j: (N[u], slot(j)))
     return cols.names(vm.ncols)
 

@@ -45,91 +45,80 @@ def host_label(spec: Spec, host_cls: np.ndarray, host_dev: np.ndarray, h: int) -
 
 @dataclass(frozen=True)
 class SlotRoutes:
-    w: dict  # (u, p, j) -> column; slot j receives u's tensor from place p
-    send: dict  # (u, j) -> column of S
-    send_ms: dict  # (u, j, p) -> ms slot j pays to send u's tensor to place p
-    send_hi: dict  # (u, j) -> the most S can be: its slowest route
-    received: dict  # j -> [(w column, ms)]
-    sent: dict  # j -> [S columns]
+    w: np.ndarray  # [k, 4] (producer u, sending place p, receiving slot j, column): j receives u's tensor from p
+    send: np.ndarray  # [k, 3] (producer u, slot j, column of S)
+    send_hi: np.ndarray  # [k] the most S can be: its slowest route
+    send_ms: np.ndarray  # [producers, P, P] ms place a pays to send u's tensor to place b
+    producer: np.ndarray  # [n] u's index in send_ms, -1 for a node without consumers
+    charges: tuple[np.ndarray, np.ndarray, np.ndarray]  # (slot, column, ms per unit) of every charge in (7)
 
 
 def build(spec: Spec, xplace: np.ndarray, place_dev: np.ndarray, S: int, nc: int, rows: Rows,
           label: Callable[[int], str]) -> tuple[SlotRoutes, int]:
     """The pair columns from `nc` and their rows (`xplace` [n, P]: the column of x per node
     and place, -1 where not allowed; places 0 .. S - 1 are the slots; `label` names a
-    place in the rows' names); the next column."""
+    place in the rows' names); the next column. Vectorized over (edge, place, slot)."""
     d = spec.dense
     P = len(place_dev)
-    w: dict = {}
-    send: dict = {}
-    send_ms: dict = {}
-    send_hi: dict = {}
-    received: dict = {}
-    sent: dict = {}
-    A, B = (g.ravel() for g in np.meshgrid(place_dev, place_dev, indexing="ij"))
     N = d.names
-    rows.family("route_in")
-    for u in range(d.n):
-        succ = d.succ_idx[d.succ_ptr[u]:d.succ_ptr[u + 1]].tolist()
-        if not succ:
-            continue
-        us = np.full(len(A), u)
-        rin = levels.receive_ms(d, us, A, B).reshape(P, P)  # [from place, to place]
-        rout = levels.send_route_ms(d, us, A, B).reshape(P, P)
-        for j in range(S):
-            for p in range(P):
-                if p == j:
-                    continue
-                if xplace[u, p] >= 0 and rin[p, j] > 0:
-                    for v in succ:
-                        if xplace[v, j] < 0:
-                            continue
-                        if (u, p, j) not in w:
-                            w[(u, p, j)] = nc
-                            received.setdefault(j, []).append((nc, float(rin[p, j])))
-                            nc += 1
-                        rows.add_one([w[(u, p, j)], int(xplace[u, p]), int(xplace[v, j])], [1.0, -1.0, -1.0],
-                                     -1.0, np.inf, ("route_in", (N[u], N[v], label(p), label(j))))
-                to = float(rout[j, p])
-                if xplace[u, j] < 0 or to <= 0:
-                    continue
-                for v in succ:
-                    if xplace[v, p] < 0:
-                        continue
-                    if (u, j) not in send:
-                        send[(u, j)] = nc
-                        sent.setdefault(j, []).append(nc)
-                        nc += 1
-                    send_ms[(u, j, p)] = to
-                    send_hi[(u, j)] = max(send_hi.get((u, j), 0.0), to)
-                    rows.add_one([send[(u, j)], int(xplace[u, j]), int(xplace[v, p])], [1.0, -to, -to], -to,
-                                 np.inf, ("route_out", (N[u], N[v], label(j), label(p))))
-    return SlotRoutes(w, send, send_ms, send_hi, received, sent), nc
+    prods = np.unique(d.src)
+    producer = np.full(d.n, -1, dtype=np.int64)
+    producer[prods] = np.arange(len(prods))
+    us = np.repeat(prods, P * P)
+    a, b = (np.tile(g.ravel(), len(prods)) for g in np.meshgrid(place_dev, place_dev, indexing="ij"))
+    rin = levels.receive_ms(d, us, a, b).reshape(len(prods), P, P)  # [u, from place, to place]
+    rout = levels.send_route_ms(d, us, a, b).reshape(len(prods), P, P)
+    u, v = d.src, d.dst
+    pu = producer[u]
+    ok_u, ok_v = xplace[u] >= 0, xplace[v] >= 0  # [m, P]
+    other = ~np.eye(P, dtype=bool)[:, :S]  # [P, S]: place p is not slot j
+    # w[u, p, j] >= x[u, p] + x[v, j] - 1, per edge
+    e, p, j = np.nonzero(ok_u[:, :, None] & ok_v[:, None, :S] & other[None] & (rin[pu][:, :, :S] > 0))
+    key, inv = np.unique((u[e] * P + p) * S + j, return_inverse=True)
+    wcol = nc + np.arange(len(key))
+    nc += len(key)
+    rows.family("route_in", lambda k: (N[u[e[k]]], N[v[e[k]]], label(p[k]), label(j[k])))
+    rows.add([wcol[inv], xplace[u[e], p], xplace[v[e], j]], [1.0, -1.0, -1.0], -1.0, np.inf)
+    wu, wp, wj = key // (P * S), key // S % P, key % S
+    w = np.c_[wu, wp, wj, wcol]
+    # S[u, j] >= send(u, j, p) (x[u, j] + x[v, p] - 1), per edge
+    e2, j2, p2 = np.nonzero(ok_u[:, :S, None] & ok_v[:, None, :] & other.T[None] & (rout[pu][:, :S, :] > 0))
+    skey, sinv = np.unique(u[e2] * S + j2, return_inverse=True)
+    scol = nc + np.arange(len(skey))
+    nc += len(skey)
+    to = rout[pu[e2], j2, p2]
+    rows.family("route_out", lambda k: (N[u[e2[k]]], N[v[e2[k]]], label(j2[k]), label(p2[k])))
+    rows.add([scol[sinv], xplace[u[e2], j2], xplace[v[e2], p2]], [1.0, -to, -to], -to, np.inf)
+    hi = np.zeros(len(skey))
+    np.maximum.at(hi, sinv, to)
+    send = np.c_[skey // S, skey % S, scol]
+    charges = (np.r_[wj, send[:, 1]], np.r_[wcol, scol], np.r_[rin[producer[wu], wp, wj], np.ones(len(scol))])
+    return SlotRoutes(w, send, hi, rout, producer, charges), nc
 
 
 def terms(r: SlotRoutes, j: int) -> tuple[np.ndarray, np.ndarray]:
-    """Slot j's transfer charges in its duration row (7): (columns, ms)."""
-    got = r.received.get(j, [])
-    sent = r.sent.get(j, [])
-    return (np.array([c for c, _ in got] + sent, np.int64),
-            np.array([t for _, t in got] + [1.0] * len(sent)))
+    """Slot j's transfer charges in its duration row (7): (columns, ms per unit)."""
+    slot, cols, ms = r.charges
+    at = slot == j
+    return cols[at], ms[at]
 
 
 def upper(r: SlotRoutes, ub: np.ndarray) -> None:
     """S <= its slowest route (w <= 1 already)."""
-    for key, col in r.send.items():
-        ub[col] = r.send_hi[key]
+    ub[r.send[:, 2]] = r.send_hi
 
 
 def encode(spec: Spec, r: SlotRoutes, place: np.ndarray, x: np.ndarray) -> None:
     """w and S in a start `x` from each node's place."""
     d = spec.dense
-    for (u, p, j), col in r.w.items():
-        succ = d.succ_idx[d.succ_ptr[u]:d.succ_ptr[u + 1]]
-        x[col] = float(place[u] == p and (place[succ] == j).any())
-    for (u, j), col in r.send.items():
-        if place[u] != j:
-            x[col] = 0.0
-            continue
-        succ = d.succ_idx[d.succ_ptr[u]:d.succ_ptr[u + 1]]
-        x[col] = max((r.send_ms.get((u, j, int(p)), 0.0) for p in place[succ] if p != j), default=0.0)
+    P = r.send_ms.shape[1]
+    u, v = d.src, d.dst
+    reaches = np.unique(u * P + place[v])  # (producer, a place one of its consumers runs on)
+    wu, wp, wj, wcol = r.w.T
+    x[wcol] = (place[wu] == wp) & np.isin(wu * P + wj, reaches)
+    x[r.send[:, 2]] = 0.0
+    e = np.flatnonzero((place[u] != place[v]) & np.isin(u * P + place[u], r.send[:, 0] * P + r.send[:, 1]))
+    if len(e):
+        cols = dict(zip((r.send[:, 0] * P + r.send[:, 1]).tolist(), r.send[:, 2].tolist()))
+        col = np.array([cols[k] for k in (u[e] * P + place[u[e]]).tolist()], dtype=np.int64)
+        np.maximum.at(x, col, r.send_ms[r.producer[u[e]], place[u[e]], place[v[e]]])

@@ -154,6 +154,19 @@ def levelled(draw, kinds: tuple[str, ...] = ("bottleneck", "latency")) -> tuple[
     return flat, hier
 
 
+def sized(data: st.DataObject, spec: Spec) -> Spec:
+    """The spec with its tensors redrawn at sizes whose transfers are of the order of the
+    compute (the strategies' reach seconds, and then the optimum sends nothing)."""
+    nodes = tuple(replace(nd, out=data.draw(st.sampled_from([0.0, 1e5, 1e6, 1e7]))) if nd.out else nd
+                  for nd in spec.graph.nodes)
+    spec = replace(spec, graph=replace(spec.graph, nodes=nodes))
+    try:
+        validate(spec)
+    except PartError:
+        assume(False)
+    return spec
+
+
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_the_evaluator_matches_the_reference_and_levels_never_cost_less(data: st.DataObject) -> None:
@@ -215,13 +228,7 @@ def test_the_max_load_ip_prices_routes_per_pair_and_equals_brute_force(data: st.
     from partdsl.kernels import brute_force
 
     _, hier = data.draw(levelled(kinds=("bottleneck",)))
-    sized = tuple(replace(nd, out=data.draw(st.sampled_from([0.0, 1e5, 1e6, 1e7]))) if nd.out else nd
-                  for nd in hier.graph.nodes)
-    hier = replace(hier, graph=replace(hier.graph, nodes=sized))
-    try:
-        validate(hier)
-    except PartError:
-        assume(False)
+    hier = sized(data, hier)
     c = hier.constraints
     assume(not c.acyclic and c.max_stages is None)
     assume(brute_force.count(hier) <= 3000)
@@ -293,14 +300,7 @@ def test_the_latency_ip_prices_routes_per_pair_of_places_and_equals_brute_force(
     from partdsl.kernels import brute_force
 
     _, hier = data.draw(levelled(kinds=("latency",)))
-    assume(not hier.constraints.acyclic and hier.constraints.max_stages is None)  # not in the latency model
-    sized = tuple(replace(nd, out=data.draw(st.sampled_from([0.0, 1e5, 1e6, 1e7]))) if nd.out else nd
-                  for nd in hier.graph.nodes)
-    hier = replace(hier, graph=replace(hier.graph, nodes=sized))
-    try:
-        validate(hier)
-    except PartError:
-        assume(False)
+    hier = sized(data, replace(hier, constraints=replace(hier.constraints, acyclic=False, max_stages=None)))
     assume(brute_force.count(hier) <= 3000)
     opt = solve(hier, method="brute", gap=0.0, time_limit=1e6)
     assert opt.status.value in ("optimal", "infeasible")
@@ -310,6 +310,28 @@ def test_the_latency_ip_prices_routes_per_pair_of_places_and_equals_brute_force(
         if opt.status.has_solution():
             assert r.objective == pytest.approx(opt.objective, rel=1e-6, abs=1e-6), solver
             assert r.bound <= opt.objective + 1e-6 * max(1.0, opt.objective)
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_the_latency_ip_takes_any_routed_split_as_a_start_at_the_evaluators_latency(data: st.DataObject) -> None:
+    """latency.encode on levels and direct links: every split the evaluator scores finite
+    (and that fits the slots) is a point of the IP, its T the evaluator's latency, so the
+    IP's optimum is never above brute force's and a start is never rejected."""
+    from partdsl.models import latency
+
+    _, hier = data.draw(levelled(kinds=("latency",)))
+    hier = replace(hier, constraints=replace(hier.constraints, acyclic=False, max_stages=None))  # not latency's
+    hier = sized(data, hier)
+    a = np.array(data.draw(assignments(hier)))
+    ev = evaluate(hier, a)
+    assume(ev.feasible and math.isfinite(ev.objective))
+    mip, vm = latency.build(hier, ev.objective)
+    x = latency.encode(hier, vm, a, ev.subgraph)
+    assume(x is not None)  # a pair not allowed, or more subgraphs than slots
+    viol = np.maximum(mip.A @ x - mip.row_hi, mip.row_lo - mip.A @ x)
+    assert viol.max(initial=0.0) <= 1e-7 and (x <= mip.col_hi + 1e-9).all()
+    assert x[vm.T] == pytest.approx(ev.objective)
 
 
 BRANCHES = """
