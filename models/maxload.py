@@ -258,10 +258,10 @@ def column_names(spec: Spec, vm: VarMap) -> list[str]:
     for (v, i, part), col in vm.z.items():
         cols.add(col, 1, "z", lambda j, v=v, i=i, part=part: (N[v], Dn[i]) + (() if part is None else (("fw", "bw")[part],)))
     if vm.route is not None:
-        for (u, a, b, q), col in vm.route.w.items():
+        for u, a, b, q, col in vm.route.w.tolist():
             cols.add(col, 1, "route", lambda j, u=u, a=a, b=b, q=q: (N[u], Dn[a], Dn[b]) + (
                 (("fw", "bw")[q],) if len(vm.L) == 2 else ()))
-        for (u, a), col in vm.route.send.items():
+        for u, a, col in vm.route.send.tolist():
             cols.add(col, 1, "send", lambda j, u=u, a=a: (N[u], Dn[a]))
     for i, col in vm.rep.u.items():
         cols.add(col, 1, "used", lambda j, i=i: Dn[i])

@@ -22,91 +22,75 @@ from partdsl.models.matrix import Rows
 
 @dataclass(frozen=True)
 class Routes:
-    w: dict  # (u, a, d, q) -> column
-    send: dict  # (u, a) -> column of S
-    recv_ms: dict  # (u, a, d) -> ms the receiver d pays
-    send_ms: dict  # (u, a, d) -> ms the sender a pays for that receiver
-    send_hi: dict  # (u, a) -> the most S can be
-    received: dict  # (d, q) -> [(w column, ms)] device d pays in phase q
-    sent: dict  # (a, q) -> [S column] device a pays in phase q
+    w: np.ndarray  # [k, 5] (u, sender a, receiver d, phase q, column)
+    send: np.ndarray  # [k2, 3] (u, sender a, column of S)
+    send_hi: np.ndarray  # [k2] the most S can be: its slowest route
+    send_of: np.ndarray  # [k] per w column: the row of `send` it charges, -1 where the sender pays 0
+    send_ms: np.ndarray  # [k] per w column: ms the sender pays for that receiver
+    recv_ms: np.ndarray  # [k] per w column: ms the receiver pays
+    phase_of_send: np.ndarray  # [k2] u's phase (the sender pays in it)
 
 
 def build(spec: Spec, xcol: np.ndarray, phase: np.ndarray, nc: int, rows: Rows) -> tuple[Routes, int]:
-    """The pair columns from `nc` and their rows; the next free column."""
+    """The pair columns from `nc` and their rows; the next free column. Vectorized over
+    (edge, sender, receiver)."""
     d = spec.dense
     D = d.D
-    w: dict = {}
-    send: dict = {}
-    recv_ms: dict = {}
-    send_ms: dict = {}
-    send_hi: dict = {}
-    A, B = np.meshgrid(np.arange(D), np.arange(D), indexing="ij")
-    A, B = A.ravel(), B.ravel()
-    off = A != B
-    A, B = A[off], B[off]
-    rows.family("route")
-    for u in range(d.n):
-        succ = d.succ_idx[d.succ_ptr[u]:d.succ_ptr[u + 1]]
-        if not len(succ):
-            continue
-        us = np.full(len(A), u)
-        rin = levels.receive_ms(d, us, A, B)
-        rout = levels.send_route_ms(d, us, A, B)
-        for a, b, ti, to in zip(A.tolist(), B.tolist(), rin.tolist(), rout.tolist()):
-            if xcol[u, a] < 0 or (ti <= 0 and to <= 0):
-                continue
-            for v in succ.tolist():
-                if xcol[v, b] < 0:
-                    continue
-                key = (u, a, b, int(phase[v]))
-                if key not in w:
-                    w[key] = nc
-                    nc += 1
-                    recv_ms[(u, a, b)], send_ms[(u, a, b)] = ti, to
-                rows.add_one([w[key], int(xcol[u, a]), int(xcol[v, b])], [1.0, -1.0, -1.0], -1.0, np.inf,
-                              ("route", (d.names[u], d.names[v], d.devices[a], d.devices[b])))
-    for (u, a, b, q), col in w.items():
-        to = send_ms[(u, a, b)]
-        if to <= 0:
-            continue
-        if (u, a) not in send:
-            send[(u, a)] = nc
-            nc += 1
-        send_hi[(u, a)] = max(send_hi.get((u, a), 0.0), to)
-        rows.add_one([send[(u, a)], col], [1.0, -to], 0.0, np.inf, ("send", (d.names[u], d.devices[a], d.devices[b])))
-    received: dict = {}
-    for (u, a, b, q), col in w.items():
-        if recv_ms[(u, a, b)] > 0:
-            received.setdefault((b, q), []).append((col, recv_ms[(u, a, b)]))
-    sent: dict = {}
-    for (u, a), col in send.items():
-        sent.setdefault((a, int(phase[u])), []).append(col)
-    return Routes(w, send, recv_ms, send_ms, send_hi, received, sent), nc
+    N, Dn = d.names, d.devices
+    prods = np.unique(d.src)
+    producer = np.full(d.n, -1, dtype=np.int64)
+    producer[prods] = np.arange(len(prods))
+    us = np.repeat(prods, D * D)
+    a, b = (np.tile(g.ravel(), len(prods)) for g in np.meshgrid(np.arange(D), np.arange(D), indexing="ij"))
+    rin = levels.receive_ms(d, us, a, b).reshape(len(prods), D, D)
+    rout = levels.send_route_ms(d, us, a, b).reshape(len(prods), D, D)
+    u, v = d.src, d.dst
+    pu = producer[u]
+    priced = ((rin > 0) | (rout > 0)) & ~np.eye(D, dtype=bool)[None]
+    e, ea, eb = np.nonzero((xcol[u] >= 0)[:, :, None] & (xcol[v] >= 0)[:, None, :] & priced[pu])
+    q = phase[v[e]]
+    key, inv = np.unique(((u[e] * D + ea) * D + eb) * 2 + q, return_inverse=True)
+    wcol = nc + np.arange(len(key))
+    nc += len(key)
+    rows.family("route", lambda k: (N[u[e[k]]], N[v[e[k]]], Dn[ea[k]], Dn[eb[k]]))
+    rows.add([wcol[inv], xcol[u[e], ea], xcol[v[e], eb]], [1.0, -1.0, -1.0], -1.0, np.inf)
+    wu, wa, wb, wq = key // (2 * D * D), key // (2 * D) % D, key // 2 % D, key % 2
+    recv_ms, send_ms = rin[producer[wu], wa, wb], rout[producer[wu], wa, wb]
+    # S[u, a] >= send(u, a, d) w[u, a, d, q]: the sender pays once, at its slowest route
+    pays = np.flatnonzero(send_ms > 0)
+    skey, sinv = np.unique(wu[pays] * D + wa[pays], return_inverse=True)
+    scol = nc + np.arange(len(skey))
+    nc += len(skey)
+    rows.family("send", lambda k: (N[wu[pays[k]]], Dn[wa[pays[k]]], Dn[wb[pays[k]]]))
+    rows.add([scol[sinv], wcol[pays]], [1.0, -send_ms[pays]], 0.0, np.inf)
+    hi = np.zeros(len(skey))
+    np.maximum.at(hi, sinv, send_ms[pays])
+    send_of = np.full(len(key), -1, dtype=np.int64)
+    send_of[pays] = sinv
+    return Routes(np.c_[wu, wa, wb, wq, wcol], np.c_[skey // D, skey % D, scol], hi, send_of, send_ms, recv_ms,
+                  phase[skey // D]), nc
 
 
 def terms(r: Routes, i: int, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Device i's transfers in phase p: (columns, ms) received, (columns, ms) sent."""
-    ic = r.received.get((i, p), [])
-    oc = r.sent.get((i, p), [])
-    return (np.array([c for c, _ in ic], np.int64), np.array([t for _, t in ic]),
-            np.array(oc, np.int64), np.ones(len(oc)))
+    got = (r.w[:, 2] == i) & (r.w[:, 3] == p) & (r.recv_ms > 0)
+    sent = (r.send[:, 1] == i) & (r.phase_of_send == p)
+    return r.w[got, 4], r.recv_ms[got], r.send[sent, 2], np.ones(int(sent.sum()))
 
 
 def upper(r: Routes, ub: np.ndarray) -> None:
     """The columns' upper bounds in `ub` (w <= 1 already): S <= its slowest route."""
-    for key, col in r.send.items():
-        ub[col] = r.send_hi[key]
+    ub[r.send[:, 2]] = r.send_hi
 
 
 def encode(spec: Spec, r: Routes, dev: np.ndarray, phase: np.ndarray, x: np.ndarray) -> None:
     """w and S in a start `x` from an assignment."""
     d = spec.dense
-    for (u, a, b, q), col in r.w.items():
-        succ = d.succ_idx[d.succ_ptr[u]:d.succ_ptr[u + 1]]
-        x[col] = float(dev[u] == a and ((dev[succ] == b) & (phase[succ] == q)).any())
-    slowest: dict = {}
-    for (u, a, b, q), col in r.w.items():
-        if x[col] > 0.5:
-            slowest[(u, a)] = max(slowest.get((u, a), 0.0), r.send_ms[(u, a, b)])
-    for key, col in r.send.items():
-        x[col] = slowest.get(key, 0.0)
+    D = d.D
+    wu, wa, wb, wq, wcol = r.w.T
+    reaches = np.unique((d.src * D + dev[d.dst]) * 2 + phase[d.dst])  # (u, a consumer's device and phase)
+    on = (dev[wu] == wa) & np.isin((wu * D + wb) * 2 + wq, reaches)
+    x[wcol] = on
+    x[r.send[:, 2]] = 0.0
+    paid = on & (r.send_of >= 0)
+    np.maximum.at(x, r.send[r.send_of[paid], 2], r.send_ms[paid])

@@ -312,6 +312,27 @@ def test_the_latency_ip_prices_routes_per_pair_of_places_and_equals_brute_force(
             assert r.bound <= opt.objective + 1e-6 * max(1.0, opt.objective)
 
 
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_the_max_load_ip_takes_any_routed_split_as_a_start_at_the_evaluators_value(data: st.DataObject) -> None:
+    """maxload.encode on levels and direct links: every split without replicas is a point
+    of the IP whose objective is the evaluator's (the pair columns' start is right)."""
+    from partdsl.models import maxload
+
+    _, hier = data.draw(levelled(kinds=("bottleneck",)))
+    hier = sized(data, replace(hier, constraints=replace(hier.constraints, acyclic=False, max_stages=None,
+                                                          replicate=1)))
+    a = np.array(data.draw(assignments(hier)))
+    ev = evaluate(hier, a)
+    assume(ev.feasible)
+    mip, vm = maxload.build(hier)
+    x = maxload.encode(hier, vm, a)
+    assume(x is not None)
+    viol = np.maximum(mip.A @ x - mip.row_hi, mip.row_lo - mip.A @ x)
+    assert viol.max(initial=0.0) <= 1e-7 * max(1.0, ev.objective) and (x <= mip.col_hi + 1e-9).all()
+    assert mip.c @ x == pytest.approx(ev.objective)
+
+
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_the_latency_ip_takes_any_routed_split_as_a_start_at_the_evaluators_latency(data: st.DataObject) -> None:
