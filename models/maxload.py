@@ -143,10 +143,13 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
         routes.upper(route, ub)
     rows.family("replicas")  # each row named by add_rows
     replicas.add_rows(spec, rep, xcol, rows)
-    load: list[tuple] = []
-    sums: dict = {}
-    rows.family("load", lambda j: load[j])
+    loads = replicas.LoadRows(spec, rep, rows, xcol, ub)
+    rows.family("load", lambda j: loads.names[j])
     phases = ("fw", "bw") if gpipe else ("",)
+    ck = np.array(list(cin), np.int64).reshape(-1, 3)  # (u, device, phase) of each CommIn column
+    cc = np.array(list(cin.values()), np.int64)
+    ok = np.array(list(cout), np.int64).reshape(-1, 2)  # (u, device) of each CommOut column
+    oc = np.array(list(cout.values()), np.int64)
     for i in range(D):
         c = cls[i]
         ovc = [ov[i]] if i in ov else []
@@ -156,17 +159,14 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
             if route is not None:
                 inc, inv, outc, outv = routes.terms(route, i, p)
             else:
-                inc = np.array([col for (u, j, q), col in cin.items() if j == i and q == p], np.int64)
-                inv = np.array([d.comm[u, c] for (u, j, q) in cin if j == i and q == p])
-                outc = np.array([col for (u, j), col in cout.items() if j == i and phase[u] == p], np.int64)
-                outv = np.array([d.comm[u, c] for (u, j) in cout if j == i and phase[u] == p])
+                mi, mo = (ck[:, 1] == i) & (ck[:, 2] == p), (ok[:, 1] == i) & (phase[ok[:, 0]] == p)
+                inc, inv, outc, outv = cc[mi], d.comm[ck[mi, 0], c], oc[mo], d.comm[ok[mo, 0], c]
             one = np.ones(len(ovc))
             tag = (Dn[i],) + ((phases[p],) if gpipe else ())
             sync = p == len(L) - 1  # the weight sync goes with the transfers in (GPipe: backward)
 
             def row(suffix: tuple, cols: np.ndarray, vals: np.ndarray, with_sync: bool) -> None:
-                replicas.load_row(spec, rep, rows, i, cols.astype(np.int64), vals, Lp, with_sync and sync, ub, xcol,
-                                  tag + suffix, load, sums)
+                loads.add(i, cols.astype(np.int64), vals, Lp, with_sync and sync, tag + suffix)
 
             if o.overlap is None:
                 row((), np.r_[comp_cols, inc, outc, ovc], np.r_[comp_vals, inv, outv, one], True)
@@ -177,7 +177,7 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
                 row(("compute",), comp_cols, comp_vals, False)
                 row(("in",), np.r_[inc, ovc], np.r_[inv, one], True)
                 row(("out",), outc, outv, False)
-    replicas.class_rows(spec, rows, sums, load)
+    loads.close()
     # colocation
     colo: list[tuple[int, int, int]] = []
     rows.family("colocate", lambda j: (N[colo[j][0]], N[colo[j][1]], Dn[colo[j][2]]))
@@ -256,7 +256,8 @@ def column_names(spec: Spec, vm: VarMap) -> list[str]:
     for i, col in vm.ov.items():
         cols.add(col, 1, "overflow", lambda j, i=i: Dn[i])
     for (v, i, part), col in vm.z.items():
-        cols.add(col, 1, "z", lambda j, v=v, i=i, part=part: (N[v], Dn[i]) + (() if part is None else (("fw", "bw")[part],)))
+        cols.add(col, 1, "z", lambda j, v=v, i=i, part=part: (N[v], Dn[i]) + (
+            () if part is None else (("fw", "bw")[part],)))
     if vm.route is not None:
         for u, a, b, q, col in vm.route.w.tolist():
             cols.add(col, 1, "route", lambda j, u=u, a=a, b=b, q=q: (N[u], Dn[a], Dn[b]) + (

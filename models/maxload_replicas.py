@@ -16,7 +16,7 @@ their slowest link, so each (i, r) has its own rate.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from partdsl.core import replicas as core_replicas
@@ -87,44 +87,55 @@ def add_rows(spec: Spec, rep: Replicas, xcol: np.ndarray, rows: Rows) -> None:
             rows.add_one([col, rep.u[j]], [1.0, 1.0], -np.inf, 1.0, ("replica_device", (Dn[i], r, Dn[j])))
 
 
-def load_row(spec: Spec, rep: Replicas, rows: Rows, i: int, cols: np.ndarray, vals: np.ndarray, L: int,
-             sync: bool, ub: np.ndarray, xcol: np.ndarray, tag: tuple, names: list, sums: dict) -> None:
-    """E <= L for E = vals . x[cols] on device i: one row, or one per replication factor
-    and E <= most * L. `ub`: the columns' upper bounds (for M); `names` gets each row's
-    tag; `sums` collects E per (class, L, kind of row) for `class_rows`."""
-    ys = [(r, col) for (j, r), col in rep.y.items() if j == i]
-    if not ys:
-        names.append(tag)
-        rows.add_one(np.r_[cols, L], np.r_[vals, -1.0], -np.inf, 0.0)
-        return
-    big = float(np.maximum(vals, 0.0) @ ub[cols])
-    names.append(tag + ("r=1",))
-    rows.add_one(np.r_[cols, L, [c for _, c in ys]], np.r_[vals, -1.0, [-big] * len(ys)], -np.inf, 0.0)
-    names.append(tag + ("most",))  # valid whatever the factor (the sync is >= 0): no big-M, a stronger LP
-    rows.add_one(np.r_[cols, L], np.r_[vals, -float(max(r for r, _ in ys))], -np.inf, 0.0)
-    key = (int(spec.dense.dev_class[i]), L, tag[1:])
-    sums.setdefault(key, []).append((cols, vals))
-    nodes = np.flatnonzero(xcol[:, i] >= 0)
-    w = spec.dense.params[nodes]
-    for r, ycol in ys:
-        s = rep.rate[(i, r)] if sync else 0.0
-        allc, allv = np.r_[cols, xcol[nodes, i]], np.r_[vals, s * w] / r
-        M = float(np.maximum(allv, 0.0) @ ub[allc])
-        names.append(tag + (f"r={r}",))
-        rows.add_one(np.r_[allc, L, ycol], np.r_[allv, -1.0, M], -np.inf, M)
+@dataclass
+class LoadRows:
+    """The load rows of one model and what they share: E <= L per device (one row per
+    factor with replicas, and E <= most * L), then per class sum E <= (its devices) * L.
+    `ub`: the columns' upper bounds (for M); `names`: each row's tag, in order."""
 
+    spec: Spec
+    rep: Replicas
+    rows: Rows
+    xcol: np.ndarray
+    ub: np.ndarray
+    names: list = field(default_factory=list)
+    sums: dict = field(default_factory=dict)  # (class, L, kind of row) -> [(cols, vals)] for `close`
 
-def class_rows(spec: Spec, rows: Rows, sums: dict, names: list) -> None:
-    """Per class and kind of load row: sum_i E_i <= (its devices) * L. Valid since a stage
-    with r replicas has E_i / r <= L and the r's of a class sum to at most its devices; it
-    gives the LP the class's average load, which the big-M rows alone do not (HiGHS's root
-    bound was 0 on a VGG-16 profile)."""
-    d = spec.dense
-    for (c, L, kind), parts in sums.items():
-        names.append((d.class_names[c], "all") + kind)
-        cols = np.concatenate([p[0] for p in parts])
-        vals = np.concatenate([p[1] for p in parts])
-        rows.add_one(np.r_[cols, L], np.r_[vals, -float((d.dev_class == c).sum())], -np.inf, 0.0)
+    def add(self, i: int, cols: np.ndarray, vals: np.ndarray, L: int, sync: bool, tag: tuple) -> None:
+        """E <= L for E = vals . x[cols] on device i (with the weight sync if `sync`)."""
+        rep, rows, ub, xcol = self.rep, self.rows, self.ub, self.xcol
+        ys = [(r, col) for (j, r), col in rep.y.items() if j == i]
+        if not ys:
+            self.names.append(tag)
+            rows.add_one(np.r_[cols, L], np.r_[vals, -1.0], -np.inf, 0.0)
+            return
+        big = float(np.maximum(vals, 0.0) @ ub[cols])
+        self.names.append(tag + ("r=1",))
+        rows.add_one(np.r_[cols, L, [c for _, c in ys]], np.r_[vals, -1.0, [-big] * len(ys)], -np.inf, 0.0)
+        self.names.append(tag + ("most",))  # valid whatever the factor (the sync is >= 0): no big-M, a stronger LP
+        rows.add_one(np.r_[cols, L], np.r_[vals, -float(max(r for r, _ in ys))], -np.inf, 0.0)
+        key = (int(self.spec.dense.dev_class[i]), L, tag[1:])
+        self.sums.setdefault(key, []).append((cols, vals))
+        nodes = np.flatnonzero(xcol[:, i] >= 0)
+        w = self.spec.dense.params[nodes]
+        for r, ycol in ys:
+            s = rep.rate[(i, r)] if sync else 0.0
+            allc, allv = np.r_[cols, xcol[nodes, i]], np.r_[vals, s * w] / r
+            M = float(np.maximum(allv, 0.0) @ ub[allc])
+            self.names.append(tag + (f"r={r}",))
+            rows.add_one(np.r_[allc, L, ycol], np.r_[allv, -1.0, M], -np.inf, M)
+
+    def close(self) -> None:
+        """Per class and kind of load row: sum_i E_i <= (its devices) * L. Valid since a
+        stage with r replicas has E_i / r <= L and the r's of a class sum to at most its
+        devices; it gives the LP the class's average load, which the big-M rows alone do
+        not (HiGHS's root bound was 0 on a VGG-16 profile)."""
+        d = self.spec.dense
+        for (c, L, kind), parts in self.sums.items():
+            self.names.append((d.class_names[c], "all") + kind)
+            cols = np.concatenate([p[0] for p in parts])
+            vals = np.concatenate([p[1] for p in parts])
+            self.rows.add_one(np.r_[cols, L], np.r_[vals, -float((d.dev_class == c).sum())], -np.inf, 0.0)
 
 
 def decode(spec: Spec, rep: Replicas, x: np.ndarray) -> np.ndarray | None:
