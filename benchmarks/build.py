@@ -10,10 +10,18 @@ Pyomo build, and Pyomo's own hand-off to HiGHS (appsi set_instance).
     python benchmarks/build.py                    # compare against benchmarks/baseline_build.json
     python benchmarks/build.py --save-baseline
     python benchmarks/build.py --files gnmt_training --no-pyomo
+    python benchmarks/build.py --files '' --routed 28   # only the IPs on server levels
+
+`--routed L` adds both IPs on server levels (their pair columns, models/maxload_routes.py
+and latency_routes.py): a generated L-layer decoder (hidden 1024, seq 512) on 2 servers of
+7 GPUs and a CPU, 25 GB/s inside a server, 12.5 GB/s between (28 layers: 395 nodes and 16
+devices, the largest spec `auto` gives `exact`). `--save-baseline` merges its rows into the
+baseline file.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -70,21 +78,34 @@ def measure(name: str, spec, model, pyomo_model, pyomo: bool) -> dict[str, float
     return row
 
 
+def routed_spec(layers: int, objective: str):  # type: ignore[no-untyped-def]
+    from partdsl.dsl.builder import SpecBuilder
+    from partdsl.dsl.decoder_graph import Decoder, decoder_graph
+
+    m = Decoder(layers=layers, hidden=1024, heads=16, seq=512, vocab=32000, dtype="fp16")
+    return (SpecBuilder(decoder_graph(m, "decoder")).server("node", 2, link="25 GB/s")
+            .device("gpu", 7, link="300 GB/s", server="node", profile="a100")
+            .device("cpu", 1, host=True, server="node", profile="xeon").fabric("12.5 GB/s")
+            .minimize(objective).build())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(ROOT / "data"))
     ap.add_argument("--files", default=",".join(FILES))
     ap.add_argument("--stages", type=int, default=16, help="k of the MTPP rows")
     ap.add_argument("--no-pyomo", action="store_true", help="skip the (slow) Pyomo columns")
+    ap.add_argument("--routed", type=int, default=0, metavar="LAYERS",
+                    help="also both IPs on server levels, on a generated LAYERS-layer decoder")
     ap.add_argument("--save-baseline", action="store_true")
     args = ap.parse_args()
     from partdsl import parse_file
     from partdsl.cli.convert import dnn_partitioning_to_part
-    from partdsl.models import maxload, mtpp, pyomo_maxload, pyomo_mtpp
+    from partdsl.models import latency, maxload, mtpp, pyomo_maxload, pyomo_mtpp
 
     tmp = Path(tempfile.mkdtemp())
     rows: dict[str, dict[str, float]] = {}
-    for name in args.files.split(","):
+    for name in filter(None, args.files.split(",")):
         path = tmp / f"{name}.part"
         path.write_text(dnn_partitioning_to_part(Path(args.data) / "dnn-partitioning" / "throughput" / f"{name}.json",
                                                  relative_to=tmp))
@@ -92,7 +113,15 @@ def main() -> None:
         rows[f"{name} maxload"] = measure(f"{name} maxload", spec, maxload, pyomo_maxload, not args.no_pyomo)
         rows[f"{name} mtpp k={args.stages}"] = measure(f"{name} mtpp", mtpp_spec(spec, args.stages), mtpp, pyomo_mtpp,
                                                        not args.no_pyomo)
-    print_ratios(rows, BASELINE, list(COLS), save=args.save_baseline, width=16,
+    if args.routed:
+        for objective, model in (("bottleneck", maxload), ("latency", latency)):
+            name = f"decoder{args.routed} 2 servers {'maxload' if model is maxload else 'latency'}"
+            rows[name] = measure(name, routed_spec(args.routed, objective), model, None, False)
+    if args.save_baseline:  # merged: a run of some rows keeps the others' baseline
+        old = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
+        BASELINE.write_text(json.dumps({**old, **rows}, indent=1) + "\n")
+        print(f"baseline saved to {BASELINE}")
+    print_ratios(rows, BASELINE, list(COLS), save=False, width=16,
                  lead=lambda name, r: f"{name:36} {int(r['rows']):8,}", lead_head=f"{'model':36} {'rows':>8}")
 
 if __name__ == "__main__":
