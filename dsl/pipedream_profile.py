@@ -17,6 +17,14 @@ output, sent over the platform's link. The platform: `machines` devices with a l
 `bandwidth` B/s (PipeDream's -n and -b), stages replicated up to all of them (`replicate
 <= n`: PipeDream's hybrid parallelism), `memory` bytes each (its -s; memory is not
 constrained without it, as PipeDream's --use_memory_constraint is off by default).
+
+Several levels (`machines` [4, 2], innermost first, with a bandwidth each, as PipeDream's
+-n 4 2 -b B1 B2) become server levels (core/levels.py): `server node[2] { device gpu[4]
+{ link B1 }; link B1 }; link B2`, a third level `rack`, then `pod`. Their cost is
+partdsl's, not PipeDream's recursive one (a top-level stage's cross-server sync of its
+whole segment added to the inner pipeline's time): a replicated stage syncs over the
+slowest level its replicas span. `acyclic=False` drops the acyclic stage order (any split:
+`exact` then models the levels and the replicas; under `acyclic` only brute force does).
 """
 from __future__ import annotations
 
@@ -76,9 +84,18 @@ def read_profile(path: Path) -> tuple[dict[str, tuple[str, list[float]]], list[t
     return nodes, edges, stages
 
 
-def pipedream_spec(path: Path, machines: int, bandwidth: float = 1e9, memory: float | None = None,
-                   transfers: bool = False) -> Spec:
-    """The training spec of a PipeDream profile on `machines` devices (module docstring)."""
+LEVELS = ("node", "rack", "pod")  # the names of the server levels, innermost first
+
+
+def pipedream_spec(path: Path, machines: int | list[int], bandwidth: float | list[float] = 1e9,
+                   memory: float | None = None, transfers: bool = False, acyclic: bool = True) -> Spec:
+    """The training spec of a PipeDream profile on `machines` devices, or on levels of them
+    (lists, innermost first; module docstring)."""
+    counts = [int(machines)] if isinstance(machines, int) else [int(m) for m in machines]
+    bws = [float(bandwidth)] if isinstance(bandwidth, (int, float)) else [float(b) for b in bandwidth]
+    if len(counts) != len(bws) or len(counts) > len(LEVELS) + 1:
+        raise PartError(f"{len(counts)} levels of machines and {len(bws)} bandwidths", None,
+                        f"give one bandwidth per level, at most {len(LEVELS) + 1} levels")
     nodes, edges, _ = read_profile(path)
     sinks = {a for a in nodes} - {a for a, _ in edges}
     dropped = {a for a in sinks if nodes[a][0].startswith("__getitem__")}
@@ -99,10 +116,15 @@ def pipedream_spec(path: Path, machines: int, bandwidth: float = 1e9, memory: fl
     for a in name:
         if not any(x == a for x, _ in edges):  # a forward sink: its backward starts there
             g.edge(name[a], name[a] + "_bw")
-    b = SpecBuilder(g).device("gpu", machines, link=bandwidth, memory=memory)
+    b = SpecBuilder(g)
+    for k in range(len(counts) - 1, 0, -1):  # outermost first: each level inside the one above
+        b.server(LEVELS[k - 1], counts[k], link=bws[k - 1], within=LEVELS[k] if k < len(counts) - 1 else None)
+    b.device("gpu", counts[0], link=bws[0], memory=memory, server=LEVELS[0] if len(counts) > 1 else None)
+    if len(counts) > 1:
+        b.fabric(bws[-1])
     return (b.minimize("bottleneck", training="pipedream")
-            .subject_to(acyclic=True, colocate=True, memory="hard" if memory is not None else "ignore",
-                        replicate=machines).build())
+            .subject_to(acyclic=acyclic, colocate=True, memory="hard" if memory is not None else "ignore",
+                        replicate=int(np.prod(counts))).build())
 
 
 def plan(spec: Spec, path: Path, factors: list[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -49,9 +50,10 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("--kv-cache", metavar="SIZE", help="serving: the KV cache of the batch and context you serve "
                    "(e.g. 8GiB), spread evenly over the decoder layers' memory (docs/importers.md)")
     pd = p.add_argument_group("pipedream: a PipeDream profile (graph.txt), as its optimizer reads it")
-    pd.add_argument("--machines", metavar="N", help="devices (PipeDream's -n; one level: its hierarchical cost is "
-                    "not imported)")
-    pd.add_argument("--bandwidths", metavar="B", help="their link in bytes/s (PipeDream's -b, default 1e9)")
+    pd.add_argument("--machines", metavar="N[,N...]", help="devices (PipeDream's -n), or devices per level, "
+                    "innermost first (4,2: 2 servers of 4 GPUs; with --split any, as server levels)")
+    pd.add_argument("--bandwidths", metavar="B[,B...]", help="their link in bytes/s (PipeDream's -b, default 1e9), one "
+                    "per level")
     pd.add_argument("--memory", metavar="BYTES", help="memory per device (PipeDream's -s; unconstrained without it)")
     pd.add_argument("--transfers", action="store_true", help="send each layer's activations over the link (PipeDream's "
                     "DP charges none)")
@@ -221,7 +223,8 @@ def summary(text: str, output: str | None, options) -> str:  # type: ignore[no-u
 
 
 def pipedream(src: Path, args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """The spec of a PipeDream profile with PipeDream's own platform options, one level."""
+    """The spec of a PipeDream profile with PipeDream's own platform options: one level, or
+    server levels (`--machines 4,2 --bandwidths 10e9,1e9`, innermost first) with any split."""
     from partdsl.core.errors import PartError
     from partdsl.dsl.pipedream_profile import pipedream_spec
 
@@ -231,19 +234,24 @@ def pipedream(src: Path, args: argparse.Namespace):  # type: ignore[no-untyped-d
         except ValueError:
             raise PartError(f"{what} {text}: expected numbers separated by commas", None, f"e.g. {what} {default}") \
                 from None
-        if len(out) > 1:
-            raise PartError(f"{what} {text}: a hierarchy of {len(out)} levels is not imported: PipeDream's "
-                            "hierarchical cost (a top-level stage's cross-server sync over its whole segment, divided "
-                            "by the GPUs per server) is not a per-device load, and only brute force chooses replicas on "
-                            "server levels", None, f"give one level, e.g. {what} {out[0]:g}, or write the `server` "
-                            "levels in the spec (docs/language.md)")
         if not all(x > 0 for x in out):
             raise PartError(f"{what} {text}: must be positive", None, f"e.g. {what} {default}")
         return out
 
-    machines = numbers(args.machines, "--machines", "4")[0]
-    if machines != int(machines):
-        raise PartError(f"--machines {args.machines}: a whole number of devices", None, "e.g. --machines 4")
+    machines = numbers(args.machines, "--machines", "4")
+    if any(m != int(m) for m in machines):
+        raise PartError(f"--machines {args.machines}: whole numbers of devices", None, "e.g. --machines 4")
+    bandwidths = numbers(args.bandwidths, "--bandwidths", ",".join(["1e9"] * len(machines)))
+    if len(bandwidths) != len(machines):
+        raise PartError(f"--bandwidths {args.bandwidths}: {len(bandwidths)} values for {len(machines)} levels of "
+                        "--machines", None, "give one bandwidth per level, innermost first, e.g. --machines 4,2 "
+                        "--bandwidths 10e9,1e9")
+    if len(machines) > 1 and args.split != "any":
+        raise PartError(f"--machines {args.machines}: on server levels partdsl plans any split (`exact` models the "
+                        "levels and the replicas there); under PipeDream's acyclic stage order only brute force "
+                        "does, and PipeDream's own hierarchical cost (a top-level stage's cross-server sync of its "
+                        "whole segment, added to the inner pipeline's time) is not a per-device load", None,
+                        f"add --split any, or give one level, e.g. --machines {int(math.prod(machines))}")
     memory = numbers(args.memory, "--memory", "16e9")[0] if args.memory else None
-    return pipedream_spec(src, int(machines), numbers(args.bandwidths, "--bandwidths", "1e9")[0], memory,
-                          args.transfers)
+    return pipedream_spec(src, [int(m) for m in machines], bandwidths, memory, args.transfers,
+                          acyclic=len(machines) == 1)
