@@ -81,6 +81,21 @@ def slowest_ms(dense: Dense) -> np.ndarray:
     return np.maximum(flat, dense.out_bytes * per_byte)
 
 
+def pair_prices(dense: Dense, devs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every producer's tensor priced between every two of `devs` (repeats allowed: the
+    MIPs' places): (producer [n], its row in the tables or -1 for a node without
+    consumers; receive_ms and send_route_ms as [producers, len(devs), len(devs)], from
+    the first index to the second)."""
+    prods = np.unique(dense.src)
+    producer = np.full(dense.n, -1, dtype=np.int64)
+    producer[prods] = np.arange(len(prods))
+    P = len(devs)
+    us = np.repeat(prods, P * P)
+    a, b = (np.tile(g.ravel(), len(prods)) for g in np.meshgrid(devs, devs, indexing="ij"))
+    shape = (len(prods), P, P)
+    return producer, receive_ms(dense, us, a, b).reshape(shape), send_route_ms(dense, us, a, b).reshape(shape)
+
+
 def send_charges(dense: Dense, src: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray | None:
     """[n] per node, its send time: the largest over the (node, its device a, a receiving
     device d) pairs given; None on a flat platform (then it is `comm` at its class)."""

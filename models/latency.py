@@ -332,10 +332,10 @@ def encode(spec: Spec, vm: VarMap, dev: np.ndarray, sub: np.ndarray | None) -> n
     acc_nodes = np.flatnonzero(~host)
     slot[acc_nodes] = slot_of_unit[u.of_node[acc_nodes]]
     place = np.full(d.n, -1, dtype=np.int64)
+    per_device = (vm.host_dev >= 0).any()  # host choices are devices (routed), else classes
     for v in range(d.n):
         if host[v]:
-            routed = vm.host_dev >= 0
-            h = int(np.flatnonzero(vm.host_dev == dev[v] if routed.any() else vm.host_cls == d.dev_class[dev[v]])[0])
+            h = int(np.flatnonzero(vm.host_dev == dev[v] if per_device else vm.host_cls == d.dev_class[dev[v]])[0])
             col = vm.xhost[v, h]
             place[v] = vm.S + h
         else:

@@ -61,13 +61,7 @@ def build(spec: Spec, xplace: np.ndarray, place_dev: np.ndarray, S: int, nc: int
     d = spec.dense
     P = len(place_dev)
     N = d.names
-    prods = np.unique(d.src)
-    producer = np.full(d.n, -1, dtype=np.int64)
-    producer[prods] = np.arange(len(prods))
-    us = np.repeat(prods, P * P)
-    a, b = (np.tile(g.ravel(), len(prods)) for g in np.meshgrid(place_dev, place_dev, indexing="ij"))
-    rin = levels.receive_ms(d, us, a, b).reshape(len(prods), P, P)  # [u, from place, to place]
-    rout = levels.send_route_ms(d, us, a, b).reshape(len(prods), P, P)
+    producer, rin, rout = levels.pair_prices(d, place_dev)  # [u, from place, to place]
     u, v = d.src, d.dst
     pu = producer[u]
     ok_u, ok_v = xplace[u] >= 0, xplace[v] >= 0  # [m, P]
@@ -117,8 +111,7 @@ def encode(spec: Spec, r: SlotRoutes, place: np.ndarray, x: np.ndarray) -> None:
     wu, wp, wj, wcol = r.w.T
     x[wcol] = (place[wu] == wp) & np.isin(wu * P + wj, reaches)
     x[r.send[:, 2]] = 0.0
-    e = np.flatnonzero((place[u] != place[v]) & np.isin(u * P + place[u], r.send[:, 0] * P + r.send[:, 1]))
-    if len(e):
-        cols = dict(zip((r.send[:, 0] * P + r.send[:, 1]).tolist(), r.send[:, 2].tolist()))
-        col = np.array([cols[k] for k in (u[e] * P + place[u[e]]).tolist()], dtype=np.int64)
-        np.maximum.at(x, col, r.send_ms[r.producer[u[e]], place[u[e]], place[v[e]]])
+    keys = r.send[:, 0] * P + r.send[:, 1]  # sorted: build made them by np.unique of (u, j)
+    e = np.flatnonzero((place[u] != place[v]) & np.isin(u * P + place[u], keys))
+    col = r.send[np.searchsorted(keys, u[e] * P + place[u[e]]), 2]
+    np.maximum.at(x, col, r.send_ms[r.producer[u[e]], place[u[e]], place[v[e]]])

@@ -37,13 +37,7 @@ def build(spec: Spec, xcol: np.ndarray, phase: np.ndarray, nc: int, rows: Rows) 
     d = spec.dense
     D = d.D
     N, Dn = d.names, d.devices
-    prods = np.unique(d.src)
-    producer = np.full(d.n, -1, dtype=np.int64)
-    producer[prods] = np.arange(len(prods))
-    us = np.repeat(prods, D * D)
-    a, b = (np.tile(g.ravel(), len(prods)) for g in np.meshgrid(np.arange(D), np.arange(D), indexing="ij"))
-    rin = levels.receive_ms(d, us, a, b).reshape(len(prods), D, D)
-    rout = levels.send_route_ms(d, us, a, b).reshape(len(prods), D, D)
+    producer, rin, rout = levels.pair_prices(d, np.arange(D))
     u, v = d.src, d.dst
     pu = producer[u]
     priced = ((rin > 0) | (rout > 0)) & ~np.eye(D, dtype=bool)[None]
