@@ -28,7 +28,7 @@ def factors(dense: Dense, dev: np.ndarray, replicas: np.ndarray | None) -> np.nd
     return r
 
 
-def _span_bandwidth(dense: Dense, r: np.ndarray) -> np.ndarray:
+def span_bandwidths(dense: Dense, r: np.ndarray) -> np.ndarray:
     """[D] B/s: the slowest link between each stage's replicas (its port, and on levels the
     fabrics between devices j .. j + r - 1)."""
     link = dense.link[dense.dev_class]
@@ -69,7 +69,7 @@ def sync_rate(r: np.ndarray | int, bw: np.ndarray | float) -> np.ndarray:
 def sync_time(dense: Dense, dev: np.ndarray, r: np.ndarray) -> np.ndarray:
     """[D] ms: 4 (r - 1) |w| / (r B) for each replicated stage (0 without a link)."""
     w = np.bincount(dev, weights=dense.params, minlength=dense.D)[:dense.D]
-    return sync_rate(r, _span_bandwidth(dense, r)) * w
+    return sync_rate(r, span_bandwidths(dense, r)) * w
 
 
 def violations(spec: Spec, dense: Dense, dev: np.ndarray, r: np.ndarray) -> list[Violation]:

@@ -55,15 +55,15 @@ def mip_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | Non
     first, idle, round_seed = best[0], 0, seed
     while spec.objective.kind == "bottleneck" and best[0] is not None and idle < 2 and not deadline.passed():
         # rounds alternate between the best so far and a fresh start from the first, each with a
-        # new seed, until two in a row bring nothing (the load search moves nodes and keeps no
-        # replicas: its answers compete unreplicated)
+        # new seed, until two in a row bring nothing
         origin = first if (round_seed - seed) % 2 else best[0]
         improved = False
-        for cand in load_search.improve(spec, origin.devices, deadline, round_seed, progress=progress):
+        for cand in load_search.improve(spec, origin.devices, deadline, round_seed, progress=progress,
+                                        factors=origin.replicas):
             label, dev = cand.label, cand.devices
-            if consider(dev, "load search"):
+            if consider(dev, "load search", cand.replicas):
                 improved = True
-                yield Candidate(f"exact: MIP start ({label})", dev)
+                yield Candidate(f"exact: MIP start ({label})", dev, replicas=cand.replicas)
         idle, round_seed = (0 if improved else idle + 1), round_seed + 1
     if progress and best[0] is not None:
         progress(f"MIP start: {best[0].label}, {best[1]:.6g}")

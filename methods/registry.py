@@ -115,7 +115,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "(baseline)", ("iterations",), objectives=SCHEDULED),
 )}
 # data-parallel stages (`replicate <= r`, core/replicas.py): the methods that choose replication factors
-REPLICATING = frozenset({"auto", "topo", "dp", "brute", "exact"})
+REPLICATING = frozenset({"auto", "topo", "dp", "brute", "exact", "load_search"})
 METHODS = {k: m if k in REPLICATING else replace(m, ignores=m.ignores + (("replication", None),))
            for k, m in METHODS.items()}
 # topo and dp price a kind of stage per (class, replicas), PipeDream's load only (kernels/bottleneck/replicated.py)

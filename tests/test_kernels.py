@@ -268,11 +268,14 @@ def test_ideal_dp_value_is_the_evaluator_score_of_its_split(spec: Spec) -> None:
 def test_compiled_load_table_equals_the_evaluator(data) -> None:
     spec: Spec = data.draw(specs(kinds=("bottleneck",)))
     dev = np.array(data.draw(assignments(spec)), dtype=np.int64)
-    value, table = LoadTable(spec)(dev)
-    ref_value, ref = bottleneck_loads(spec, spec.dense, dev)
-    assert np.allclose(table, ref, rtol=1e-12, atol=1e-12)
-    assert math.isclose(value, ref_value, rel_tol=1e-12, abs_tol=1e-12)
-    assert LoadTable(spec, use_numba=False)(dev)[0] == ref_value
+    # replication factors (core/replicas.py): the sync in the transfers in (backward under GPipe), then / r
+    r = np.array(data.draw(st.lists(st.sampled_from([1, 1, 2, 3]), min_size=spec.dense.D, max_size=spec.dense.D)))
+    for factors in (None, r):
+        value, table = LoadTable(spec)(dev, factors)
+        ref_value, ref = bottleneck_loads(spec, spec.dense, dev, None if factors is None else factors.astype(float))
+        assert np.allclose(table, ref, rtol=1e-12, atol=1e-12)
+        assert math.isclose(value, ref_value, rel_tol=1e-12, abs_tol=1e-12)
+        assert LoadTable(spec, use_numba=False)(dev, factors)[0] == ref_value
 
 
 @SETTINGS
@@ -285,13 +288,15 @@ def test_batched_move_scores_equal_one_evaluation_per_move(data) -> None:
     s = Search(spec, dev)
     ks = np.repeat(np.arange(s.count), spec.dense.D)
     js = np.tile(np.arange(spec.dense.D), s.count)
-    for compiled in (True, False):
-        s.loads.compiled = compiled and s.loads.compiled
-        value, spread = s.loads.scan(dev, ks, js, s.mptr, s.midx)
+    r = np.array(data.draw(st.lists(st.sampled_from([1, 2]), min_size=spec.dense.D, max_size=spec.dense.D)))
+    native = s.loads.compiled
+    for compiled, factors in ((True, None), (False, None), (True, r), (False, r)):
+        s.loads.compiled = compiled and native
+        value, spread = s.loads.scan(dev, ks, js, s.mptr, s.midx, factors)
         for i, (k, j) in enumerate(zip(ks, js)):
             trial = dev.copy()
             trial[s.members[k]] = j
-            ref_value, ref = bottleneck_loads(spec, spec.dense, trial)
+            ref_value, ref = bottleneck_loads(spec, spec.dense, trial, None if factors is None else factors.astype(float))
             assert math.isclose(value[i], ref_value, rel_tol=1e-12, abs_tol=1e-12)
             assert math.isclose(spread[i], float(np.square(ref).sum()), rel_tol=1e-9, abs_tol=1e-9)
 

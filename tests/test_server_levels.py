@@ -508,13 +508,16 @@ def test_auto_names_the_methods_when_none_of_its_members_models_the_spec() -> No
     nodes = "\n".join(f"  node n{i} {{ work 1 ms; out 1 MB; params 1 MB }}" for i in range(12))
     chain12 = " -> ".join(f"n{i}" for i in range(12))
     text = f"graph g {{\n{nodes}\n  {chain12}\n}}" + TEXT[TEXT.index("\nplatform"):] \
-        .replace("minimize bottleneck", "minimize bottleneck\nsubject to { replicate <= 2; acyclic }")
+        .replace("minimize bottleneck", "minimize bottleneck\nsubject to { replicate <= 2; acyclic; activations }")
     with pytest.raises(PartError) as e:
         solve(parse(text), time_limit=5)
     assert "no method that auto runs on this spec models all of its features" in e.value.message
-    assert "replicas with acyclic: topo, dp, brute" in e.value.message
-    assert "levels or links with acyclic: greedy, local_search, load_search" in e.value.message
+    assert "replicas with acyclic: topo, dp, load_search, brute" in e.value.message
+    assert "activation memory: local_search, single, brute" in e.value.message
     assert e.value.span is not None
-    # without `acyclic`, exact models it all: auto's answer is the max-load IP's
-    r = solve(parse(text.replace("; acyclic", "")), time_limit=30)
-    assert r.chosen == "exact" and r.evaluation.feasible
+    # without activations, the load search models it all (exact does not model acyclic on levels)
+    r = solve(parse(text.replace("; activations", "")), time_limit=4)
+    assert r.chosen == "load_search" and r.evaluation.feasible
+    # without `acyclic` either, exact does: the max-load IP proves auto's answer optimal
+    r = solve(parse(text.replace("; acyclic; activations", "")), time_limit=30)
+    assert r.status.value == "optimal" and r.evaluation.feasible, r.log

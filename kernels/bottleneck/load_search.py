@@ -27,6 +27,7 @@ from partdsl.core.ir import Spec
 from partdsl.core.violations import memory_used, violations
 from partdsl.kernels.bottleneck.coarse_order import COARSE_POSITIONS
 from partdsl.kernels.bottleneck.load_table import LoadTable
+from partdsl.kernels.bottleneck.replica_layout import Layout, factor_choices, kick, uniform
 from partdsl.kernels.graph.contraction import contract
 from partdsl.runtime.deadline import NEVER, Deadline, timed_chunks
 
@@ -38,7 +39,7 @@ PATIENCE = 10.0  # without a time limit, also stop once nothing better came for 
 class Search:
     """Moves of colocation units between devices, scored by the evaluator's load table."""
 
-    def __init__(self, spec: Spec, dev: np.ndarray) -> None:
+    def __init__(self, spec: Spec, dev: np.ndarray, factors: np.ndarray | None = None) -> None:
         d = spec.dense
         self.spec, self.d = spec, d
         self.deadline = NEVER  # descend's: a scan of every move stops there
@@ -58,11 +59,28 @@ class Search:
         self.loads = LoadTable(spec)
         self.dev = np.asarray(dev, dtype=np.int64).copy()
         self.mem = memory_used(d, self.dev)
+        k = c.replicate  # data-parallel stages: their layout (kernels/bottleneck/replica_layout.py)
+        self.layout = (Layout.of(d, k, self.dev, factors) or Layout(d, k)) if k > 1 else None
+        self.esrc = np.repeat(np.arange(d.n), np.diff(d.succ_ptr))
         self.score = self.rate(self.dev)
         self.evaluations = 0
 
-    def rate(self, dev: np.ndarray) -> Score:
-        value, table = self.loads(dev)
+    @property
+    def r(self) -> np.ndarray | None:
+        return None if self.layout is None else self.layout.r
+
+    def used(self, dev: np.ndarray) -> np.ndarray:
+        return np.bincount(dev, minlength=self.d.D)[:self.d.D] > 0
+
+    def kept_layout(self) -> Layout | None:
+        return None if self.layout is None else self.layout.copy()
+
+    def replicas(self) -> np.ndarray | None:
+        """Each device's replication factor now (None without `replicate`)."""
+        return None if self.layout is None else self.layout.factors(self.used(self.dev))
+
+    def rate(self, dev: np.ndarray, layout: Layout | None = None) -> Score:
+        value, table = self.loads(dev, (layout or self.layout).r if self.layout is not None else None)
         return value, float(np.square(table).sum())
 
     def bottlenecks(self, dev: np.ndarray) -> np.ndarray:
@@ -74,20 +92,78 @@ class Search:
         dev = self.dev if dev is None else dev
         return np.unique(self.unit[np.isin(dev, devices)])
 
+    def held(self) -> np.ndarray:
+        """[D] bool: devices that are another stage's replicas (no unit may move there)."""
+        return np.zeros(self.d.D, dtype=bool) if self.layout is None else self.layout.owner >= 0
+
+    def refactor(self) -> bool:
+        """The best factor move that improves the score (Tarnawski App. C.2 stages): a stage
+        takes a free device as one more replica; takes over a stage it exchanges tensors
+        with (or on levels, the stage after its replicas), nodes and replicas; or gives a
+        replica back and a unit of a critical device (or its own) moves onto that device."""
+        lay, dev, D = self.layout, self.dev, self.d.D
+        assert lay is not None
+        used = self.used(dev)
+        trials: list[tuple[np.ndarray, Layout]] = []
+        for j in np.flatnonzero(used):
+            b = lay.grow_target(int(j), used)
+            if b >= 0:
+                t = lay.copy()
+                t.grow(int(j), b)
+                trials.append((dev, t))
+        cut = dev[self.esrc] != dev[self.d.succ_idx]
+        pairs = np.unique(dev[self.esrc][cut] * D + dev[self.d.succ_idx][cut])
+        pairs = np.union1d(pairs, (pairs % D) * D + pairs // D)  # either stage may take the other
+        if lay.levels:
+            leads = np.flatnonzero(used)
+            leads = leads[leads + lay.r[leads] < D]
+            pairs = np.union1d(pairs, leads * D + leads + lay.r[leads])
+        for j, b in zip(pairs // D, pairs % D):
+            if used[b] and lay.absorbable(int(j), int(b)) and self.mem[j] + self.mem[b] <= self.cap[j]:
+                t = lay.copy()
+                t.absorb(int(j), int(b))
+                trials.append((np.where(dev == b, j, dev), t))
+        best: tuple[Score, np.ndarray, Layout] | None = None
+        for trial, t in trials:
+            s = self.rate(trial, t)
+            if _better(s, best[0] if best else self.score) and self.feasible(trial):
+                best = (s, trial, t)
+        for j in np.flatnonzero(used & (lay.r > 1)):
+            t = lay.copy()
+            b = t.shrink(int(j))
+            ks, js = self.moves(self.units_on(np.r_[self.bottlenecks(dev), j]), dev, self.mem, held=t.owner >= 0)
+            ks, js = ks[js == b], js[js == b]
+            value, spread = self.loads.scan(dev, ks, js, self.mptr, self.midx, t.r)
+            for i in np.lexsort((spread, value))[:4]:
+                s = (float(value[i]), float(spread[i]))
+                trial = dev.copy()
+                trial[self.members[ks[i]]] = b
+                if _better(s, best[0] if best else self.score) and self.feasible(trial):
+                    best = (s, trial, t)
+                    break
+        if best is None:
+            return False
+        self.dev, self.layout = best[1].copy(), best[2]
+        self.layout.settle(self.used(self.dev))
+        self.mem = memory_used(self.d, self.dev)
+        self.score = self.rate(self.dev)
+        return True
+
     def feasible(self, dev: np.ndarray) -> bool:
         return not self.vetted or not violations(self.spec, self.d, dev)
 
-    def moves(self, units: np.ndarray, dev: np.ndarray, mem: np.ndarray, skip: int = -1
-              ) -> tuple[np.ndarray, np.ndarray]:
+    def moves(self, units: np.ndarray, dev: np.ndarray, mem: np.ndarray, skip: int = -1,
+              held: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Every move of `units` (but `skip`) to another allowed device with room for it."""
         ks: list[int] = []
         js: list[int] = []
+        held = self.held() if held is None else held
         for k in units:
             if k == skip:
                 continue
             here = dev[self.members[k][0]]
             for j in self.options[k]:
-                if j != here and mem[j] + self.params[k] <= self.cap[j]:
+                if j != here and not held[j] and mem[j] + self.params[k] <= self.cap[j]:
                     ks.append(int(k))
                     js.append(int(j))
         return np.array(ks, dtype=np.int64), np.array(js, dtype=np.int64)
@@ -95,7 +171,7 @@ class Search:
     def scores(self, dev: np.ndarray, ks: np.ndarray, js: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(objective, spread) after each move, for the moves scored before the deadline: a
         move costs O(n), so 100,000 units x 8 devices take minutes; chunks keep the limit."""
-        parts = [self.loads.scan(dev, ks[a:b], js[a:b], self.mptr, self.midx)
+        parts = [self.loads.scan(dev, ks[a:b], js[a:b], self.mptr, self.midx, self.r)
                  for a, b in timed_chunks(len(ks), self.deadline, first=64)]
         value = np.concatenate([v for v, _ in parts]) if parts else np.empty(0)
         self.evaluations += len(value)
@@ -128,6 +204,8 @@ class Search:
             return False
         for k, j in steps:
             self.move(k, j)
+        if self.layout is not None:
+            self.layout.settle(self.used(self.dev))
         self.score = self.rate(self.dev)
         return True
 
@@ -140,6 +218,8 @@ class Search:
         self.deadline = deadline
         while not deadline.passed():
             if self.descend_once(self.units_on(self.bottlenecks(self.dev))):
+                continue
+            if self.layout is not None and self.refactor():
                 continue
             if self.descend_once(np.arange(self.count)):
                 continue
@@ -179,9 +259,11 @@ class Search:
 
     def perturb(self, rng: np.random.Generator, size: int) -> None:
         pool = self.units_on(self.bottlenecks(self.dev))
+        held = self.held()
         for k in rng.permutation(pool)[:size]:
             here = self.dev[self.members[k][0]]
-            fits = [j for j in self.options[k] if j != here and self.mem[j] + self.params[k] <= self.cap[j]]
+            fits = [j for j in self.options[k]
+                    if j != here and not held[j] and self.mem[j] + self.params[k] <= self.cap[j]]
             if not fits:
                 continue
             j = int(rng.choice(fits))
@@ -189,12 +271,17 @@ class Search:
             trial[self.members[k]] = j
             if self.feasible(trial):
                 self.move(int(k), j)
+        if self.layout is not None:
+            self.layout.settle(self.used(self.dev))
+            kick(self.layout, self.used(self.dev), rng)
         self.score = self.rate(self.dev)
 
-    def reset(self, dev: np.ndarray, score: Score) -> None:
+    def reset(self, dev: np.ndarray, score: Score, layout: Layout | None = None) -> None:
         self.dev = dev.copy()
         self.mem = memory_used(self.d, self.dev)
         self.score = score
+        if layout is not None:
+            self.layout = layout.copy()
 
 
 def _better(a: Score, b: Score) -> bool:
@@ -204,33 +291,67 @@ def _better(a: Score, b: Score) -> bool:
 
 
 def improve(spec: Spec, start: np.ndarray, deadline: Deadline = NEVER, seed: int = 0, stall: int = STALL,
-            progress: Callable[[str], None] | None = None) -> Iterator[Candidate]:
-    """Yield each assignment better than `start` (which must satisfy the constraints).
+            progress: Callable[[str], None] | None = None, factors: np.ndarray | None = None
+            ) -> Iterator[Candidate]:
+    """Yield each assignment better than `start` (which must satisfy the constraints;
+    `factors`: its stages' replication factors), with its factors under `replicate`.
     Without a time limit it also stops when PATIENCE runs out: a descent takes seconds on
-    10,000 operators, so `stall` fruitless ones alone could take an hour there."""
-    s = Search(spec, start)
+    10,000 operators, so `stall` fruitless ones alone could take an hour there.
+    Under `replicate <= r` the first descent's split is also folded onto stages of k
+    replicas each (k = 2, 4, .. r, replica_layout.uniform) and descended from, before the
+    kicks go on from the best of them: the unit moves spread load over every device, so
+    they alone rarely free devices for replicas."""
+    s = Search(spec, start, factors)
     rng = np.random.default_rng(seed)
-    best_dev, best = s.dev.copy(), s.score
+    best_dev, best, best_layout = s.dev.copy(), s.score, s.kept_layout()
     idle = 0
     rounds = 0
     began = found = time.monotonic()
+
+    def kept() -> bool:
+        nonlocal best_dev, best, best_layout, found
+        if _better(s.score, best) and s.score[0] < best[0] - 1e-12 * max(1.0, best[0]):
+            best_dev, best, best_layout, found = s.dev.copy(), s.score, s.kept_layout(), time.monotonic()
+            if progress:
+                progress(f"load search: {best[0]:.6g} after {rounds} descents, {s.evaluations} moves scored")
+            return True
+        return False
+
+    for dev, layout in folds(s, deadline):
+        s.reset(dev, s.rate(dev, layout), layout)
+        s.descend(deadline)
+        rounds += 1
+        if kept():
+            yield Candidate(f"load search (descent {rounds})", best_dev.copy(), replicas=s.replicas())
+    s.reset(best_dev, best, best_layout)
     while idle < stall and not deadline.passed():
         if not deadline.limited and time.monotonic() - found > max(PATIENCE, found - began):
             break
         s.descend(deadline)
         rounds += 1
-        if _better(s.score, best) and s.score[0] < best[0] - 1e-12 * max(1.0, best[0]):
-            best_dev, best, idle, found = s.dev.copy(), s.score, 0, time.monotonic()
-            if progress:
-                progress(f"load search: {best[0]:.6g} after {rounds} descents, {s.evaluations} moves scored")
-            yield Candidate(f"load search (descent {rounds})", best_dev.copy())
+        if kept():
+            idle = 0
+            yield Candidate(f"load search (descent {rounds})", best_dev.copy(), replicas=s.replicas())
         else:
             idle += 1
             if _better(s.score, best):  # same max, less spread: keep walking from here
-                best_dev, best = s.dev.copy(), s.score
-        s.reset(best_dev, best)
+                best_dev, best, best_layout = s.dev.copy(), s.score, s.kept_layout()
+        s.reset(best_dev, best, best_layout)
         s.perturb(rng, 1 + int(rng.integers(1 + min(idle, 5))))
 
+
+def folds(s: Search, deadline: Deadline) -> Iterator[tuple[np.ndarray, Layout]]:
+    """Under `replicate`: the start as it is, then the split of its first descent folded
+    onto stages of k replicas (replica_layout.uniform) for each k that keeps the
+    constraints (memory, pins, contiguity ...)."""
+    if s.layout is None:
+        return
+    yield s.dev.copy(), s.layout.copy()
+    origin = s.dev.copy()
+    for k in factor_choices(s.d, s.layout.limit):
+        folded = None if deadline.passed() else uniform(s.d, s.layout.limit, origin, k)
+        if folded is not None and not violations(s.spec, s.d, folded[0]):
+            yield folded
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
         stall: float = STALL, **_: object) -> Iterator[Candidate]:
@@ -241,11 +362,11 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     restarts with new seeds.)"""
     from partdsl.kernels.bottleneck import topo_split
 
-    dev = None
+    start = None
     coarse = contract(spec.dense).count > COARSE_POSITIONS
     for _, cand in topo_split.improving(spec, seed, deadline, n_random=0 if coarse else 3):
-        dev = cand.devices
-        yield Candidate(f"load search: start ({cand.label})", dev)
-    if dev is None or spec.objective.kind != "bottleneck":
+        start = cand
+        yield Candidate(f"load search: start ({cand.label})", cand.devices, replicas=cand.replicas)
+    if start is None or spec.objective.kind != "bottleneck":
         return
-    yield from improve(spec, dev, deadline, seed, int(stall), progress)
+    yield from improve(spec, start.devices, deadline, seed, int(stall), progress, start.replicas)

@@ -2,7 +2,8 @@
 the load search, compiled with numba.
 
 It computes what `core.evaluate.bottleneck_loads` computes (compute, transfers charged
-once per producing node and receiving device, overflow, overlap, GPipe phases) without
+once per producing node and receiving device, overflow, overlap, GPipe phases, replicated
+stages' sync and division) without
 NumPy's per-call overhead: about 20x faster on the published workloads. Without numba it
 is `bottleneck_loads` itself. tests/test_kernels.py checks that both give the same table.
 """
@@ -12,6 +13,7 @@ import numpy as np
 from partdsl.core.evaluate import bottleneck_loads
 from partdsl.core.ir import Spec
 from partdsl.core.levels import routed
+from partdsl.core.replicas import span_bandwidths, sync_rate
 from partdsl.kernels.jit import HAVE_NUMBA, njit
 
 OVERLAP = {None: 0, "duplex": 1, "simplex": 2}
@@ -20,7 +22,8 @@ OVERLAP = {None: 0, "duplex": 1, "simplex": 2}
 @njit
 def _table(dev: np.ndarray, work: np.ndarray, cls: np.ndarray, comm: np.ndarray, succ_ptr: np.ndarray,
            succ_idx: np.ndarray, phase: np.ndarray, P: int, params: np.ndarray, cap: np.ndarray,
-           link: np.ndarray, overflow: bool, overlap: int) -> np.ndarray:  # pragma: no cover - compiled
+           link: np.ndarray, overflow: bool, overlap: int, srate: np.ndarray, rdiv: np.ndarray
+           ) -> np.ndarray:  # pragma: no cover - compiled
     D = cls.shape[0]
     n = dev.shape[0]
     comp = np.zeros((D, P))
@@ -50,12 +53,14 @@ def _table(dev: np.ndarray, work: np.ndarray, cls: np.ndarray, comm: np.ndarray,
         if overflow and used[d] > cap[d]:
             ov = (used[d] - cap[d]) / link[d] * 1e3
         for p in range(P):
+            i = inn[d, p] + (srate[d] * used[d] if p == P - 1 else 0.0)  # a replicated stage's sync: in, backward
             if overlap == 0:
-                table[d, p] = comp[d, p] + inn[d, p] + out[d, p] + ov
+                table[d, p] = comp[d, p] + i + out[d, p] + ov
             elif overlap == 1:
-                table[d, p] = max(max(inn[d, p] + ov, comp[d, p]), out[d, p])
+                table[d, p] = max(max(i + ov, comp[d, p]), out[d, p])
             else:
-                table[d, p] = max(comp[d, p], inn[d, p] + out[d, p] + ov)
+                table[d, p] = max(comp[d, p], i + out[d, p] + ov)
+            table[d, p] /= rdiv[d]
     return table
 
 
@@ -63,7 +68,8 @@ def _table(dev: np.ndarray, work: np.ndarray, cls: np.ndarray, comm: np.ndarray,
 def _scan(dev: np.ndarray, unit: np.ndarray, to: np.ndarray, mptr: np.ndarray, midx: np.ndarray, gpipe: bool,
           work: np.ndarray, cls: np.ndarray, comm: np.ndarray, succ_ptr: np.ndarray, succ_idx: np.ndarray,
           phase: np.ndarray, P: int, params: np.ndarray, cap: np.ndarray, link: np.ndarray, overflow: bool,
-          overlap: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+          overlap: int, srate: np.ndarray, rdiv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    # (compiled)
     """(objective, sum of squared loads) after each move `unit[i]` -> `to[i]`, one at a time."""
     value = np.empty(unit.shape[0])
     spread = np.empty(unit.shape[0])
@@ -72,7 +78,8 @@ def _scan(dev: np.ndarray, unit: np.ndarray, to: np.ndarray, mptr: np.ndarray, m
         k = unit[i]
         for e in range(mptr[k], mptr[k + 1]):
             work_dev[midx[e]] = to[i]
-        t = _table(work_dev, work, cls, comm, succ_ptr, succ_idx, phase, P, params, cap, link, overflow, overlap)
+        t = _table(work_dev, work, cls, comm, succ_ptr, succ_idx, phase, P, params, cap, link, overflow, overlap,
+                   srate, rdiv)
         value[i] = t[:, 0].max() + (t[:, 1].max() if gpipe else 0.0)
         spread[i] = (t * t).sum()
         for e in range(mptr[k], mptr[k + 1]):
@@ -95,27 +102,36 @@ class LoadTable:
                      d.succ_ptr.astype(np.int64), d.succ_idx.astype(np.int64), self.phase, self.P,
                      d.params.astype(np.float64), d.memory[cls].astype(np.float64), d.link[cls].astype(np.float64),
                      spec.constraints.memory == "overflow", OVERLAP[spec.objective.overlap])
+        self.none = (np.zeros(d.D), np.ones(d.D))
 
-    def scan(self, dev: np.ndarray, unit: np.ndarray, to: np.ndarray, mptr: np.ndarray, midx: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray]:
+    def replicas(self, r: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(ms of sync per byte of parameters, the divisor) per device for factors r
+        (core/replicas.py); none and one for r None."""
+        if r is None:
+            return self.none
+        rf = r.astype(np.float64)
+        return sync_rate(rf, span_bandwidths(self.d, rf)).astype(np.float64), rf
+
+    def scan(self, dev: np.ndarray, unit: np.ndarray, to: np.ndarray, mptr: np.ndarray, midx: np.ndarray,
+             r: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(objective, sum of squared loads) after each single move of unit[i] (its nodes:
-        midx[mptr[k]:mptr[k + 1]]) to device to[i]."""
+        midx[mptr[k]:mptr[k + 1]]) to device to[i], with replication factors r."""
         if self.compiled:
-            return _scan(dev, unit, to, mptr, midx, self.gpipe, *self.args)
+            return _scan(dev, unit, to, mptr, midx, self.gpipe, *self.args, *self.replicas(r))
         value, spread = np.empty(len(unit)), np.empty(len(unit))
         trial = dev.copy()
         for i, (k, j) in enumerate(zip(unit, to)):
             m = midx[mptr[k]:mptr[k + 1]]
             trial[m] = j
-            v, table = self(trial)
+            v, table = self(trial, r)
             value[i], spread[i] = v, float(np.square(table).sum())
             trial[m] = dev[m]
         return value, spread
 
-    def __call__(self, dev: np.ndarray) -> tuple[float, np.ndarray]:
+    def __call__(self, dev: np.ndarray, r: np.ndarray | None = None) -> tuple[float, np.ndarray]:
         if not self.compiled:
-            return bottleneck_loads(self.spec, self.d, dev)
-        table = _table(dev, *self.args)
+            return bottleneck_loads(self.spec, self.d, dev, None if r is None else r.astype(np.float64))
+        table = _table(dev, *self.args, *self.replicas(r))
         if self.gpipe:
             return float(table[:, 0].max() + table[:, 1].max()), table
         return float(table[:, 0].max()), table[:, 0]

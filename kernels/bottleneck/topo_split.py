@@ -16,6 +16,7 @@ import numpy as np
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.order_split import split_order
+from partdsl.kernels.bottleneck.replica_layout import place
 from partdsl.kernels.bottleneck.segment_dp import Split
 from partdsl.kernels.graph.contraction import contract
 from partdsl.kernels.graph.orders import dfs_order, kahn, levels
@@ -88,8 +89,13 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, n_random: int = 3
             label = f"{name} order" + (f" ({how})" if how else "")
             for sp in splits:
                 dev = assign(spec, sp, pos)
-                yield Candidate(f"{label}, {'+'.join(map(str, sp.counts))} devices", dev,
-                                replicas=replicas_of(spec, sp, dev, pos))
+                reps = replicas_of(spec, sp, dev, pos)
+                if reps is not None and spec.dense.path_bw is not None:  # on levels replicas follow their lead
+                    placed = place(spec.dense, dev, reps)
+                    if placed is None:
+                        continue
+                    dev, reps = placed
+                yield Candidate(f"{label}, {'+'.join(map(str, sp.counts))} devices", dev, replicas=reps)
 
 
 def best_split(spec: Spec, seed: int = 0, deadline: Deadline = NEVER) -> tuple[float, np.ndarray | None]:
