@@ -159,16 +159,22 @@ LEVELS = "platform { server node[2] { device gpu[2] { link 10 GB/s }; link 10 GB
 
 
 @pytest.mark.parametrize("platform", [FLAT, LEVELS], ids=["flat", "levels"])
-def test_the_load_search_folds_a_pipeline_onto_replicated_stages(platform: str) -> None:
+def test_the_load_search_merges_a_pipeline_into_one_replicated_stage(platform: str) -> None:
     """A pipeline of four 4 ms stages pays 2 + 2 ms of transfers in the middle (8 ms); one
     stage on all four GPUs pays (16 + 4 * 3 * 4 MB / (4 * 10 GB/s)) / 4 = 4.3 ms. The unit
     moves keep every device busy; the factor moves (a stage takes over its neighbour with
-    its replicas) and the folds find it; brute force over every assignment and factor agrees."""
+    its replicas, Search.refactor) find it; brute force over every assignment and factor agrees."""
+    from partdsl.kernels.bottleneck import load_search
+
     spec = parse(FOLD.replace("PLATFORM", platform))
     brute = solve(spec, method="brute")
-    found = solve(spec, method="load_search", time_limit=10)
+    found = solve(spec, method="load_search", time_limit=10)  # topo's DP already has a kind (gpu, 4)
     assert brute.objective == pytest.approx(4.3) and found.objective == pytest.approx(4.3)
     assert found.replicas == {"gpu[0]": 4} and found.evaluation.feasible
+    pipeline = np.arange(4)  # from the unreplicated pipeline, a node per GPU: the factor moves
+    last = list(load_search.improve(spec, pipeline, stall=3))[-1]
+    assert last.replicas is not None and sorted(last.replicas.tolist()) == [1, 1, 1, 4]
+    assert evaluate(spec, last.devices, replicas_of=last.replicas).objective == pytest.approx(4.3)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
@@ -199,21 +205,6 @@ def test_the_load_search_answers_with_valid_replicas_never_below_the_optimum(dat
         assert ev.feasible, (cand.label, cand.replicas, ev.violations)
         assert ev.objective >= brute.objective - 1e-9 * max(1.0, brute.objective)
     assert found or brute.status.value != "optimal"
-
-
-def test_a_fold_merges_runs_of_pipeline_stages_onto_leads_followed_by_their_replicas() -> None:
-    """replica_layout.uniform: stages in pipeline order, merged two by two onto gpu[0] and
-    gpu[2] (on levels each followed by its replica), the layout one the evaluator accepts."""
-    from partdsl.kernels.bottleneck.replica_layout import uniform
-
-    for platform in (LEVELS, FLAT):
-        spec = parse(FOLD.replace("PLATFORM", platform))
-        dev = np.array([3, 1, 0, 2])  # a on gpu[3], then gpu[1], gpu[0], gpu[2]
-        folded, layout = uniform(spec.dense, 4, dev, 2)
-        assert folded.tolist() == [0, 0, 2, 2] and layout.r.tolist() == [2, 1, 2, 1]
-        assert layout.owner.tolist() == [-1, 0, -1, 2]
-        ev = evaluate(spec, folded, replicas_of=layout.factors(np.bincount(folded, minlength=4) > 0))
-        assert ev.feasible and ev.objective == pytest.approx((8 + 2 + 4 * 2e6 / (2 * 10e9) * 1e3) / 2)
 
 
 def test_methods_that_do_not_model_replicas_refuse_by_name(tmp_path: Path) -> None:

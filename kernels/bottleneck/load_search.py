@@ -27,7 +27,7 @@ from partdsl.core.ir import Spec
 from partdsl.core.violations import memory_used, violations
 from partdsl.kernels.bottleneck.coarse_order import COARSE_POSITIONS
 from partdsl.kernels.bottleneck.load_table import LoadTable
-from partdsl.kernels.bottleneck.replica_layout import Layout, factor_choices, kick, uniform
+from partdsl.kernels.bottleneck.replica_layout import Layout, kick
 from partdsl.kernels.graph.contraction import contract
 from partdsl.runtime.deadline import NEVER, Deadline, timed_chunks
 
@@ -297,10 +297,8 @@ def improve(spec: Spec, start: np.ndarray, deadline: Deadline = NEVER, seed: int
     `factors`: its stages' replication factors), with its factors under `replicate`.
     Without a time limit it also stops when PATIENCE runs out: a descent takes seconds on
     10,000 operators, so `stall` fruitless ones alone could take an hour there.
-    Under `replicate <= r` the first descent's split is also folded onto stages of k
-    replicas each (k = 2, 4, .. r, replica_layout.uniform) and descended from, before the
-    kicks go on from the best of them: the unit moves spread load over every device, so
-    they alone rarely free devices for replicas."""
+    Under `replicate <= r` the descents also change factors (Search.refactor) and so do
+    the kicks (replica_layout.kick)."""
     s = Search(spec, start, factors)
     rng = np.random.default_rng(seed)
     best_dev, best, best_layout = s.dev.copy(), s.score, s.kept_layout()
@@ -308,29 +306,15 @@ def improve(spec: Spec, start: np.ndarray, deadline: Deadline = NEVER, seed: int
     rounds = 0
     began = found = time.monotonic()
 
-    def kept() -> bool:
-        nonlocal best_dev, best, best_layout, found
-        if _better(s.score, best) and s.score[0] < best[0] - 1e-12 * max(1.0, best[0]):
-            best_dev, best, best_layout, found = s.dev.copy(), s.score, s.kept_layout(), time.monotonic()
-            if progress:
-                progress(f"load search: {best[0]:.6g} after {rounds} descents, {s.evaluations} moves scored")
-            return True
-        return False
-
-    for dev, layout in folds(s, deadline):
-        s.reset(dev, s.rate(dev, layout), layout)
-        s.descend(deadline)
-        rounds += 1
-        if kept():
-            yield Candidate(f"load search (descent {rounds})", best_dev.copy(), replicas=s.replicas())
-    s.reset(best_dev, best, best_layout)
     while idle < stall and not deadline.passed():
         if not deadline.limited and time.monotonic() - found > max(PATIENCE, found - began):
             break
         s.descend(deadline)
         rounds += 1
-        if kept():
-            idle = 0
+        if _better(s.score, best) and s.score[0] < best[0] - 1e-12 * max(1.0, best[0]):
+            best_dev, best, best_layout, idle, found = s.dev.copy(), s.score, s.kept_layout(), 0, time.monotonic()
+            if progress:
+                progress(f"load search: {best[0]:.6g} after {rounds} descents, {s.evaluations} moves scored")
             yield Candidate(f"load search (descent {rounds})", best_dev.copy(), replicas=s.replicas())
         else:
             idle += 1
@@ -339,19 +323,6 @@ def improve(spec: Spec, start: np.ndarray, deadline: Deadline = NEVER, seed: int
         s.reset(best_dev, best, best_layout)
         s.perturb(rng, 1 + int(rng.integers(1 + min(idle, 5))))
 
-
-def folds(s: Search, deadline: Deadline) -> Iterator[tuple[np.ndarray, Layout]]:
-    """Under `replicate`: the start as it is, then the split of its first descent folded
-    onto stages of k replicas (replica_layout.uniform) for each k that keeps the
-    constraints (memory, pins, contiguity ...)."""
-    if s.layout is None:
-        return
-    yield s.dev.copy(), s.layout.copy()
-    origin = s.dev.copy()
-    for k in factor_choices(s.d, s.layout.limit):
-        folded = None if deadline.passed() else uniform(s.d, s.layout.limit, origin, k)
-        if folded is not None and not violations(s.spec, s.d, folded[0]):
-            yield folded
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
         stall: float = STALL, **_: object) -> Iterator[Candidate]:
