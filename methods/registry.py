@@ -138,7 +138,7 @@ METHODS["exact"] = replace(METHODS["exact"], ignores=tuple(f for f in METHODS["e
                                                             if f[0] != "server levels or direct links") + (
     ("levels or links with acyclic", None),))
 # peak activations in memory (core/activations.py): the methods that vet every move with the evaluator
-ACTIVE = frozenset({"auto", "brute", "single", "local_search", "latency_search"})
+ACTIVE = frozenset({"auto", "brute", "single", "local_search", "latency_search", "load_search"})
 METHODS = {k: m if k in ACTIVE else replace(m, ignores=m.ignores + (("activation memory", None),))
            for k, m in METHODS.items()}
 # other names: DiviML's (sec. V-A: bMET, bGreedy and bHEFT are the batched MET, Greedy, HEFT)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from partdsl.core.activations import peak, stash
 from partdsl.core.errors import PartError
 from partdsl.core.evaluate import evaluate
+from partdsl.core.validate import validate
 from partdsl.dsl.parser import parse
 from partdsl.dsl.printer import to_part
 from partdsl.methods.solve import solve
@@ -138,9 +139,70 @@ def test_round_trip_errors_and_refusals() -> None:
         with pytest.raises(PartError, match=message) as e:
             parse(bad)
         assert e.value.span is not None and e.value.span.line == 13
-    for method in ("topo", "dp", "exact", "load_search", "greedy"):
+    for method in ("topo", "dp", "exact", "greedy"):
         with pytest.raises(PartError, match="activation memory"):
             solve(spec, method=method)
+
+
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_the_load_search_keeps_activation_memory(data: st.DataObject) -> None:
+    """The load search screens a move by the parameters it brings and vets it by the
+    evaluator's memory rule (peak activations are not additive): every answer it yields,
+    under hard memory or overflow, training or not, with replicas or not, is one the
+    evaluator accepts, and none beats brute force."""
+    from dataclasses import replace
+
+    from partdsl.kernels.bottleneck import load_search
+    from partdsl.runtime.deadline import Deadline
+
+    spec = data.draw(specs(max_nodes=6, kinds=("bottleneck",)))
+    spec = replace(spec, constraints=replace(spec.constraints, activations=True))
+    if data.draw(st.booleans()):  # hard limits near what one device's share of it all takes
+        d = spec.dense
+        total = float(d.params.sum() + d.out_bytes.sum())
+        cap = total * data.draw(st.sampled_from([0.4, 0.6, 0.9])) + 1.0
+        classes = tuple(replace(k, memory=cap) for k in spec.platform.classes)
+        spec = replace(spec, platform=replace(spec.platform, classes=classes),
+                       constraints=replace(spec.constraints, memory="hard"))
+    try:
+        validate(spec)
+    except PartError:
+        assume(False)
+    brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
+    found = list(load_search.run(spec, deadline=Deadline.after(5), stall=5))
+    for cand in found:
+        ev = evaluate(spec, cand.devices, replicas_of=cand.replicas)
+        assert ev.feasible, (cand.label, ev.violations)
+        assert ev.objective >= brute.objective - 1e-9 * max(1.0, brute.objective)
+
+
+def test_the_load_search_does_not_take_a_move_the_peak_forbids() -> None:
+    """p and q send 6 MB each to their heavy consumers; together on one GPU both tensors are
+    live to the end of its block, 12 MB over its 10 MB. From q beside s, the best move by
+    load (q to p's GPU: max load 11 -> 10) is the one the peak forbids; the parameters
+    (none) do not show it, so only the evaluator's vetting keeps the search from it."""
+    from partdsl.kernels.bottleneck.load_search import Search
+    from partdsl.runtime.deadline import Deadline
+
+    spec = parse("""
+graph g {
+  node p { work 1 ms; out 6 MB }
+  node q { work 1 ms; out 6 MB }
+  node r { work 10 ms }
+  node s { work 10 ms }
+  p -> r
+  q -> s
+}
+platform { device gpu[3] { memory 10 MB; link 1000 GB/s } }
+minimize bottleneck
+subject to { activations }
+""")
+    search = Search(spec, np.array([0, 2, 1, 2]))
+    search.descend(Deadline.after(10))
+    assert evaluate(spec, search.dev).feasible
+    assert search.score[0] == pytest.approx(evaluate(spec, search.dev).objective)
+    assert not evaluate(spec, np.array([0, 0, 1, 2])).feasible  # the move it did not take
 
 
 def test_solve_meets_brute_force_with_activations() -> None:

@@ -505,19 +505,25 @@ def test_part_check_describes_the_levels(tmp_path, capsys) -> None:  # type: ign
 
 
 def test_auto_names_the_methods_when_none_of_its_members_models_the_spec() -> None:
+    from partdsl.methods import auto
+    from partdsl.methods.registry import METHODS
+
     nodes = "\n".join(f"  node n{i} {{ work 1 ms; out 1 MB; params 1 MB }}" for i in range(12))
     chain12 = " -> ".join(f"n{i}" for i in range(12))
     text = f"graph g {{\n{nodes}\n  {chain12}\n}}" + TEXT[TEXT.index("\nplatform"):] \
         .replace("minimize bottleneck", "minimize bottleneck\nsubject to { replicate <= 2; acyclic; activations }")
+    # the load search models levels, replicas, acyclic and activations together: auto answers with it
+    r = solve(parse(text), time_limit=4)
+    assert r.chosen == "load_search" and r.evaluation.feasible
+    # with a table where it models no activation memory (as before), no member models them all, and
+    # auto names who models each
+    table = {**METHODS, "load_search": replace(METHODS["load_search"], ignores=(("activation memory", None),))}
     with pytest.raises(PartError) as e:
-        solve(parse(text), time_limit=5)
+        next(auto.run(parse(text), methods=table))
     assert "no method that auto runs on this spec models all of its features" in e.value.message
     assert "replicas with acyclic: topo, dp, load_search, brute" in e.value.message
     assert "activation memory: local_search, single, brute" in e.value.message
     assert e.value.span is not None
-    # without activations, the load search models it all (exact does not model acyclic on levels)
-    r = solve(parse(text.replace("; activations", "")), time_limit=4)
-    assert r.chosen == "load_search" and r.evaluation.feasible
-    # without `acyclic` either, exact does: the max-load IP proves auto's answer optimal
+    # without `acyclic` and activations, exact models it all: the max-load IP proves auto's answer optimal
     r = solve(parse(text.replace("; acyclic; activations", "")), time_limit=30)
     assert r.status.value == "optimal" and r.evaluation.feasible, r.log

@@ -22,6 +22,7 @@ import time
 from typing import Callable, Iterator
 
 import numpy as np
+from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
 from partdsl.core.violations import memory_used, violations
@@ -55,7 +56,9 @@ class Search:
         hard = spec.constraints.memory == "hard"
         self.cap = d.memory[d.dev_class] * (1 + 1e-12) if hard else np.full(d.D, np.inf)
         c = spec.constraints
-        self.vetted = bool(c.contiguous or c.acyclic or c.max_stages is not None)
+        # peak activations (core/activations.py) are not additive: the parameters screen a move,
+        # the evaluator's memory rule vets it
+        self.vetted = bool(c.contiguous or c.acyclic or c.max_stages is not None or (c.activations and hard))
         self.loads = LoadTable(spec)
         self.dev = np.asarray(dev, dtype=np.int64).copy()
         self.mem = memory_used(d, self.dev)
@@ -204,6 +207,8 @@ class Search:
             return False
         for k, j in steps:
             self.move(k, j)
+        if self.d.activations:
+            self.mem = memory_used(self.d, self.dev)
         if self.layout is not None:
             self.layout.settle(self.used(self.dev))
         self.score = self.rate(self.dev)
@@ -271,6 +276,7 @@ class Search:
             trial[self.members[k]] = j
             if self.feasible(trial):
                 self.move(int(k), j)
+        self.mem = memory_used(self.d, self.dev)
         if self.layout is not None:
             self.layout.settle(self.used(self.dev))
             kick(self.layout, self.used(self.dev), rng)
@@ -330,7 +336,9 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     improve() from it. On orders longer than COARSE_POSITIONS the start takes the fixed
     orders only: each order costs a second there (10,000 operators) and the descents do
     better with the time. (`exact`'s MIP start, methods/mip_start.py, also tries dp and
-    restarts with new seeds.)"""
+    restarts with new seeds.) Where no topo split is feasible, the start is the best
+    single device that is."""
+    from partdsl.kernels import single_device
     from partdsl.kernels.bottleneck import topo_split
 
     start = None
@@ -338,6 +346,11 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     for _, cand in topo_split.improving(spec, seed, deadline, n_random=0 if coarse else 3):
         start = cand
         yield Candidate(f"load search: start ({cand.label})", cand.devices, replicas=cand.replicas)
+    if start is None:  # topo ignores what it does not model (host cycles, activations): one device
+        start = min((c for c in single_device.run(spec) if evaluate(spec, c.devices).feasible),
+                    key=lambda c: evaluate(spec, c.devices).objective, default=None)
+        if start is not None:
+            yield Candidate(f"load search: start ({start.label})", start.devices)
     if start is None or spec.objective.kind != "bottleneck":
         return
     yield from improve(spec, start.devices, deadline, seed, int(stall), progress, start.replicas)

@@ -93,7 +93,8 @@ class LoadTable:
     def __init__(self, spec: Spec, use_numba: bool = True) -> None:
         d = spec.dense
         self.spec, self.d = spec, d
-        self.compiled = HAVE_NUMBA and use_numba and not routed(d)  # levels, direct links: the evaluator's own
+        # levels, direct links, activations in the overflow: the evaluator's own
+        self.compiled = HAVE_NUMBA and use_numba and not routed(d) and not d.activations
         self.gpipe = spec.objective.training == "gpipe"
         self.P = 2 if self.gpipe else 1
         self.phase = d.backward.astype(np.int64) if self.gpipe else np.zeros(d.n, dtype=np.int64)
