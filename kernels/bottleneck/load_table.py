@@ -94,7 +94,8 @@ class LoadTable:
         d = spec.dense
         self.spec, self.d = spec, d
         # levels, direct links, activations in the overflow: the evaluator's own
-        self.compiled = HAVE_NUMBA and use_numba and not routed(d) and not d.activations
+        overflowing = d.activations and spec.constraints.memory == "overflow"
+        self.compiled = HAVE_NUMBA and use_numba and not routed(d) and not overflowing
         self.gpipe = spec.objective.training == "gpipe"
         self.P = 2 if self.gpipe else 1
         self.phase = d.backward.astype(np.int64) if self.gpipe else np.zeros(d.n, dtype=np.int64)
