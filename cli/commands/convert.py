@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -246,12 +245,6 @@ def pipedream(src: Path, args: argparse.Namespace):  # type: ignore[no-untyped-d
         raise PartError(f"--bandwidths {args.bandwidths}: {len(bandwidths)} values for {len(machines)} levels of "
                         "--machines", None, "give one bandwidth per level, innermost first, e.g. --machines 4,2 "
                         "--bandwidths 10e9,1e9")
-    if len(machines) > 1 and args.split != "any":
-        raise PartError(f"--machines {args.machines}: on server levels partdsl plans any split (`exact` models the "
-                        "levels and the replicas there); under PipeDream's acyclic stage order only brute force "
-                        "does, and PipeDream's own hierarchical cost (a top-level stage's cross-server sync of its "
-                        "whole segment, added to the inner pipeline's time) is not a per-device load", None,
-                        f"add --split any, or give one level, e.g. --machines {int(math.prod(machines))}")
     memory = numbers(args.memory, "--memory", "16e9")[0] if args.memory else None
     return pipedream_spec(src, [int(m) for m in machines], bandwidths, memory, args.transfers,
-                          acyclic=len(machines) == 1)
+                          acyclic=args.split != "any")
