@@ -160,3 +160,25 @@ def check_case(spec: Spec, time_limit: float = 20.0) -> tuple[list[Finding], int
         findings += check_result(spec, opt, feasible, label, r)
     return findings + check_bounds(spec, opt, feasible), runs
 
+
+
+def check_load_search(spec: Spec, seconds: float = 5.0) -> None:
+    """The load search on a spec (assumed away if invalid): each answer it yields, not only
+    the best (solve would drop a violating one silently), is one the evaluator accepts with
+    its replication factors, none beats brute force, and it answers whenever brute force
+    finds a feasible split."""
+    from partdsl.core.evaluate import evaluate
+    from partdsl.kernels.bottleneck import load_search
+    from partdsl.runtime.deadline import Deadline
+
+    try:
+        validate(spec)
+    except PartError:
+        assume(False)
+    brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
+    found = list(load_search.run(spec, deadline=Deadline.after(seconds), stall=5))
+    for cand in found:
+        ev = evaluate(spec, cand.devices, replicas_of=cand.replicas)
+        assert ev.feasible, (cand.label, cand.replicas, ev.violations)
+        assert ev.objective >= brute.objective - 1e-9 * max(1.0, brute.objective)
+    assert found or brute.status.value != "optimal"

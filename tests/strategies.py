@@ -196,3 +196,13 @@ def dp_replicas(spec: Spec) -> Spec:
     if c.replicate > 1 and (o.overlap is not None or o.training == "gpipe" or c.max_stages is not None):
         return replace(spec, constraints=replace(c, replicate=1))
     return spec
+
+
+def tight_memory(spec: Spec, fraction: float, mode: str) -> Spec:
+    """`spec` with peak activations in memory, every class's memory at `fraction` of all
+    its parameters and tensors (+ 1 byte), under memory `mode` (hard or overflow)."""
+    d = spec.dense
+    cap = float(d.params.sum() + d.out_bytes.sum()) * fraction + 1.0
+    classes = tuple(replace(k, memory=cap) for k in spec.platform.classes)
+    return replace(spec, platform=replace(spec.platform, classes=classes),
+                   constraints=replace(spec.constraints, activations=True, memory=mode))

@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from partdsl.core.activations import peak, stash
 from partdsl.core.errors import PartError
 from partdsl.core.evaluate import evaluate
-from partdsl.core.validate import validate
 from partdsl.dsl.parser import parse
 from partdsl.dsl.printer import to_part
 from partdsl.methods.solve import solve
 
 from tests import reference
 from tests.effort import examples
-from tests.strategies import assignments, specs
+from tests.strategies import assignments, specs, tight_memory
 
 TEXT = """
 graph g {
@@ -153,28 +152,13 @@ def test_the_load_search_keeps_activation_memory(data: st.DataObject) -> None:
     evaluator accepts, and none beats brute force."""
     from dataclasses import replace
 
-    from partdsl.kernels.bottleneck import load_search
-    from partdsl.runtime.deadline import Deadline
+    from tests.oracle import check_load_search
 
     spec = data.draw(specs(max_nodes=6, kinds=("bottleneck",)))
     spec = replace(spec, constraints=replace(spec.constraints, activations=True))
     if data.draw(st.booleans()):  # hard limits near what one device's share of it all takes
-        d = spec.dense
-        total = float(d.params.sum() + d.out_bytes.sum())
-        cap = total * data.draw(st.sampled_from([0.4, 0.6, 0.9])) + 1.0
-        classes = tuple(replace(k, memory=cap) for k in spec.platform.classes)
-        spec = replace(spec, platform=replace(spec.platform, classes=classes),
-                       constraints=replace(spec.constraints, memory="hard"))
-    try:
-        validate(spec)
-    except PartError:
-        assume(False)
-    brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
-    found = list(load_search.run(spec, deadline=Deadline.after(5), stall=5))
-    for cand in found:
-        ev = evaluate(spec, cand.devices, replicas_of=cand.replicas)
-        assert ev.feasible, (cand.label, ev.violations)
-        assert ev.objective >= brute.objective - 1e-9 * max(1.0, brute.objective)
+        spec = tight_memory(spec, data.draw(st.sampled_from([0.4, 0.6, 0.9])), "hard")
+    check_load_search(spec)
 
 
 def test_the_load_search_does_not_take_a_move_the_peak_forbids() -> None:

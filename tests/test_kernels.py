@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,7 @@ from partdsl.kernels.graph.orders import dfs_order, kahn
 from partdsl.kernels.jit import HAVE_NUMBA
 from partdsl.runtime.deadline import NEVER
 
-from tests.strategies import assignments, dp_replicas, specs
+from tests.strategies import assignments, dp_replicas, specs, tight_memory
 
 SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
@@ -269,10 +268,7 @@ def test_ideal_dp_value_is_the_evaluator_score_of_its_split(spec: Spec) -> None:
 def test_compiled_load_table_equals_the_evaluator(data) -> None:
     spec: Spec = data.draw(specs(kinds=("bottleneck",)))
     if data.draw(st.booleans()):  # peak activations in the overflow: the table is the evaluator's own
-        cap = float(spec.dense.params.sum() + spec.dense.out_bytes.sum()) * 0.3 + 1.0
-        spec = replace(spec, platform=replace(spec.platform, classes=tuple(
-            replace(k, memory=cap) for k in spec.platform.classes)),
-            constraints=replace(spec.constraints, activations=True, memory="overflow"))
+        spec = tight_memory(spec, 0.3, "overflow")
     dev = np.array(data.draw(assignments(spec)), dtype=np.int64)
     # replication factors (core/replicas.py): the sync in the transfers in (backward under GPipe), then / r
     r = np.array(data.draw(st.lists(st.sampled_from([1, 1, 2, 3]), min_size=spec.dense.D, max_size=spec.dense.D)))
