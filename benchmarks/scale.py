@@ -13,6 +13,7 @@ peer's. Latency runs (`--objectives bottleneck,latency`) have no peer.
     .venv/bin/python benchmarks/scale.py --sizes 10000,100000 --gap 0.005   # stop at a 0.5% certificate
     .venv/bin/python benchmarks/scale.py --sizes 10000,100000 --no-limit --json-check  # default settings
     .venv/bin/python benchmarks/scale.py --sizes 100000 --methods auto --onnx-check     # the ONNX import too
+    .venv/bin/python benchmarks/scale.py --sizes 1000,10000 --methods auto --servers 2 --replicate 4
 """
 from __future__ import annotations
 
@@ -85,6 +86,23 @@ def onnx_check(spec: Path, ops: int) -> str:
         + ("" if code == 0 else f", exit {code}: {err[:200]}")
 
 
+def on_servers(spec: Path, servers: int, replicate: int) -> None:
+    """Rewrite the generated spec: its GPUs in `servers` servers (300 GB/s inside, 25 GB/s
+    between: NVLink-class and 200 Gb/s-class links) and `replicate <= R` stages."""
+    text = spec.read_text()
+    gpu = re.search(r"^  device gpu\[(\d+)\] \{ (.*?) \}\n", text, re.M)
+    if gpu is None:
+        raise SystemExit("--servers: the generated spec has no `device gpu[N]` line")
+    if servers > 1:
+        per, props = int(gpu.group(1)) // servers, re.sub(r"link [^;]+", "link 300 GB/s", gpu.group(2))
+        block = f"  server node[{servers}] {{\n    device gpu[{per}] {{ {props} }}\n    link 300 GB/s\n  }}\n" \
+                "  link 25 GB/s\n"
+        text = text[:gpu.start()] + block + text[gpu.end():]
+    if replicate > 1:
+        text = text.replace("subject to {\n", f"subject to {{\n  replicate <= {replicate}\n", 1)
+    spec.write_text(text)
+
+
 def num(x: object, d: int = 2) -> str:
     return f"{x:.{d}f}" if isinstance(x, (int, float)) else "-"
 
@@ -113,6 +131,8 @@ def main() -> int:
                     help="also check the graph as partdsl JSON (`part convert --to json`, imported by a spec)")
     ap.add_argument("--onnx-check", action="store_true",
                     help="also check a decoder of as many operators written as ONNX (needs onnx; onnx_decoder.py)")
+    ap.add_argument("--servers", type=int, default=1, help="the 8 GPUs in this many servers (server levels)")
+    ap.add_argument("--replicate", type=int, default=1, help="`replicate <= R`: data-parallel stages")
     ap.add_argument("--gap", type=float, default=None,
                     help="partdsl's methods stop once their certificate is within this relative gap (default: exact)")
     args = ap.parse_args()
@@ -126,6 +146,8 @@ def main() -> int:
                 if code != 0:
                     print(made, file=sys.stderr)
                     return 2
+                if args.servers > 1 or args.replicate > 1:
+                    on_servers(spec, args.servers, args.replicate)
                 code, _, err, check_s, check_rss = run(part() + ["check", str(spec)], 900)
                 print(f"\n{objective}: {made.strip()} ({gen_s:.1f} s); part check {check_s:.1f} s, "
                       f"{check_rss:.0f} MiB{'' if code == 0 else f', exit {code}'}; "
