@@ -14,7 +14,14 @@ checked per move, and under contiguity, acyclicity or a stage limit the evaluato
 perturbed (a few units of a critical device sent to random allowed devices) and the
 descent restarts, until `stall` perturbations in a row bring nothing, the deadline
 passes, or (without a limit) nothing better has come for max(PATIENCE, the time the best
-took).
+took). Peak activations (Archer eq. 2) are not additive, so under `activations` the
+parameters screen a move and `violations` vets it.
+
+Under `replicate <= r` (Tarnawski App. C.2) the search also chooses replication factors:
+a layout (kernels/bottleneck/replica_layout.py) says which devices are a stage's replicas
+(no unit moves there), loads are divided after the weight sync, and when no move of a
+critical unit helps a descent tries the factor moves (Search.refactor); the kicks change
+a random stage's factor too.
 """
 from __future__ import annotations
 
@@ -311,7 +318,6 @@ def improve(spec: Spec, start: np.ndarray, deadline: Deadline = NEVER, seed: int
     idle = 0
     rounds = 0
     began = found = time.monotonic()
-
     while idle < stall and not deadline.passed():
         if not deadline.limited and time.monotonic() - found > max(PATIENCE, found - began):
             break
