@@ -19,6 +19,11 @@ from partdsl.core.evaluation import Violation
 from partdsl.core.ir import Spec
 
 
+def used_devices(dense: Dense, dev: np.ndarray) -> np.ndarray:
+    """[D] bool: the devices that hold a node (the stages' leads)."""
+    return np.bincount(dev, minlength=dense.D)[:dense.D] > 0
+
+
 def factors(dense: Dense, dev: np.ndarray, replicas: np.ndarray | None) -> np.ndarray:
     """[D] float: each used device's replication factor (1 where none is given or unused)."""
     r = np.ones(dense.D)
@@ -76,7 +81,7 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, r: np.ndarray) -> list
     """A factor above `replicate <= k`, and a class whose stages take more devices than it has."""
     out: list[Violation] = []
     k = spec.constraints.replicate
-    used = np.bincount(dev, minlength=dense.D)[:dense.D] > 0
+    used = used_devices(dense, dev)
     for d in np.flatnonzero(used & (r > k)):
         out.append(Violation("replicas", f"the stage on {dense.devices[d]} has {int(r[d])} replicas, at most {k} "
                              f"allowed (subject to {{ replicate <= {k} }})", device=dense.devices[d]))

@@ -32,6 +32,7 @@ import numpy as np
 from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
+from partdsl.core.replicas import used_devices
 from partdsl.core.violations import memory_used, violations
 from partdsl.kernels.bottleneck.coarse_order import COARSE_POSITIONS
 from partdsl.kernels.bottleneck.load_table import LoadTable
@@ -80,7 +81,7 @@ class Search:
         return None if self.layout is None else self.layout.r
 
     def used(self, dev: np.ndarray) -> np.ndarray:
-        return np.bincount(dev, minlength=self.d.D)[:self.d.D] > 0
+        return used_devices(self.d, dev)
 
     def kept_layout(self) -> Layout | None:
         return None if self.layout is None else self.layout.copy()
@@ -214,12 +215,17 @@ class Search:
             return False
         for k, j in steps:
             self.move(k, j)
+        self.moved()
+        self.score = self.rate(self.dev)
+        return True
+
+    def moved(self) -> None:
+        """After unit moves: memory anew under activations (move() adds parameters only), and
+        the replicas of a lead left without nodes given back."""
         if self.d.activations:
             self.mem = memory_used(self.d, self.dev)
         if self.layout is not None:
             self.layout.settle(self.used(self.dev))
-        self.score = self.rate(self.dev)
-        return True
 
     def descend_once(self, units: np.ndarray, tries: int = 8) -> bool:
         """Take the best improving move of `units` that the constraints allow."""
@@ -283,9 +289,8 @@ class Search:
             trial[self.members[k]] = j
             if self.feasible(trial):
                 self.move(int(k), j)
-        self.mem = memory_used(self.d, self.dev)
+        self.moved()
         if self.layout is not None:
-            self.layout.settle(self.used(self.dev))
             kick(self.layout, self.used(self.dev), rng)
         self.score = self.rate(self.dev)
 
@@ -353,8 +358,8 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
         start = cand
         yield Candidate(f"load search: start ({cand.label})", cand.devices, replicas=cand.replicas)
     if start is None:  # topo ignores what it does not model (host cycles, activations): one device
-        start = min((c for c in single_device.run(spec) if evaluate(spec, c.devices).feasible),
-                    key=lambda c: evaluate(spec, c.devices).objective, default=None)
+        scored = [(ev.objective, c) for c in single_device.run(spec) if (ev := evaluate(spec, c.devices)).feasible]
+        start = min(scored, key=lambda x: x[0])[1] if scored else None
         if start is not None:
             yield Candidate(f"load search: start ({start.label})", start.devices)
     if start is None or spec.objective.kind != "bottleneck":

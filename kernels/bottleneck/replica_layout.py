@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 from partdsl.core.dense import Dense
-from partdsl.core.replicas import placeable
+from partdsl.core.replicas import placeable, used_devices
 
 
 class Layout:
@@ -37,7 +37,7 @@ class Layout:
         lay = cls(dense, limit)
         if factors is None:
             return lay
-        used = np.bincount(dev, minlength=dense.D)[:dense.D] > 0
+        used = used_devices(dense, dev)
         for j in np.flatnonzero(used & (np.asarray(factors) > 1)):
             k = int(factors[j])
             if k > limit:
@@ -106,7 +106,7 @@ def place(dense: Dense, dev: np.ndarray, factors: np.ndarray) -> tuple[np.ndarra
     of free devices; (devices, factors), or None where a stage finds no run. The flat
     DP of `topo` (kernels/bottleneck/replicated.py) keeps replicas apart from their lead."""
     D = dense.D
-    used = np.bincount(dev, minlength=D)[:D] > 0
+    used = used_devices(dense, dev)
     leads = np.flatnonzero(used)
     order = leads[np.lexsort((leads, -np.asarray(factors)[leads]))]
     taken = np.zeros(D, dtype=bool)
