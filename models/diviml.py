@@ -147,21 +147,7 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
                 for c in range(K):
                     rows.add_one(np.r_[base_c, x[j, u, c], x[i, v, c]], np.r_[base_v, tr[j, u, v], tr[j, u, v]],
                                  -np.inf, tr[j, u, v], ("precede", (N[j], Dn[u], N[i], Dn[v], c)))
-    # (7) no overlap for pairs on no common path
-    ys: dict[tuple[int, int, int], int] = {}
-    free_i, free_j = free_pairs(spec)
-    for i, j in zip(free_i.tolist(), free_j.tolist()):
-        for u in np.flatnonzero(ok[i] & ok[j]):
-            y = ys[(i, j, int(u))] = col
-            col += 1
-            bi, bj = b[i, u][b[i, u] >= 0], b[j, u][b[j, u] >= 0]
-            ti, tj = t[i, u, np.flatnonzero(b[i, u] >= 0)], t[j, u, np.flatnonzero(b[j, u] >= 0)]
-            rows.add_one(np.r_[s[i, u], bi, s[j, u], y, b[i, u, 0], b[j, u, 0]],
-                         np.r_[1.0, ti, -1.0, -M, -M, -M], -np.inf, 0.0,
-                         ("no_overlap", (N[i], N[j], Dn[u])))  # i before j when y = 0
-            rows.add_one(np.r_[s[j, u], bj, s[i, u], y, b[i, u, 0], b[j, u, 0]],
-                         np.r_[1.0, tj, -1.0, M, -M, -M], -np.inf, M,
-                         ("no_overlap", (N[j], N[i], Dn[u])))  # j before i when y = 1
+    ys, col = _no_overlap(rows, spec, ok, b, s, t, M, col)
     if release is not None:  # s >= r (1 - b0): only a share that runs waits
         for v, u in zip(*np.nonzero(ok & (np.asarray(release) > 0))):
             r = float(release[v, u])
@@ -200,6 +186,39 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
     integer[C] = False
     vm = VarMap(x, b, s, t, ys, C, col, H)
     return MatrixMIP(cvec, A, lo, hi, col_lo, col_hi, integer, rows.names, lambda: column_names(spec, vm)), vm
+
+
+def _no_overlap(rows: Rows, spec: Spec, ok: np.ndarray, b: np.ndarray, s: np.ndarray, t: np.ndarray, M: float,
+                col: int) -> tuple[dict[tuple[int, int, int], int], int]:
+    """(7) no overlap, built in arrays: for each pair (i, j) on no common path and device u
+    both may use, an order column y and two rows, i's share ending before j's starts when
+    y = 0 and j's before i's when y = 1 (void when either share is empty, b[., u, 0] = 1).
+    Returns the order columns by (i, j, u) and the next free column."""
+    fi, fj = free_pairs(spec)
+    pair, U = np.nonzero(ok[fi] & ok[fj])
+    I, J = fi[pair], fj[pair]
+    P = len(I)
+    Y = col + np.arange(P)
+    ys = dict(zip(zip(I.tolist(), J.tolist(), U.tolist()), Y.tolist()))
+    if not P:
+        return ys, col
+    one = np.ones((P, 1))
+
+    def side(a: np.ndarray, z: np.ndarray, y_sign: float) -> tuple[np.ndarray, np.ndarray]:
+        cols = np.column_stack([s[a, U], b[a, U], s[z, U], Y, b[I, U, 0], b[J, U, 0]])
+        ba = b[a, U] >= 0
+        vals = np.column_stack([one, np.where(ba, t[a, U], 0.0), -one, y_sign * M * one, -M * one, -M * one])
+        return cols, vals
+
+    (c1, v1), (c2, v2) = side(I, J, -1.0), side(J, I, 1.0)
+    cols = np.stack([c1, c2], axis=1).reshape(2 * P, -1)
+    vals = np.stack([v1, v2], axis=1).reshape(2 * P, -1)
+    N, Dn = spec.dense.names, spec.dense.devices
+    rows.family("no_overlap", lambda k: ((N[I[k // 2]], N[J[k // 2]]) if k % 2 == 0 else (N[J[k // 2]], N[I[k // 2]]))
+                + (Dn[U[k // 2]],))
+    rows.add_masked(cols, vals, -np.inf, np.tile([0.0, M], P))
+    rows.family("r")  # the rows after these carry names of their own
+    return ys, col + P
 
 
 def column_names(spec: Spec, vm: VarMap) -> list[str]:

@@ -98,6 +98,20 @@ class Rows:
         self.hi.append(np.broadcast_to(np.asarray(hi, dtype=float), (k,)).copy())
         self.n += k
 
+    def add_masked(self, cols: np.ndarray, vals: np.ndarray, lo: float | np.ndarray, hi: float | np.ndarray) -> None:
+        """Add len(cols) rows: row k is sum_j vals[k, j] * x[cols[k, j]] over the j with
+        cols[k, j] >= 0 (rows of different lengths, padded with -1), in [lo, hi]."""
+        k = len(cols)
+        if k == 0:
+            return
+        keep = cols >= 0
+        self.r.append(np.broadcast_to((self.n + np.arange(k))[:, None], cols.shape)[keep])
+        self.c.append(cols[keep].astype(np.int64))
+        self.v.append(np.asarray(vals, dtype=float)[keep])
+        self.lo.append(np.broadcast_to(np.asarray(lo, dtype=float), (k,)).copy())
+        self.hi.append(np.broadcast_to(np.asarray(hi, dtype=float), (k,)).copy())
+        self.n += k
+
     def add_one(self, cols: np.ndarray | list, vals: np.ndarray | list, lo: float, hi: float,
                 name: tuple[str, tuple] | None = None) -> None:
         """Add one row: sum_j vals[j] * x[cols[j]] in [lo, hi]. (Called once per row by

@@ -227,7 +227,7 @@ def test_a_schedule_mip_stopped_with_a_dual_bound_proves_that_bound_as_throughpu
 def test_exact_refuses_a_diviml_milp_too_large_to_build_before_building_it() -> None:
     """300 independent tasks on 3 devices: 44,850 pairs on no common path, each with two
     no-overlap rows per device, about 269,100 rows: refused with the count and the methods
-    that scale (at 5,000 tasks the build took 25 s past a 10 s limit); 5 tasks are solved (7
+    that scale (HiGHS ran 29 s at a 10 s limit on BN-Inception's 251,544 rows); 5 tasks are solved (7
     took HiGHS 9 s to prove under a loaded CI, and once more than 30 s: the MILP is symmetric)."""
     from partdsl import parse, solve
     from partdsl.core.errors import PartError
