@@ -35,6 +35,7 @@ from partdsl.runtime.executor import job_threads, run_all
 
 MAX_BOUND_SETS = 200  # node sets the bound recursion may visit (then the simple bound)
 
+MIN_MILP_SECONDS = 0.05  # a module MILP gets at least this long, or is not built
 LATE_SECONDS = 0.5  # past the deadline, jobs still return HEFT's start for this long, then nothing
 # what a worker process imports as it starts (runtime/executor.warm_pool): the module MILP and its solvers
 WORKER_MODULES = ("partdsl.methods.milp_split_modules", "partdsl.solvers.dispatch")
@@ -63,14 +64,18 @@ def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solv
     from partdsl.solvers.dispatch import solve_matrix
 
     shift = float(np.max(release)) if release is not None and release.size else 0.0
+    until = Deadline.after(max(time_limit, 0.0))
     ev, end = None, math.inf
-    for sched in _starts(spec, 0.15 * max(time_limit, 0.0)):
+    for sched in _starts(spec, 0.15 * max(time_limit, 0.0), until):
         e = evaluate_schedule(spec, sched)
         if e.feasible and as_makespan(spec, e.objective) < end:
             ev, end = e, as_makespan(spec, e.objective)
     moved = None if ev is None else Schedule(tuple(Piece(p.node, p.device, p.samples, (p.start or 0.0) + shift)
                                                    for p in ev.schedule.pieces), ev.schedule.batch)
-    if time_limit <= 0:  # past the deadline: building and running a MILP would overrun it
+    # the starts take their time out of the module's: on a large module (941 nodes under a split
+    # batch) they took seconds, and a MILP given the whole limit after them ran 3x past it
+    time_limit = until.left()
+    if time_limit < MIN_MILP_SECONDS:  # past the deadline: building and running a MILP would overrun it
         why = "time limit reached before its MILP"
         return ModuleResult(math.inf, 0.0, (), why) if moved is None else \
             ModuleResult(shift + end, 0.0, tuple((q.start, q) for q in moved.pieces), why + "; the best start")
@@ -117,21 +122,22 @@ def limit_at(until: float, rounds_left: int, cap: float) -> float:
     left = until - time.time()
     if left <= 0:
         return 0.0
-    return max(min(cap, 0.8 * left / max(rounds_left, 1)), 0.05)
+    return max(min(cap, 0.8 * left / max(rounds_left, 1)), MIN_MILP_SECONDS)
 
 
-def _starts(spec: Spec, seconds: float) -> Iterator[Schedule]:
+def _starts(spec: Spec, seconds: float, until: Deadline) -> Iterator[Schedule]:
     """MIP start candidates: HEFT, Greedy, and under a split batch (where the MILP rarely
-    closes) simulated annealing for `seconds`; HEFT alone when there are no seconds."""
+    closes) simulated annealing for `seconds`; HEFT alone when there are no seconds or
+    `until` has passed."""
     from partdsl.kernels.schedule import search as schedule_search
 
     yield list_schedulers.schedule(spec, "heft")
-    if seconds <= 0:  # past the deadline: HEFT's alone
+    if seconds <= 0 or until.passed():  # past the deadline: HEFT's alone
         return
     yield list_schedulers.schedule(spec, "eft")
-    if spec.objective.split == 1:
+    if spec.objective.split == 1 or until.passed():
         return
-    until = Deadline.after(seconds)
+    until = Deadline.after(min(seconds, until.left()))
     for item in schedule_search.sa(spec, 0, until, iterations=10**9):
         if isinstance(item, Candidate):
             yield item.schedule
