@@ -67,6 +67,9 @@ DIVIML_COLUMNS = ("single", "met", "eft", "heft", "ea", "sa", "exact", "milp_spl
 DIVIML = {1: (211.7, 209.9, 104.4, 99.9, 97.5, 98.9, 80.1, 80.1, 80.1),
           128: (54, 56, 74, 75, 84, 87, 114, 135, 164)}
 
+# DiviML Table II, torchvision row: the mean time (ms) of the paper's torchvision models on each device.
+DIVIML_T2 = {"cpu": 223.10, "t4": 12.16, "a100": 7.80}
+
 # DiviML Table III (latency, RWNNs of ER(0.2) modules): seconds for the full MILP and for
 # MILP-SPLIT to reach their best solutions, and the factor, per number of modules.
 DIVIML_T3 = {("sdep", 5): (82.69, 2.26, 37), ("sdep", 10): (232.24, 4.83, 48), ("sdep", 20): (1907.12, 13.49, 141),

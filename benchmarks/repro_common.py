@@ -14,6 +14,17 @@ DATA = ROOT / "data" / "dnn-partitioning"
 
 
 @dataclass
+class Figure:
+    """A figure drawn beside the document (benchmarks/repro_figures.py): its file stem, caption
+    and what `kind` of picture it is ("steps", "bars", "splits") with that kind's `data`."""
+
+    key: str
+    caption: str
+    kind: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class Table:
     """One table of a paper, reproduced: `head` names the columns, `notes` say what differs."""
 
@@ -24,9 +35,7 @@ class Table:
     rows: list[tuple[str, ...]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float | None = 0.0  # None: computed with the table before it
-    # a figure drawn beside the document: its caption, axis labels, and each line's (time, value) steps
-    figure: tuple[str, str, str] | None = None
-    series: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    figures: list[Figure] = field(default_factory=list)  # drawn beside the document, shown under the table
 
     def markdown(self) -> str:
         out = [f"## {self.title}", "", self.about, "",
@@ -50,6 +59,7 @@ class Run:
     feasible: bool = True
     sense: str = "min"
     timeline: tuple[tuple[float, float], ...] = ()  # (seconds, value) of each new incumbent
+    assignment: tuple[str, ...] = ()  # the device of each node, in the graph's order
 
     @property
     def certificate(self) -> str:
@@ -77,8 +87,9 @@ def solved(spec: Any, method: str, time_limit: float | None = None, **options: o
         return Run(math.nan, math.nan, f"refused: {e.message}", time.monotonic() - t, False)
     ev = r.evaluation
     timeline = tuple((float(m.group(1)), float(m.group(2))) for m in map(INCUMBENT.match, r.log) if m)
+    where = tuple(r.assignment[n.name] for n in spec.graph.nodes) if r.assignment else ()
     return Run(r.objective, r.bound, r.status.value, time.monotonic() - t, ev is not None and ev.feasible, r.sense,
-               timeline)
+               timeline, where)
 
 
 INCUMBENT = re.compile(r"^\s*([\d.]+)s\s+incumbent (\S+)")  # solve's timed log line of a new incumbent

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from published import T1_COLUMNS, TARNAWSKI_T1, TARNAWSKI_T4
-from repro_common import DATA, ROW_HEAD, Run, Table, num, row, solved
+from repro_common import DATA, ROW_HEAD, Figure, Run, Table, num, row, solved
 
 QUICK_T1 = (("throughput", "bert24_inference"), ("throughput", "gnmt_inference"),
             ("throughput-operators", "bert_l-3_inference"))
@@ -17,6 +17,7 @@ LABELS = {"dp": "DP (contiguous)", "ip_contiguous": "IP, contiguous (exact)", "i
           "dpl": "DPL", "expert": "expert split", "local_search": "local search (random starts, 10)",
           "pipedream": "PipeDream (chain of Kahn's order)", "pipedream_contracted": "PipeDream (branches contracted)",
           "scotch": "Scotch (peer)"}
+FIG9 = ("throughput-operators", "bert_l-3_inference")  # the graph of Figure 9
 PUBLISHED_AS = {"pipedream_contracted": "pipedream"}  # our column -> the paper's column it is compared with
 
 
@@ -84,6 +85,8 @@ def table1(quick: bool, cap: float) -> tuple[Table, dict[tuple[str, str], dict[s
             "pipedream_contracted": solved(contiguous, "pipedream", contract=1) if folder == "throughput" else None,
             "scotch": peer(anysplit, "scotch"),
         }
+        if key == FIG9:
+            tab.figures.append(figure9(anysplit, runs))
         ours[key] = {}
         for col, run in runs.items():
             pub[col] = pub[PUBLISHED_AS.get(col, col)]
@@ -115,19 +118,44 @@ def table1(quick: bool, cap: float) -> tuple[Table, dict[tuple[str, str], dict[s
     return tab, ours
 
 
+def figure9(spec: Any, runs: dict[str, Run | str | None]) -> Figure:
+    """Figure 9: the contiguous and the non-contiguous IP's splits of BERT-3's operator graph."""
+    panels = []
+    for col, what in (("ip_contiguous", "contiguous"), ("ip_any", "non-contiguous")):
+        run = runs[col]
+        if isinstance(run, Run) and run.assignment:
+            panels.append((f"{what} (IP): {num(run.value)} ms per sample, {run.certificate}", list(run.assignment)))
+    return Figure("tarnawski-9", "Figure 9: BERT-3 operator graph (inference) on 3 accelerators and 1 CPU",
+                  "splits", {"spec": spec.file, "splits": panels})
+
+
+FIG8_PANELS = {("throughput-operators", "inference"): "(a) operator graphs, inference",
+               ("throughput-operators", "training"): "(b) operator graphs, training",
+               ("throughput", "inference"): "(c) layer graphs, inference",
+               ("throughput", "training"): "(d) layer graphs, training"}
+
+
 def table2(ours: dict[tuple[str, str], dict[str, float]]) -> Table:
-    """Table 2 is Table 1 as throughput relative to the DP: DP's time per sample / the method's."""
+    """Table 2 is Table 1 as throughput relative to the DP: DP's time per sample / the method's.
+    Figure 8 draws it as bars."""
     tab = Table("tarnawski-2", "Tarnawski et al., Table 2: throughput relative to the DP (higher is better)",
-                "Derived from Table 1 above: DP / value, published beside ours.",
+                "Derived from Table 1 above: DP / value, published beside ours. Figure 8 below draws it: a bar per "
+                "method (ours), the published value as a black tick.",
                 ("workload", "method", "published", "ours"))
+    panels: dict[str, dict[str, dict[str, tuple[float, float | None]]]] = {t: {} for t in FIG8_PANELS.values()}
     for (folder, stem), got in ours.items():
         pub = dict(zip(T1_COLUMNS, TARNAWSKI_T1[(folder, stem)]))
         pub.update({ours_col: pub[theirs] for ours_col, theirs in PUBLISHED_AS.items()})
+        bars = panels[FIG8_PANELS[folder, "training" if "training" in stem else "inference"]].setdefault(stem, {})
         for col, value in got.items():
             if col == "dp" or value <= 0:
                 continue
             p = pub["dp"] / pub[col] if pub[col] else None
             tab.rows.append((stem, LABELS[col], f"{p:.2f}x" if p else "-", f"{got['dp'] / value:.2f}x"))
+            bars[LABELS[col]] = (got["dp"] / value, p)
+    tab.figures.append(Figure("tarnawski-8", "Figure 8: throughput relative to the DP (contiguous) = 1x", "bars",
+                              {"panels": {t: b for t, b in panels.items() if b}, "ylabel": "throughput / DP's",
+                               "methods": [m for c, m in LABELS.items() if c != "dp"]}))
     return tab
 
 
