@@ -11,7 +11,8 @@ from dataclasses import replace
 from typing import Any
 
 from published import DIVIML_COLUMNS, DIVIML_T2
-from repro_common import ROOT, Figure, Table, sig, solved
+from repro_common import ROOT, Figure, Table, sig
+from repro_others import diviml_runs
 
 LIGHT = ROOT / "data" / "onnx-light"
 # the substitute models, the paper's nearest (its Fig. 3 names AlexNet, VGG, ResNet, Inception v3, GoogLeNet)
@@ -95,9 +96,7 @@ def figures_3_5(quick: bool, cap: float) -> list[Table]:
             spec = cnn_spec(model, objective, batch, split)
             if batch == 1:
                 times[model] = speeds(spec)
-            runs = {col: solved(spec, col, cap if col in ("exact", "milp_split", "ea", "sa") else None,
-                                **({"iterations": 10**6} if col in ("ea", "sa") else {}))
-                    for col in DIVIML_COLUMNS if col != "bound"}
+            runs = diviml_runs(spec, cap)
             base = runs["single"].value
             print(f"   {model} B={batch}: best device {base:.4g}, heft {runs['heft'].value:.4g}, "
                   f"milp_split {runs['milp_split'].value:.4g}", file=sys.stderr, flush=True)

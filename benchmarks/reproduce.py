@@ -22,6 +22,7 @@ from pathlib import Path
 
 import needs_partdsl  # noqa: F401  (a plain message if partdsl is missing)
 from repro_common import ROOT, Table
+from repro_figures import draw
 
 KEYS = ("tarnawski-1", "tarnawski-4", "archer", "diviml", "diviml-3", "diviml-5", "diviml-cnn")
 NOT_REPRODUCIBLE = """## What is not reproduced, and why
@@ -115,8 +116,6 @@ def document(tables: list[Table], quick: bool, seconds: float, out: Path, note: 
             "Each row: the paper's value, ours (scored by partdsl's evaluator), ours / published, our time "
             "and our certificate (a proven bound and the gap to it; `optimal` when proven). Lower is better "
             "except where a table says otherwise.", ""] + ([f"**Note on this run:** {note}", ""] if note else [])
-    from repro_figures import draw
-
     parts = [t.markdown() + "".join(draw(f, out.parent / "img" / f"tables-{f.key}.png") + "\n" for f in t.figures)
              for t in tables]
     return "\n".join(head) + "\n" + "\n".join(parts) + "\n" + NOT_REPRODUCIBLE

@@ -55,9 +55,9 @@ def layers(spec: Spec) -> np.ndarray:
     for v in d.topo.tolist():
         for u in d.preds[v]:
             depth[v] = max(depth[v], depth[u] + 1)
-    first = np.full(d.n, np.iinfo(np.int64).max)
+    first = np.full(d.n, d.n)  # the layer of each node's first consumer (n: none)
     np.minimum.at(first, d.src, depth[d.dst])
-    source = (np.bincount(d.dst, minlength=d.n) == 0) & (first < np.iinfo(np.int64).max)
+    source = (np.bincount(d.dst, minlength=d.n) == 0) & (np.diff(d.succ_ptr) > 0)
     depth[source] = first[source] - 1
     return depth
 
@@ -161,7 +161,8 @@ def graph(ax, spec: Spec, dev: np.ndarray) -> list:  # type: ignore[no-untyped-d
     ax.plot([], [], color="#c44e52", ls="--", label="cut edge")
     drawn = f", drawn as {G} {what}" if collapsed else ""
     ax.set_title(f"{spec.graph.name}: {d.n} nodes{drawn}, {int((dev[d.src] != dev[d.dst]).sum())} cut edges")
-    ax.set_xlabel("layer (longest path from a source; sources just before their first consumer)" if not collapsed else "mean depth of the group's nodes")
+    ax.set_xlabel("layer (longest path from a source; sources just before their first consumer)" if not collapsed
+                  else "mean depth of the group's nodes")
     ax.set_yticks([])
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), ncol=2 if d.D > 20 else 1)
     return texts
