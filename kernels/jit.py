@@ -26,3 +26,11 @@ def njit(fn: F) -> F:
     if HAVE_NUMBA:
         return numba.njit(cache=True, nogil=True)(fn)  # type: ignore[return-value]
     return fn
+
+
+def njit_inline(fn: F) -> F:
+    """`njit`, inlined into its compiled callers (a helper with many array arguments, called
+    per node: a call passes every array's descriptor)."""
+    if HAVE_NUMBA:
+        return numba.njit(cache=True, nogil=True, inline="always")(fn)  # type: ignore[return-value]
+    return fn

@@ -9,7 +9,7 @@ from typing import Callable, Iterator
 from partdsl.core.events import Event
 from partdsl.core.ir import OBJECTIVES, SCHEDULED
 from partdsl.kernels import brute_force, single_device
-from partdsl.kernels.bottleneck import baselines, ideal_dp, load_search, order_search, topo_split
+from partdsl.kernels.bottleneck import baselines, ideal_dp, load_search, local_search, order_search, topo_split
 from partdsl.kernels.latency import fill as latency_greedy
 from partdsl.kernels.latency import search as latency_search
 from partdsl.kernels.peers import runners as peers
@@ -77,9 +77,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("greedy", baselines.greedy, False, "fill devices in topological order, each up to a share by its speed "
            "(baseline); under a schedule objective, DiviML's Greedy (eft)",
            objectives=MAX_LOAD),
-    Method("local_search", baselines.local_search, False, "single-node moves with restarts, each from SliceGraph "
-           "on a random order, or from a random split (-O start=random, Tarnawski sec. 6) (baseline)",
-           ("restarts", "passes", "start"), objectives=MAX_LOAD),
+    Method("local_search", local_search.local_search, False, "single-node moves to a local optimum with restarts, "
+           "each from SliceGraph on a random order, or from a random split (-O start=random); -O step=best makes the "
+           "best move of all each time (Tarnawski sec. 6: start=random, step=best, restarts=10) (baseline)",
+           ("restarts", "passes", "start", "step"), objectives=MAX_LOAD),
     Method("load_search", load_search.run, False, "iterated local search on max load from the best topo split: "
            "unit moves scored by (max load, sum of squared loads), any split", ("stall",), objectives=MAX_LOAD),
     Method("single", single_device.run, False, "everything on one device (baseline)"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -301,6 +302,65 @@ def test_batched_move_scores_equal_one_evaluation_per_move(data) -> None:
             ref_value, ref = bottleneck_loads(spec, spec.dense, trial, None if factors is None else factors.astype(float))
             assert math.isclose(value[i], ref_value, rel_tol=1e-12, abs_tol=1e-12)
             assert math.isclose(spread[i], float(np.square(ref).sum()), rel_tol=1e-9, abs_tol=1e-9)
+
+
+@SETTINGS
+@given(st.data())
+def test_move_scan_by_parts_equals_whole_tables(data) -> None:
+    """`LoadTable.scan` takes back and adds again only the parts a move changes; each
+    move's objective and spread equal the whole table's (kernels/bottleneck/load_table.py)."""
+    from partdsl.kernels.bottleneck.load_search import Search
+    from partdsl.kernels.bottleneck.load_table import _scan, _scan_tables
+
+    spec: Spec = data.draw(specs(kinds=("bottleneck",)))
+    d = spec.dense
+    finite = np.isfinite(d.work)
+    dev = np.array([data.draw(st.sampled_from(np.flatnonzero(finite[v, d.dev_class]).tolist() or [0]))
+                    for v in range(d.n)], dtype=np.int64)
+    s = Search(spec, dev)
+    if not (HAVE_NUMBA and s.loads.compiled and np.isfinite(d.work[np.arange(d.n), d.dev_class[dev]]).all()):
+        return
+    ks = np.repeat(np.arange(s.count), d.D)
+    js = np.tile(np.arange(d.D), s.count)
+    r = np.array(data.draw(st.lists(st.sampled_from([1, 2, 3]), min_size=d.D, max_size=d.D)))
+    for factors in (None, r):
+        rep = s.loads.replicas(factors)
+        parts = _scan(dev, ks, js, s.mptr, s.midx, *s.loads.preds, s.loads.gpipe, *s.loads.args, *rep)
+        whole = _scan_tables(dev, ks, js, s.mptr, s.midx, s.loads.gpipe, *s.loads.args, *rep)
+        scale = max(1.0, float(np.abs(whole[0]).max(initial=0.0)))
+        assert np.allclose(parts[0], whole[0], rtol=1e-12, atol=1e-12 * scale)
+        assert np.allclose(parts[1], whole[1], rtol=1e-9, atol=1e-9 * scale * scale)
+
+
+@SETTINGS
+@given(st.data())
+def test_the_units_that_can_lower_the_score_hold_every_improving_move(data) -> None:
+    """step=best of the local search scans only `MoveScores.touching`: the best move of all
+    units, if it improves, is among theirs."""
+    from partdsl.kernels.bottleneck.move_scores import MoveScores
+
+    spec: Spec = data.draw(specs(kinds=("bottleneck",)))
+    spec = replace(spec, constraints=replace(spec.constraints, contiguous=False, acyclic=False, max_stages=None))
+    if data.draw(st.booleans()):
+        spec = replace(spec, platform=replace(spec.platform, classes=tuple(
+            replace(k, memory=float(spec.dense.params.sum()) / 3 + 1) for k in spec.platform.classes)),
+            constraints=replace(spec.constraints, memory=data.draw(st.sampled_from(["hard", "overflow"]))))
+    dev = np.array(data.draw(assignments(spec)), dtype=np.int64)
+    u = contract(spec.dense)
+    ms = MoveScores(spec, u)
+    dev = dev[np.array([m[0] for m in u.members()])][u.unit]  # each unit on one device
+    units = ms.touching(dev)
+    if units is None:
+        return
+    D = spec.dense.D
+    ks, js = np.repeat(np.arange(u.count), D), np.tile(np.arange(D), u.count)
+    keep = js != dev[[u.members()[k][0] for k in ks]]
+    ks, js = ks[keep], js[keep]
+    viol, obj = ms.moves(dev, ks, js)
+    cur = ms.scores(dev)
+    tol = 1e-9 * max(1.0, abs(cur[1])) if np.isfinite(cur[1]) else 0.0
+    better = (viol < cur[0]) | ((viol == cur[0]) & (obj < cur[1] - tol))
+    assert set(ks[better].tolist()) <= set(units.tolist())
 
 
 @SETTINGS

@@ -2,10 +2,7 @@
 
 - `greedy`: walk a topological order and fill devices one at a time up to an even share
   of the work (accelerators first, then host devices), respecting memory.
-- `local_search`: from random starts, move single nodes between devices while the
-  evaluator's score improves (any split, not only contiguous ones), with restarts. Each
-  start is SliceGraph on a random order, or (`start=random`) a random device per unit as
-  Tarnawski sec. 6 describes ("starts from a random split ... restart 10 times").
+- `local_search` (kernels/bottleneck/local_search.py): single-node moves with restarts.
 - `pipedream`: PipeDream's linear DP - the graph is treated as the chain of a
   topological order, a stage pays only the tensors crossing its two cut points, and
   only accelerators (non-host devices) are used; a stage's parameters fit its memory
@@ -21,8 +18,6 @@ from __future__ import annotations
 from typing import Iterator
 
 import numpy as np
-from partdsl.core.errors import PartError
-from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.coarse_order import coarsen
@@ -164,56 +159,3 @@ def greedy(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -
         load += float(cheap[nodes].sum())
         mem += d.params[nodes].sum()
     yield Candidate("greedy", dev)
-
-
-def local_search(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, restarts: float = 5,
-                 passes: float = 20, start: object = "slicegraph", **_: object) -> Iterator[Candidate]:
-    """Each restart starts from SliceGraph on a random order (feasible for contiguity and
-    acyclicity), or with `start="random"` from a random allowed device per colocation unit
-    (the paper's baseline; it may start infeasible), then moves one unit at a time to
-    another device while the score (number of violations, then objective) improves."""
-    if start not in ("slicegraph", "random"):
-        raise PartError(f"local_search: unknown start '{start}'", None,
-                        "write -O start=slicegraph (the default) or -O start=random")
-    from partdsl.kernels.bottleneck.order_search import Decoder
-
-    d = spec.dense
-    rng = np.random.default_rng(seed)
-    sign = -1.0 if spec.objective.sense == "max" else 1.0
-    dec = Decoder(spec)
-    u = dec.units
-    members = u.members()
-    options = [np.flatnonzero(d.allowed[m].all(axis=0)) for m in members]
-
-    def score(arr: np.ndarray) -> tuple[int, float]:
-        ev = evaluate(spec, arr)
-        return len(ev.violations), sign * ev.objective
-
-    best = (np.iinfo(np.int64).max, np.inf)
-    for r in range(int(restarts)):
-        dev = None if start == "random" else dec.decode(rng.random(dec.U))[1]
-        if dev is None:
-            dev = np.array([opts[rng.integers(len(opts))] for opts in options])[u.unit]
-        cur = score(dev)
-        for _p in range(int(passes)):
-            improved = False
-            for k in rng.permutation(u.count):
-                if deadline.passed():
-                    break
-                here = dev[members[k][0]]
-                for j in options[k]:
-                    if j == here:
-                        continue
-                    dev[members[k]] = j
-                    s = score(dev)
-                    if s[0] < cur[0] or (s[0] == cur[0] and s[1] < cur[1] - 1e-12):
-                        cur, here, improved = s, j, True
-                    else:
-                        dev[members[k]] = here
-            if not improved or deadline.passed():
-                break
-        if cur < best:
-            best = cur
-            yield Candidate(f"local search (restart {r + 1})", dev.copy())
-        if deadline.passed():
-            return
