@@ -12,6 +12,7 @@ from partdsl.core.errors import PartError
 from partdsl.core.evaluate import evaluate
 from partdsl.dsl.parser import parse
 from partdsl.dsl.printer import to_part
+from partdsl.kernels import single_device
 from partdsl.methods.solve import solve
 
 from tests import reference
@@ -159,6 +160,33 @@ def test_the_load_search_keeps_activation_memory(data: st.DataObject) -> None:
     if data.draw(st.booleans()):  # hard limits near what one device's share of it all takes
         spec = tight_memory(spec, data.draw(st.sampled_from([0.4, 0.6, 0.9])), "hard")
     check_load_search(spec)
+
+
+def test_the_load_search_starts_where_no_topo_split_or_single_device_fits() -> None:
+    """Found by the property above: a..d may not run on the GPU and together outgrow the CPU
+    (0.6 of all the parameters); no topo split (it ignores activations) or single device is
+    feasible, yet e alone on the GPU is. The load search used to yield nothing; it now starts
+    from the local search, which lowers the violations first."""
+    from partdsl.kernels.bottleneck import load_search
+    from partdsl.runtime.deadline import Deadline
+
+    spec = tight_memory(parse("""
+graph g {
+  node a { work 0 ms }
+  node b { work 0 ms }
+  node c { work 0 ms }
+  node d { work 0 ms; params 18110648 B }
+  node e { work 0 ms; params 26987423 B }
+  a -> b; a -> c; a -> d; a -> e; b -> c; b -> d; b -> e; d -> c; e -> c; e -> d
+}
+platform { device acc[1] { link 1 GB/s }  device cpu[1] { host } }
+minimize bottleneck
+subject to { memory hard; forbid a on acc; forbid b on acc; forbid c on acc; forbid d on acc }
+"""), 0.6, "hard")
+    assert not any(evaluate(spec, c.devices).feasible for c in single_device.run(spec))
+    found = list(load_search.run(spec, deadline=Deadline.after(5), stall=5))
+    assert found and evaluate(spec, found[-1].devices).feasible
+    assert list(found[-1].devices) == [1, 1, 1, 1, 0]
 
 
 def test_the_load_search_does_not_take_a_move_the_peak_forbids() -> None:

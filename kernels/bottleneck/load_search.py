@@ -36,6 +36,7 @@ from partdsl.core.replicas import used_devices
 from partdsl.core.violations import memory_used, violations
 from partdsl.kernels.bottleneck.coarse_order import COARSE_POSITIONS
 from partdsl.kernels.bottleneck.load_table import LoadTable
+from partdsl.kernels.bottleneck.local_search import local_search
 from partdsl.kernels.bottleneck.replica_layout import Layout, kick
 from partdsl.kernels.graph.contraction import contract
 from partdsl.runtime.deadline import NEVER, Deadline, timed_chunks
@@ -348,7 +349,8 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     orders only: each order costs a second there (10,000 operators) and the descents do
     better with the time. (`exact`'s MIP start, methods/mip_start.py, also tries dp and
     restarts with new seeds.) Where no topo split is feasible, the start is the best
-    single device that is."""
+    single device that is, or else the local search's best (it descends on the number of
+    violated constraints first: peak activations under tight memory)."""
     from partdsl.kernels import single_device
     from partdsl.kernels.bottleneck import topo_split
 
@@ -362,6 +364,11 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
         start = min(scored, key=lambda x: x[0])[1] if scored else None
         if start is not None:
             yield Candidate(f"load search: start ({start.label})", start.devices)
+    if start is None:  # nor one device: the local search, which lowers the violations first
+        for cand in local_search(spec, seed, deadline, restarts=3):
+            if evaluate(spec, cand.devices).feasible:
+                start = cand
+                yield Candidate(f"load search: start ({cand.label})", cand.devices)
     if start is None or spec.objective.kind != "bottleneck":
         return
     yield from improve(spec, start.devices, deadline, seed, int(stall), progress, start.replicas)
