@@ -5,6 +5,7 @@ the certificate (status, proven bound, gap); then what cannot be reproduced, and
     python benchmarks/reproduce.py --jobs 2        # every table (about 25 minutes on 2 cores)
     python benchmarks/reproduce.py --quick         # a subset at 10 s limits (under 10 minutes)
     python benchmarks/reproduce.py --only tarnawski-1,diviml --out /tmp/t.md
+    python benchmarks/reproduce.py --only tarnawski-1 --update   # those tables' sections of docs/tables.md
 
 Tables: tarnawski-1 (and -2, derived from it), tarnawski-4, archer (Tables 3 and 2), diviml
 (Tables I and IV, Figure 7), diviml-3 (Table III), diviml-5 (Table V), diviml-cnn (Figures 3 and 5
@@ -121,6 +122,29 @@ def document(tables: list[Table], quick: bool, seconds: float, out: Path, note: 
     return "\n".join(head) + "\n" + "\n".join(parts) + "\n" + NOT_REPRODUCIBLE
 
 
+def sections(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """(what precedes the first `## ` heading, [(heading line, its section up to the next)])."""
+    parts = ("\n" + text).split("\n## ")
+    return parts[0].lstrip("\n"), [(p.split("\n", 1)[0], "## " + p) for p in parts[1:]]
+
+
+def update(old: str, new: str, command: str, minutes: float) -> str:
+    """`old` with each section of `new` in place of the section of the same heading (a new
+    one before "What is not reproduced", which is always `new`'s), and a line under the
+    header saying which run replaced them (after any earlier update's)."""
+    head, olds = sections(old)
+    _, news = sections(new)
+    fresh = dict(news)
+    last = "What is not reproduced, and why"
+    body = [fresh.pop(h, sec) for h, sec in olds if h != last]
+    body += [sec for h, sec in news if h in fresh and h != last] + [fresh.get(last) or dict(olds).get(last, "")]
+    lines = head.rstrip("\n").split("\n")  # earlier updates' lines stay
+    titles = "; ".join(h for h, _ in news if h != last)
+    lines += ["", f"**Updated:** `{command}` regenerated {titles}, in {minutes:.0f} minutes; the other tables "
+              "are from the run the header describes."]
+    return "\n".join(lines) + "\n\n" + "\n".join(body)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="a subset of each table at 10 s limits")
@@ -133,15 +157,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--graphs", type=int, help="archer: how many graphs (default 3; quick 2)")
     ap.add_argument("--note", default="", help="a sentence on this run, printed under the header")
     ap.add_argument("--out", default=str(ROOT / "docs" / "tables.md"))
+    ap.add_argument("--update", action="store_true",
+                    help="replace only these tables' sections of --out, keep the others (not with --quick)")
     args = ap.parse_args(argv)
     keys = tuple(k for k in args.only.split(",") if k)
     bad = [k for k in keys if k not in KEYS]
     if bad:
         ap.error(f"unknown table {', '.join(bad)} (tables: {', '.join(KEYS)})")
+    out = Path(args.out)
+    if args.update and (args.quick or not out.exists()):
+        ap.error(f"--update replaces sections of a full run's {out}: " + ("not with --quick" if args.quick
+                                                                            else "it does not exist"))
     t0 = time.monotonic()
     tables = build(keys, args.quick, args.cap, args.jobs, args.regal, args.graphs)
-    out = Path(args.out)
-    out.write_text(document(tables, args.quick, time.monotonic() - t0, out, args.note))
+    text = document(tables, args.quick, time.monotonic() - t0, out, args.note)
+    if args.update:
+        cap = f" --cap {args.cap:g}" if args.cap is not None else ""
+        text = update(out.read_text(), text, f"python benchmarks/reproduce.py --only {','.join(keys)} --update{cap}",
+                      (time.monotonic() - t0) / 60)
+    out.write_text(text)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

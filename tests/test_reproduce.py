@@ -182,3 +182,30 @@ def test_archer_runs_on_regal_files(tmp_path: Path) -> None:
     rows = next(rs for title, rs in tables(text).items() if "Table 3" in title)
     simple = next(r for r in rows if r["bound"] == "simple")
     assert 0 < float(simple["k=2 ours"]) <= 1.0 + 1e-9  # a bound over the best found: at most 1
+
+
+def test_update_replaces_only_the_tables_it_ran(written: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """--update: the sections of the tables this run computed replace theirs in the committed
+    docs/tables.md; the others stay as they were, in their order, and a line says so."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import reproduce
+
+        committed = (BENCH.parent / "docs" / "tables.md").read_text()
+        head, olds = reproduce.sections(committed)
+        assert head + "\n" + "\n".join(s for _, s in olds) == committed  # the sections are the whole file
+        _, news = reproduce.sections(written)
+        ran = [(h, s) for h, s in news if h.startswith("Tarnawski et al., Table 2") or h.startswith("What is not")]
+        assert len(ran) == 2
+        out = reproduce.update(committed, "# run\n\n" + "\n".join(s for _, s in ran), "python reproduce.py -x", 2.4)
+        with pytest.raises(SystemExit):
+            reproduce.main(["--quick", "--update", "--only", "diviml"])
+    finally:
+        sys.path.remove(str(BENCH))
+    assert "--update replaces sections of a full run's" in capsys.readouterr().err
+    _, result = reproduce.sections(out)
+    assert [h for h, _ in result] == [h for h, _ in olds]
+    for (h, before), (_, after) in zip(olds, result):
+        assert after == (dict(ran)[h] if h in dict(ran) else before), h
+    assert "**Updated:** `python reproduce.py -x` regenerated Tarnawski et al., Table 2" in out
+    assert ", in 2 minutes; the other tables are from the run the header describes." in out
