@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Mapping
 
 import numpy as np
 from partdsl.core.dense import INF, work_time
 from partdsl.core.errors import PartError
-from partdsl.core.ir import GENERIC, Spec
+from partdsl.core.ir import GENERIC, Node, Spec
 
 
 @dataclass(frozen=True)
@@ -127,29 +128,46 @@ def batch_split(spec: Spec, node: int, cls: int, L: int) -> list[int] | None:
     """The fastest sizes to run L samples of a node on one device of a class, in batches
     the class supports: a DP over sample counts. A class that declares no sizes runs any;
     a size with no work entry costs its multiple of batch 1 (core/dense.work_time), no less
-    than that many batches of 1, so only 1 and the sizes with entries are tried."""
+    than that many batches of 1, so only 1 and the sizes with entries are tried. The DP's
+    table (up to the spec's batch) is kept per distinct (sizes, times), and those per node
+    and class, across specs (a module's restricted spec has the same nodes): list
+    schedulers ask for every node, class and chunk count, 28,701 times in one MILP-SPLIT
+    run on DenseNet-121, 40% of its HEFT."""
     k = spec.platform.classes[cls]
-    nd = spec.graph.nodes[node]
-    if k.batches:
-        sizes = [b for b in k.batches if b <= L]
-    else:
-        sizes = sorted({1} | {w.batch for w in nd.work if w.on in (k.name, GENERIC) and 1 <= w.batch <= L})
-    times = {b: work_time(nd, k.name, k.speed, b) for b in sizes}
-    best = [0.0] + [INF] * L
-    last = [0] * (L + 1)
-    for x in range(1, L + 1):
-        for b in sizes:
-            if b <= x:
-                t = best[x - b] + times[b]
-                if t < best[x]:
-                    best[x], last[x] = t, b
-    if not np.isfinite(best[L]):
+    last = _split_table(*_sizes_times(spec.graph.nodes[node], k.name, k.speed, k.batches,
+                                      max(L, spec.objective.batch)))
+    if last[L] < 0:
         return None
     out, x = [], L
     while x:
         out.append(last[x])
         x -= last[x]
     return sorted(out, reverse=True)
+
+
+@lru_cache(maxsize=1 << 16)
+def _sizes_times(nd: Node, name: str, speed: float, batches: tuple[int, ...], top: int
+                 ) -> tuple[tuple[int, ...], tuple[float, ...], int]:
+    """The batch sizes a node may run in on a class, up to `top`, and their times."""
+    if batches:
+        sizes = tuple(b for b in batches if b <= top)
+    else:
+        sizes = tuple(sorted({1} | {w.batch for w in nd.work if w.on in (name, GENERIC) and 1 <= w.batch <= top}))
+    return sizes, tuple(work_time(nd, name, speed, b) for b in sizes), top
+
+
+@lru_cache(maxsize=1 << 12)
+def _split_table(sizes: tuple[int, ...], times: tuple[float, ...], L: int) -> tuple[int, ...]:
+    """last[x]: the last batch of the fastest way to run x samples (-1: none can)."""
+    best = [0.0] + [INF] * L
+    last = [0] * (L + 1)
+    for x in range(1, L + 1):
+        for b, tb in zip(sizes, times):
+            if b <= x:
+                t = best[x - b] + tb
+                if t < best[x]:
+                    best[x], last[x] = t, b
+    return tuple(b if math.isfinite(t) else -1 for b, t in zip(last, best))
 
 
 def share_times(spec: Spec) -> np.ndarray:

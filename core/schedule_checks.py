@@ -149,8 +149,11 @@ def _colocate(spec: Spec, s: Schedule) -> list:
     from partdsl.core.evaluation import Violation, short_list
 
     dense = spec.dense
+    grouped = np.bincount(dense.colo, minlength=dense.n)[dense.colo] > 1  # a node alone runs a sample once
     where: dict[tuple[int, int], set[int]] = {}
     for p in s.pieces:
+        if not grouped[p.node]:
+            continue
         for x in p.samples:
             where.setdefault((int(dense.colo[p.node]), x), set()).add(p.device)
     out = []

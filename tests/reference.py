@@ -281,3 +281,32 @@ def stashed(spec: Spec, assign: list[int]) -> list[float]:
         seen.discard(d)
         out.append(len(seen) * sum(nd.out or 0.0 for v, nd in enumerate(g.nodes) if fw[v] and assign[v] == d))
     return out
+
+
+def least_pieces(spec: Spec, v: int, classes: list[int], L: int) -> float:
+    """The least total time of pieces of node v covering L samples, each piece a batch size
+    one of `classes` runs, timed by core/dense.work_time: every multiset of (class, size)
+    pieces summing to L, enumerated (no DP)."""
+    from partdsl.core.dense import work_time
+
+    nd = spec.graph.nodes[v]
+    options = []
+    for c in classes:
+        k = spec.platform.classes[c]
+        sizes = k.batches or tuple(range(1, L + 1))
+        options += [(b, work_time(nd, k.name, k.speed, b)) for b in sizes if b <= L]
+    best = math.inf
+
+    def walk(i: int, left: int, total: float) -> None:
+        nonlocal best
+        if left == 0:
+            best = min(best, total)
+            return
+        if i == len(options):
+            return
+        b, t = options[i]
+        for m in range(left // b + 1):
+            walk(i + 1, left - m * b, total + m * t)
+
+    walk(0, L, 0.0)
+    return best

@@ -4,6 +4,7 @@ schedule evaluator's numbers by hand, each violation named, the JSON form throug
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from partdsl.core.errors import PartError
 from partdsl.core.evaluate import evaluate
+from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, from_json, whole_batches
 from partdsl.core.schedule_eval import evaluate_schedule, list_schedule
 from partdsl.dsl.parser import parse
@@ -371,3 +373,36 @@ def test_the_one_go_check_is_its_definition(raw: list[tuple[int, int, int, int]]
     assert {(d, v) for d, v, _ in got} == interleaved([(d, v) for d, v, _, _ in raw], list(start), list(finish), 1e-9)
     for d, v, k in got:
         assert raw[k][0] == d and raw[k][1] != v
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(specs(max_nodes=4, kinds=("task_latency", "throughput")), st.integers(1, 7))
+def test_batch_splits_and_piece_costs_are_the_least_time_over_every_multiset_of_pieces(spec: Spec, L: int) -> None:
+    """core/schedule.batch_split (one class) and methods/bounds.piece_costs (any allowed
+    class) against every multiset of batch sizes summing to the samples
+    (tests/reference.least_pieces)."""
+    from dataclasses import replace
+
+    from partdsl.core.dense import work_time
+    from partdsl.core.schedule import batch_split
+    from partdsl.methods.bounds import piece_costs
+
+    from tests.reference import least_pieces
+
+    spec = replace(spec, objective=replace(spec.objective, batch=L, split=1))
+    d = spec.dense
+    for v in range(d.n):
+        for c, k in enumerate(spec.platform.classes):
+            ref = least_pieces(spec, v, [c], L)
+            sizes = batch_split(spec, v, c, L)
+            if sizes is None:
+                assert ref == math.inf
+                continue
+            assert sum(sizes) == L
+            got = sum(work_time(spec.graph.nodes[v], k.name, k.speed, b) for b in sizes)
+            assert math.isclose(got, ref, rel_tol=1e-9, abs_tol=1e-12)
+    _, least = piece_costs(spec)
+    for v in range(d.n):
+        on = [c for c in range(len(spec.platform.classes)) if d.allowed[v, d.dev_class == c].any()]
+        ref = least_pieces(spec, v, on, L)
+        assert least[v] == ref or math.isclose(least[v], ref, rel_tol=1e-9, abs_tol=1e-12)
