@@ -58,13 +58,19 @@ def peer(spec: Any, name: str) -> Run | str:
         return f"not run: {e.message}"
 
 
+LOCAL_SEARCH_CAP = 60.0  # the paper runs local search to its local optima; ten take 16 s on BERT-L-12 here
+
+
 def table1(quick: bool, cap: float) -> tuple[Table, dict[tuple[str, str], dict[str, float]]]:
-    """Table 1: every column the paper has, per workload; `cap` seconds for each IP and for
-    local search. Also returns our values, for Table 2."""
+    """Table 1: every column the paper has, per workload; `cap` seconds for each IP and, but
+    for the quick run, at least LOCAL_SEARCH_CAP for local search. Also returns our values,
+    for Table 2."""
     t0 = time.monotonic()
+    ls_cap = cap if quick else max(cap, LOCAL_SEARCH_CAP)
     tab = Table("tarnawski-1", "Tarnawski et al., Table 1: pipelined throughput (time per sample, lower is better)",
                 f"Layer graphs (`throughput/`) and operator graphs (`throughput-operators/`). Each IP (`exact`, "
-                f"HiGHS) and local search stop at {cap:g} s (the paper: Gurobi, 4 cores, 1% or 20 minutes); "
+                f"HiGHS) stops at {cap:g} s (the paper: Gurobi, 4 cores, 1% or 20 minutes), local search at "
+                f"{ls_cap:g} s; "
                 "a stopped IP shows its incumbent and proven bound. Local search is the paper's: from a random split, "
                 "the best single-node move until none improves, 10 restarts, seed 0 (`-O start=random -O step=best "
                 "-O restarts=10`).", ROW_HEAD)
@@ -81,7 +87,7 @@ def table1(quick: bool, cap: float) -> tuple[Table, dict[tuple[str, str], dict[s
             "ip_any": solved(anysplit, "exact", cap),
             "dpl": solved(contiguous, "dpl"),
             "expert": expert(contiguous, stem) if folder == "throughput" else None,  # fits: Table 1's platform
-            "local_search": solved(anysplit, "local_search", cap, start="random", restarts=10, step="best"),
+            "local_search": solved(anysplit, "local_search", ls_cap, start="random", restarts=10, step="best"),
             "pipedream": solved(contiguous, "pipedream") if folder == "throughput" else None,
             "pipedream_contracted": solved(contiguous, "pipedream", contract=1) if folder == "throughput" else None,
             "scotch": peer(anysplit, "scotch"),
@@ -111,6 +117,10 @@ def table1(quick: bool, cap: float) -> tuple[Table, dict[tuple[str, str], dict[s
         "nodes\". The contracted one gives the published value on BERT-24 and InceptionV3 (both); the chain one "
         "on GNMT, whose LSTM streams leave few path cuts (the paper's contraction of GNMT is not published); "
         "ResNet50 lies between the two.",
+        "Local search: each restart runs to its local optimum (at most 16 s for all ten here; it used to stop at "
+        "the time limit on the operator graphs, where one move cost an evaluator call). Its value depends on the "
+        "random starts, which the paper does not publish: ours is within 2% of the published value on the layer "
+        "graphs, above it on the smaller operator graphs and below it on the larger ones.",
         "Scotch: ours is the pyscotch peer on the same weights as the other peers (vertex = compute, edge = "
         "transfer), mapped to devices, with `-O repair=1` (colocation contracted, memory fixed by moves: without it "
         "the peer refuses these specs); the paper's Scotch settings are not published.",
