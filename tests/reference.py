@@ -306,7 +306,7 @@ def least_pieces(spec: Spec, v: int, classes: list[int], L: int) -> float:
             return
         b, t = options[i]
         for m in range(left // b + 1):
-            walk(i + 1, left - m * b, total + m * t)
+            walk(i + 1, left - m * b, total + m * t if m else total)  # 0 pieces of an inf one cost 0, not NaN
 
     walk(0, L, 0.0)
     return best
