@@ -55,8 +55,7 @@ class Search:
         self.deadline = NEVER  # descend's: a scan of every move stops there
         u = contract(d)
         self.unit, self.count = u.unit, u.count
-        self.midx = np.argsort(u.unit, kind="stable").astype(np.int64)
-        self.mptr = np.searchsorted(u.unit[self.midx], np.arange(u.count + 1)).astype(np.int64)
+        self.mptr, self.midx = u.csr()
         self.members = [self.midx[self.mptr[k]:self.mptr[k + 1]] for k in range(u.count)]
         allowed = np.ones((u.count, d.D), dtype=bool)
         np.logical_and.at(allowed, u.unit, d.allowed)

@@ -60,10 +60,13 @@ class Descent:
         return True
 
     def _moves(self, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        here = self.dev[[self.members[k][0] for k in units]] if len(units) else np.empty(0, dtype=np.int64)
-        ks = np.repeat(units, [len(self.options[k]) for k in units]).astype(np.int64)
-        js = np.concatenate([self.options[k] for k in units]).astype(np.int64) if len(units) else ks
-        keep = js != np.repeat(here, [len(self.options[k]) for k in units])
+        """Every move of `units` to another allowed device."""
+        if not len(units):
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        sizes = [len(self.options[k]) for k in units]
+        ks = np.repeat(units, sizes).astype(np.int64)
+        js = np.concatenate([self.options[k] for k in units]).astype(np.int64)
+        keep = js != np.repeat(self.dev[[self.members[k][0] for k in units]], sizes)
         return ks[keep], js[keep]
 
     def sweep(self, order: np.ndarray, deadline: Deadline) -> bool:

@@ -37,8 +37,7 @@ class MoveScores:
         if not self.fast:
             return
         self.loads = LoadTable(spec)
-        self.midx = np.argsort(units.unit, kind="stable").astype(np.int64)
-        self.mptr = np.searchsorted(units.unit[self.midx], np.arange(units.count + 1)).astype(np.int64)
+        self.mptr, self.midx = units.csr()
         self.params = np.bincount(units.unit, weights=d.params, minlength=units.count)
         hard = c.memory == "hard"
         self.cap = d.memory[d.dev_class] * (1 + 1e-12) if hard else np.full(d.D, np.inf)

@@ -28,6 +28,12 @@ class Contraction:
         (a scan per unit was quadratic: minutes at 50,000 units)."""
         return groups(self.unit)  # every unit 0 .. count - 1 has a node
 
+    def csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ptr, idx): unit k's nodes are idx[ptr[k]:ptr[k + 1]], in index order (the
+        members as two int64 arrays, for compiled kernels)."""
+        idx = np.argsort(self.unit, kind="stable").astype(np.int64)
+        return np.searchsorted(self.unit[idx], np.arange(self.count + 1)).astype(np.int64), idx
+
 
 def absorbable_sinks(dense: Dense, memory_binds: bool) -> list[tuple[int, int]]:
     """(pred, sink) pairs whose colocation is without loss of generality.
