@@ -43,6 +43,7 @@ from partdsl.runtime.deadline import NEVER, Deadline, timed_chunks
 
 Score = tuple[float, float]
 STALL = 100  # perturbations in a row without a better objective before the search stops
+MIN_STALL = 10  # ... or, by default, as many as the single moves there are, when fewer (a tiny spec)
 PATIENCE = 10.0  # without a time limit, also stop once nothing better came for max(this, the time the best took) s
 
 
@@ -308,16 +309,20 @@ def _better(a: Score, b: Score) -> bool:
     return a[0] < b[0] - tol or (a[0] <= b[0] + tol and a[1] < b[1] - 1e-9 * max(1.0, b[1]))
 
 
-def improve(spec: Spec, start: np.ndarray, deadline: Deadline = NEVER, seed: int = 0, stall: int = STALL,
+def improve(spec: Spec, start: np.ndarray, deadline: Deadline = NEVER, seed: int = 0, stall: int | None = None,
             progress: Callable[[str], None] | None = None, factors: np.ndarray | None = None
             ) -> Iterator[Candidate]:
     """Yield each assignment better than `start` (which must satisfy the constraints;
     `factors`: its stages' replication factors), with its factors under `replicate`.
-    Without a time limit it also stops when PATIENCE runs out: a descent takes seconds on
-    10,000 operators, so `stall` fruitless ones alone could take an hour there.
+    `stall` (default STALL, or the number of single unit moves if that is smaller, at least
+    MIN_STALL: a spec of four nodes on four devices spent 0.7 s in 100 kicks among the same few
+    local optima). Without a time limit it also stops when PATIENCE runs out: a descent takes
+    seconds on 10,000 operators, so `stall` fruitless ones alone could take an hour there.
     Under `replicate <= r` the descents also change factors (Search.refactor) and so do
     the kicks (replica_layout.kick)."""
     s = Search(spec, start, factors)
+    if stall is None:
+        stall = min(STALL, max(MIN_STALL, sum(len(o) - 1 for o in s.options)))
     rng = np.random.default_rng(seed)
     best_dev, best, best_layout = s.dev.copy(), s.score, s.kept_layout()
     idle = 0
@@ -342,7 +347,7 @@ def improve(spec: Spec, start: np.ndarray, deadline: Deadline = NEVER, seed: int
 
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
-        stall: float = STALL, **_: object) -> Iterator[Candidate]:
+        stall: float | None = None, **_: object) -> Iterator[Candidate]:
     """Method `load_search`: the best topo split, each better one yielded as it comes, then
     improve() from it. On orders longer than COARSE_POSITIONS the start takes the fixed
     orders only: each order costs a second there (10,000 operators) and the descents do
@@ -370,4 +375,5 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
                 yield Candidate(f"load search: start ({cand.label})", cand.devices)
     if start is None or spec.objective.kind != "bottleneck":
         return
-    yield from improve(spec, start.devices, deadline, seed, int(stall), progress, start.replicas)
+    yield from improve(spec, start.devices, deadline, seed, None if stall is None else int(stall), progress,
+                       start.replicas)
