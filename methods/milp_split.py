@@ -85,12 +85,15 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
         if sched is not None:
             yield Candidate(f"MILP-SPLIT ({why})", schedule=sched)
         left = deadline.left()
-        per = bound_limit if math.isinf(left) else min(bound_limit, max(left, 0.0) / 4)
-        lb = chain_bound(plan, per, solver, threads, nworkers, known, pool)
+        # the bound's MILPs in what is left, none when that is under a second (a 941-node set
+        # takes seconds to build; they ran 2 s past --time-limit 20)
+        per = bound_limit if math.isinf(left) else min(bound_limit, left / 4) if left >= MIN_BOUND_SECONDS else 0.0
+        lb = chain_bound(plan, per, solver, threads, nworkers, known, pool, time.time() + left)
     yield Proven(as_objective(spec, lb), f"MILP-SPLIT lower bound (the Remark's recursion over {len(plan.modules)} "
                                    f"modules): makespan >= {lb:.6g} ms")
 
 
+MIN_BOUND_SECONDS = 1.0  # time left under which the lower bound runs no MILP
 POOL_SECONDS = 10.0  # under a time limit shorter than this, the module MILPs run in this process
 MODELLED_BY = "exact, met, eft, heft, sa, ea"  # the schedule methods that see the whole graph at once
 

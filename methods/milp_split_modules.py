@@ -30,13 +30,13 @@ from partdsl.kernels.graph.modules import Split, boundary_edges, chain, restrict
 from partdsl.kernels.schedule import list_schedulers
 from partdsl.methods.bounds import makespan_bound
 from partdsl.models import diviml, diviml_symmetry
-from partdsl.runtime.deadline import Deadline
+from partdsl.runtime.deadline import NEVER, Deadline
 from partdsl.runtime.executor import job_threads, run_all
 
 MAX_BOUND_SETS = 200  # node sets the bound recursion may visit (then the simple bound)
 
 MIN_MILP_SECONDS = 0.05  # a module MILP gets at least this long, or is not built
-LATE_SECONDS = 0.5  # past the deadline, jobs still return HEFT's start for this long, then nothing
+LATE_SECONDS = 0.5  # jobs may compute HEFT's start until this long past the deadline (aborted there), then nothing
 # what a worker process imports as it starts (runtime/executor.warm_pool): the module MILP and its solvers
 WORKER_MODULES = ("partdsl.methods.milp_split_modules", "partdsl.solvers.dispatch")
 HERE_TASKS = 32  # at most this many tasks (nodes x batch pieces): the module MILPs take less than a process's start
@@ -56,17 +56,19 @@ class ModuleResult:
 
 
 def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solver: str | None,
-                 threads: int | None, gap: float | None = None, symmetry: int = 0) -> ModuleResult:
+                 threads: int | None, gap: float | None = None, symmetry: int = 0,
+                 hard: Deadline = NEVER) -> ModuleResult:
     """The DiviML MILP of one module (a restricted spec); H and the MIP start from the best
     of `_starts` (started after every release). With no time left (`time_limit` <= 0) the
-    best start alone, without building the MILP. `symmetry`: the rows of
-    models/diviml_symmetry.py (among devices and servers alike, release times included)."""
+    best start alone, without building the MILP; nothing if even HEFT's would end past
+    `hard`. `symmetry`: the rows of models/diviml_symmetry.py (among devices and servers
+    alike, release times included)."""
     from partdsl.solvers.dispatch import solve_matrix
 
     shift = float(np.max(release)) if release is not None and release.size else 0.0
     until = Deadline.after(max(time_limit, 0.0))
     ev, end = None, math.inf
-    for sched in _starts(spec, 0.15 * max(time_limit, 0.0), until):
+    for sched in _starts(spec, 0.15 * max(time_limit, 0.0), until, hard):
         e = evaluate_schedule(spec, sched)
         if e.feasible and as_makespan(spec, e.objective) < end:
             ev, end = e, as_makespan(spec, e.objective)
@@ -110,9 +112,11 @@ def solve_module_by(spec: Spec, release: np.ndarray | None, until: float, rounds
     divided among the `rounds_left` rounds of jobs its worker still has, capped by `cap`.
     Late starts (spawning the workers takes seconds) and overruns shrink the later limits
     instead of passing the deadline (issue 29: MILP-SPLIT ran 2-3 s past --time-limit 5)."""
-    if time.time() > until + LATE_SECONDS:  # long past the deadline: not even a start (its pairs go unused)
+    late = until + LATE_SECONDS - time.time()
+    if late <= 0:  # long past the deadline: not even a start (its pairs go unused)
         return ModuleResult(math.inf, 0.0, (), "not tried: past the time limit")
-    return solve_module(spec, release, limit_at(until, rounds_left, cap), solver, threads, symmetry=symmetry)
+    return solve_module(spec, release, limit_at(until, rounds_left, cap), solver, threads, symmetry=symmetry,
+                        hard=Deadline.after(late))
 
 
 def limit_at(until: float, rounds_left: int, cap: float) -> float:
@@ -125,14 +129,20 @@ def limit_at(until: float, rounds_left: int, cap: float) -> float:
     return max(min(cap, 0.8 * left / max(rounds_left, 1)), MIN_MILP_SECONDS)
 
 
-def _starts(spec: Spec, seconds: float, until: Deadline) -> Iterator[Schedule]:
+def _starts(spec: Spec, seconds: float, until: Deadline, hard: Deadline = NEVER) -> Iterator[Schedule]:
     """MIP start candidates: HEFT, Greedy, and under a split batch (where the MILP rarely
     closes) simulated annealing for `seconds`; HEFT alone when there are no seconds or
-    `until` has passed."""
+    fewer left before `until` than HEFT took (on a 941-node module under a split batch,
+    each takes a second and Greedy's ran 1.6 s past --time-limit 5)."""
     from partdsl.kernels.schedule import search as schedule_search
 
-    yield list_schedulers.schedule(spec, "heft")
-    if seconds <= 0 or until.passed():  # past the deadline: HEFT's alone
+    began = time.monotonic()
+    heft = list_schedulers.schedule_until(spec, "heft", hard)
+    if heft is None:  # past `hard`: no start at all
+        return
+    yield heft
+    took = time.monotonic() - began
+    if seconds <= 0 or until.left() < took:  # Greedy takes about as long as HEFT: it would end past the deadline
         return
     yield list_schedulers.schedule(spec, "eft")
     if spec.objective.split == 1 or until.passed():
@@ -143,10 +153,13 @@ def _starts(spec: Spec, seconds: float, until: Deadline) -> Iterator[Schedule]:
             yield item.schedule
 
 
-def module_bound(spec: Spec, time_limit: float, solver: str | None, threads: int | None) -> float:
-    """A lower bound on a node set's optimal makespan: its MILP's dual bound, or the simple one."""
+def module_bound(spec: Spec, time_limit: float, solver: str | None, threads: int | None,
+                 until: float = math.inf) -> float:
+    """A lower bound on a node set's optimal makespan: its MILP's dual bound, or the simple
+    one; the simple one alone for a job that starts with less than `time_limit` left before
+    `until` (a wall-clock time.time())."""
     simple = makespan_bound(spec)
-    if time_limit <= 0:
+    if time_limit <= 0 or until - time.time() < time_limit:
         return simple
     try:
         r = solve_module(spec, None, time_limit, solver, threads)
@@ -181,9 +194,10 @@ def piece_duration(spec: Spec, p: Piece) -> float:
 
 def chain_bound(plan: ModulePlan, time_limit: float, solver: str | None, threads: int | None,
                 workers: int | None, known: dict[frozenset[int], float] | None = None,
-                executor=None) -> float:  # type: ignore[no-untyped-def]
+                executor=None, until: float = math.inf) -> float:  # type: ignore[no-untyped-def]
     """The Remark's recursion (module docstring) on the whole graph, as a makespan (ms);
-    `known`: proven bounds of node sets inside one module."""
+    `known`: proven bounds of node sets inside one module. The sets' MILPs get `time_limit`
+    each, and those that would end past `until` (a wall-clock time.time()) are not run."""
     s = plan.s
     d = s.dense
     n = d.n
@@ -248,7 +262,7 @@ def chain_bound(plan: ModulePlan, time_limit: float, solver: str | None, threads
     if time_limit > 0 and inner:
         sets = sorted((x for x in inner if x not in (known or {})), key=len, reverse=True)
         per_threads = job_threads(threads, workers, executor, len(sets))
-        jobs = [(restrict(s, sorted(x)), time_limit, solver, per_threads) for x in sets]
+        jobs = [(restrict(s, sorted(x)), time_limit, solver, per_threads, until) for x in sets]
         for i, b in run_all(module_bound, jobs, workers, executor):
             inner[sets[i]] = max(inner[sets[i]], b)
         memo.clear()

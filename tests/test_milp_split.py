@@ -201,3 +201,23 @@ def test_a_module_milp_gets_only_the_time_its_starts_left() -> None:
     got = solve_module(spec, None, limit, None, None)
     assert "before its MILP" in got.why and math.isfinite(got.makespan)
 
+
+
+def test_a_start_that_would_end_past_the_hard_deadline_is_abandoned() -> None:
+    """HEFT looks at its deadline as it places nodes: unbounded it is the plain schedule,
+    past the deadline it gives nothing, and a module job with no start left gets no
+    schedule (a late job's HEFT ran 1.6 s past --time-limit 5 on DenseNet-121's 941-node
+    module at batch 128)."""
+    from partdsl.kernels.schedule import list_schedulers
+    from partdsl.methods.milp_split_modules import solve_module
+    from partdsl.runtime.deadline import NEVER, Deadline
+
+    rw = RandWire(model="er", size=32, modules=8, channels=1, variant="sdep", p=0.2, k=4, m=5, seed=0)
+    spec = randwire_spec(rw, "throughput", 128, 4)
+    assert len(spec.graph.nodes) > list_schedulers.CHECK_EVERY
+    assert list_schedulers.schedule_until(spec, "heft", NEVER) == list_schedulers.schedule(spec, "heft")
+    assert list_schedulers.schedule_until(spec, "heft", Deadline.after(0.0)) is None
+    gone = solve_module(spec, None, 5.0, None, None, hard=Deadline.after(0.0))
+    assert not math.isfinite(gone.makespan) and gone.pieces == ()
+    kept = solve_module(spec, None, 0.0, None, None)  # no MILP, HEFT's start
+    assert math.isfinite(kept.makespan) and kept.pieces

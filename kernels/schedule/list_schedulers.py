@@ -95,27 +95,45 @@ class _Board:
     busy: dict[int, _Spans] = field(default_factory=dict)
     _memo_node: int = -1
     _memo: dict[tuple[int, tuple[int, ...]], float] = field(default_factory=dict)
+    _inputs: tuple[float, list[tuple[int, int, int, int, float]]] = (0.0, [])
+    _moves: dict[tuple[int, int, int], float] = field(default_factory=dict)
 
     def ready(self, node: int, device: int, samples: tuple[int, ...]) -> float:
         """When every predecessor's pieces have finished and the inputs of these samples can
         be on `device` (eq. 3); kept while one node's plans are tried (the same shares recur)."""
         if self._memo_node != node:
-            self._memo_node, self._memo = node, {}
+            self._memo_node, self._memo, self._moves = node, {}, {}
+            self._inputs = self._pred_pieces(node)
         key = (device, samples)
         if key not in self._memo:
-            self._memo[key] = self._ready(node, device, samples)
+            self._memo[key] = self._ready(device, samples)
         return self._memo[key]
 
-    def _ready(self, node: int, device: int, samples: tuple[int, ...]) -> float:
-        dense = self.spec.dense
-        want = set(samples)
-        t = 0.0
-        for u in dense.preds[node]:
-            for k in self.of_node.get(int(u), []):
-                p = self.pieces[k]
-                move = transfer_time(self.spec, int(u), p.device, device) if want.intersection(p.samples) \
-                    else 0.0
-                t = max(t, self.finish[k] + move)
+    def _pred_pieces(self, node: int) -> tuple[float, list[tuple[int, int, int, int, float]]]:
+        """The latest finish of `node`'s predecessors' pieces, and each piece as (its first
+        and last sample, predecessor, device, finish). A piece's samples are consecutive
+        (`_plan`), so a share meets it when their ranges overlap."""
+        base, rows = 0.0, []
+        for u in map(int, self.spec.dense.preds[node]):
+            for k in self.of_node.get(u, ()):
+                p, f = self.pieces[k], self.finish[k]
+                base = max(base, f)
+                if p.samples:
+                    rows.append((p.samples[0], p.samples[-1], u, p.device, f))
+        return base, rows
+
+    def _ready(self, device: int, samples: tuple[int, ...]) -> float:
+        t, rows = self._inputs
+        if not samples:
+            return t
+        lo, hi = samples[0], samples[-1]
+        moves = self._moves
+        for plo, phi, u, a, f in rows:
+            if plo <= hi and lo <= phi and a != device:  # its samples' inputs move from a to `device`
+                key = (u, a, device)
+                if key not in moves:
+                    moves[key] = transfer_time(self.spec, u, a, device)
+                t = max(t, f + moves[key])
         return t
 
     def slot(self, device: int, ready: float, duration: float) -> float:
@@ -245,8 +263,19 @@ def _upward_rank(spec: Spec) -> np.ndarray:
     return rank
 
 
+CHECK_EVERY = 64  # nodes placed between looks at the deadline
+
+
 def schedule(spec: Spec, rule: str) -> Schedule:
     """One list schedule by `rule`: met | eft | heft."""
+    out = schedule_until(spec, rule, NEVER)
+    assert out is not None
+    return out
+
+
+def schedule_until(spec: Spec, rule: str, deadline: Deadline) -> Schedule | None:
+    """`schedule`, or None once `deadline` passes before every node is placed (HEFT takes a
+    second on a module of 941 nodes under a split batch, MILP-SPLIT's last start)."""
     dense = spec.dense
     board = _Board(spec, insertion=rule == "heft")
     if rule == "heft":
@@ -259,7 +288,9 @@ def schedule(spec: Spec, rule: str) -> Schedule:
     memory = _Memory(spec)
     chosen: dict[int, tuple[list[int], tuple[int, ...]]] = {}  # colocation group -> (devices, counts)
     shares: Shares = {}
-    for v in order:
+    for i, v in enumerate(order):
+        if i % CHECK_EVERY == CHECK_EVERY - 1 and deadline.passed():
+            return None
         group = int(dense.colo[v])
         devices = _allowed(spec, v) or list(range(dense.D))
         options = [chosen[group]] if group in chosen else [(devices, c) for c in _combos(K, devices)]
