@@ -134,6 +134,9 @@ def batch_split(spec: Spec, node: int, cls: int, L: int) -> list[int] | None:
     schedulers ask for every node, class and chunk count, 28,701 times in one MILP-SPLIT
     run on DenseNet-121, 40% of its HEFT."""
     k = spec.platform.classes[cls]
+    if L == 1:  # one sample: batch 1 if the class runs it (most calls; no table, no hashing the node)
+        runs = (not k.batches or 1 in k.batches) and work_time(spec.graph.nodes[node], k.name, k.speed, 1) < INF
+        return [1] if runs else None
     last = _split_table(*_sizes_times(spec.graph.nodes[node], k.name, k.speed, k.batches,
                                       max(L, spec.objective.batch)))
     if last[L] < 0:

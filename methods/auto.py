@@ -134,11 +134,13 @@ def _no_member(spec: Spec, methods: Methods) -> PartError:
                      "drop one of these features, or run `--method brute` on a graph small enough to enumerate")
 
 
-def _budget(deadline: Deadline, long: Deadline, p: Member, last: bool) -> Deadline:
-    """A member's deadline: its share of the time left; without a limit, none for a
-    heuristic, and its share of what is left of UNTIMED_SECONDS (`long`) for a long search."""
+def _budget(deadline: Deadline, long: Deadline, p: Member, last: bool, first: bool = False) -> Deadline:
+    """A member's deadline: its share of the time left (all of it for the last member, and
+    for the first, the greedy whose answer the others improve on: HEFT stops at its deadline,
+    and on 20,000 tasks it needs seconds); without a limit, none for a heuristic, and its
+    share of what is left of UNTIMED_SECONDS (`long`) for a long search."""
     if deadline.limited:
-        return deadline if last else deadline.share(p.share)
+        return deadline if last or first else deadline.share(p.share)
     if not p.long:
         return NEVER
     return long if last else long.share(p.share)
@@ -210,7 +212,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
                 if not deadline.limited:
                     yield Progress(f"auto: no time limit, so {', '.join(q.method for q in chosen[i:] if q.long)} "
                                    f"share {UNTIMED_SECONDS:g} s (--time-limit to search longer or shorter)")
-            budget = _budget(deadline, long or NEVER, p, i == len(chosen) - 1)
+            budget = _budget(deadline, long or NEVER, p, i == len(chosen) - 1, i == 0)
             moved = _Progress(incumbent)
             if p.stall and long is not None and not deadline.limited:
                 budget = Stalling(budget.at, since=time.monotonic(), origin=searching, better=moved)

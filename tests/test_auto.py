@@ -195,3 +195,17 @@ def test_the_dp_seeded_with_an_incumbent_proves_the_brute_force_optimum(spec: Sp
     assert all(v <= brute.objective + TOL for v in proven)
     if ideal_dp.exact_for(spec) and not spec.dense.backward.any():
         assert proven and math.isclose(proven[0], brute.objective, rel_tol=1e-9, abs_tol=TOL), (proven, brute.objective)
+
+
+def test_the_first_member_may_use_the_whole_limit_and_the_others_their_share() -> None:
+    """The greedy first member's answer is what the others improve on: it gets all the time
+    left (HEFT now stops at its deadline, and on 20,000 tasks it needs seconds, more than
+    its 5% of a 10 s limit), the middle ones their share, the last one the rest."""
+    from partdsl.runtime.deadline import NEVER, Deadline
+
+    limit = Deadline.after(10.0)
+    heft = auto.Member("heft", 0.05)
+    assert auto._budget(limit, NEVER, heft, last=False, first=True).left() > 9.0
+    assert auto._budget(limit, NEVER, heft, last=False).left() < 0.6
+    assert auto._budget(limit, NEVER, heft, last=True).left() > 9.0
+    assert auto._budget(NEVER, NEVER, heft, last=False, first=True) is NEVER  # no limit: a heuristic runs to its end

@@ -221,3 +221,4 @@ def test_a_start_that_would_end_past_the_hard_deadline_is_abandoned() -> None:
     assert not math.isfinite(gone.makespan) and gone.pieces == ()
     kept = solve_module(spec, None, 0.0, None, None)  # no MILP, HEFT's start
     assert math.isfinite(kept.makespan) and kept.pieces
+

@@ -406,3 +406,20 @@ def test_batch_splits_and_piece_costs_are_the_least_time_over_every_multiset_of_
         on = [c for c in range(len(spec.platform.classes)) if d.allowed[v, d.dev_class == c].any()]
         ref = least_pieces(spec, v, on, L)
         assert least[v] == ref or math.isclose(least[v], ref, rel_tol=1e-9, abs_tol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["heft", "eft", "met"])
+def test_a_list_scheduler_past_its_time_limit_answers_nothing_and_says_so(method: str) -> None:
+    """The list schedulers keep --time-limit (a 20,000-task graph takes them seconds): past
+    it they give no schedule, and the run says no solution within the limit, not a proof."""
+    from partdsl.core.result import Status
+    from partdsl.dsl.randwire import RandWire, randwire_spec
+    from partdsl.methods.solve import solve
+
+    rw = RandWire(model="er", size=32, modules=8, channels=1, variant="sdep", p=0.2, k=4, m=5, seed=0)
+    spec = randwire_spec(rw, "throughput", 128, 4)
+    said: list[str] = []
+    r = solve(spec, method=method, time_limit=1e-6, progress=said.append)
+    assert r.status == Status.NO_SOLUTION
+    assert any("time limit passed before every node was placed" in m for m in said)
+    assert solve(spec, method=method).status.has_solution()

@@ -234,9 +234,12 @@ def _plan(spec: Spec, node: int, devices: list[int], counts: tuple[int, ...], sh
     return out
 
 
-def _allowed(spec: Spec, node: int) -> list[int]:
+def _allowed(spec: Spec) -> list[list[int]]:
+    """Per node, the devices that may run it (allowed, finite work); all of them if none."""
     dense = spec.dense
-    return [d for d in range(dense.D) if dense.allowed[node, d] and np.isfinite(dense.work[node, dense.dev_class[d]])]
+    ok = dense.allowed & np.isfinite(dense.work[:, dense.dev_class])
+    every = list(range(dense.D))
+    return [row.tolist() or every for row in (np.flatnonzero(r) for r in ok)]
 
 
 def _upward_rank(spec: Spec) -> np.ndarray:
@@ -245,8 +248,7 @@ def _upward_rank(spec: Spec) -> np.ndarray:
     dense = spec.dense
     L = spec.objective.batch
     w = np.zeros(dense.n)
-    for v in range(dense.n):
-        ds = _allowed(spec, v) or list(range(dense.D))
+    for v, ds in enumerate(_allowed(spec)):
         times = []
         for d in ds:
             cls = int(dense.dev_class[d])
@@ -288,11 +290,12 @@ def schedule_until(spec: Spec, rule: str, deadline: Deadline) -> Schedule | None
     memory = _Memory(spec)
     chosen: dict[int, tuple[list[int], tuple[int, ...]]] = {}  # colocation group -> (devices, counts)
     shares: Shares = {}
+    runs_on = _allowed(spec)
     for i, v in enumerate(order):
         if i % CHECK_EVERY == CHECK_EVERY - 1 and deadline.passed():
             return None
         group = int(dense.colo[v])
-        devices = _allowed(spec, v) or list(range(dense.D))
+        devices = runs_on[v]
         options = [chosen[group]] if group in chosen else [(devices, c) for c in _combos(K, devices)]
         best, best_key = None, None
         for devs, counts in options:
@@ -326,5 +329,9 @@ def run(rule: str):  # type: ignore[no-untyped-def]
         name = {"met": "MET", "eft": "Greedy (earliest finish)", "heft": "HEFT"}[rule]
         batched = spec.objective.kind == "throughput" and spec.objective.batch > 1
         yield Progress(f"{'b' if batched else ''}{name} list schedule")
-        yield Candidate(f"{'b' if batched else ''}{name} (DiviML sec. V-A)", schedule=schedule(spec, rule))
+        made = schedule_until(spec, rule, deadline)
+        if made is None:
+            yield Progress(f"{name}: the time limit passed before every node was placed")
+            return
+        yield Candidate(f"{'b' if batched else ''}{name} (DiviML sec. V-A)", schedule=made)
     return method
