@@ -140,8 +140,8 @@ def _starts(spec: Spec, seconds: float, until: Deadline, hard: Deadline = NEVER)
     heft = list_schedulers.schedule_until(spec, "heft", hard)
     if heft is None:  # past `hard`: no start at all
         return
+    took = time.monotonic() - began  # HEFT's own time (not the caller's scoring of it)
     yield heft
-    took = time.monotonic() - began
     if seconds <= 0 or until.left() < took:  # Greedy takes about as long as HEFT: it would end past the deadline
         return
     yield list_schedulers.schedule(spec, "eft")
