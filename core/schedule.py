@@ -124,6 +124,12 @@ def from_json(spec: Spec, data: Any, where: str = "schedule") -> Schedule:
     return Schedule(tuple(pieces), L)
 
 
+def runnable(spec: Spec) -> list[list[int]]:
+    """The devices each node may run on: allowed, with work on the device's class."""
+    d = spec.dense
+    return [np.flatnonzero(r).tolist() for r in d.allowed & np.isfinite(d.work[:, d.dev_class])]
+
+
 def batch_split(spec: Spec, node: int, cls: int, L: int) -> list[int] | None:
     """The fastest sizes to run L samples of a node on one device of a class, in batches
     the class supports: a DP over sample counts. A class that declares no sizes runs any;

@@ -25,20 +25,11 @@ from typing import Iterator
 from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
-from partdsl.core.schedule import Piece, Schedule
+from partdsl.core.schedule import Piece, Schedule, runnable
 from partdsl.core.schedule_eval import list_schedule
 from partdsl.runtime.deadline import NEVER, Deadline
 
 LIMIT = 200_000  # schedules to time, at most (an estimate from above; larger specs are refused)
-
-
-def _options(spec: Spec) -> list[list[int]]:
-    """The devices each node may run on (allowed, with work on the device's class)."""
-    import numpy as np
-
-    d = spec.dense
-    return [[u for u in range(d.D) if d.allowed[v, u] and np.isfinite(d.work[v, d.dev_class[u]])]
-            for v in range(d.n)]
 
 
 def compositions(spec: Spec, cls: int, size: int) -> list[tuple[int, ...]]:
@@ -60,7 +51,7 @@ def count(spec: Spec) -> int:
     """An upper bound on the schedules `schedules` times: maps x orders x batchings."""
     d = spec.dense
     K, L = spec.objective.split, spec.objective.batch
-    opts = _options(spec)
+    opts = runnable(spec)
     maps = math.prod(max(len(o), 1) ** K for o in opts)
     per_device = [sum(1 for o in opts if u in o) for u in range(d.D)]
     orders = math.prod(math.factorial(c) for c in per_device)
@@ -73,7 +64,7 @@ def schedules(spec: Spec, deadline: Deadline = NEVER) -> Iterator[Schedule]:
     d = spec.dense
     L, K = spec.objective.batch, spec.objective.split
     g = L // K
-    opts = _options(spec)
+    opts = runnable(spec)
     if any(not o for o in opts):
         return
     for maps in itertools.product(*[itertools.product(o, repeat=K) for o in opts]):

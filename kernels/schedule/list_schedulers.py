@@ -30,7 +30,7 @@ from partdsl.core import levels
 from partdsl.core.dense import INF, work_time
 from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
-from partdsl.core.schedule import Piece, Schedule, batch_split
+from partdsl.core.schedule import Piece, Schedule, batch_split, runnable
 from partdsl.core.schedule_checks import sample_bytes
 from partdsl.core.schedule_eval import transfer_time
 from partdsl.runtime.deadline import NEVER, Deadline
@@ -235,11 +235,9 @@ def _plan(spec: Spec, node: int, devices: list[int], counts: tuple[int, ...], sh
 
 
 def _allowed(spec: Spec) -> list[list[int]]:
-    """Per node, the devices that may run it (allowed, finite work); all of them if none."""
-    dense = spec.dense
-    ok = dense.allowed & np.isfinite(dense.work[:, dense.dev_class])
-    every = list(range(dense.D))
-    return [row.tolist() or every for row in (np.flatnonzero(r) for r in ok)]
+    """Per node, the devices that may run it (core/schedule.runnable); all of them if none."""
+    every = list(range(spec.dense.D))
+    return [r or every for r in runnable(spec)]
 
 
 def _upward_rank(spec: Spec) -> np.ndarray:

@@ -23,7 +23,7 @@ import numpy as np
 from partdsl.core.dense import work_time
 from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
-from partdsl.core.schedule import Piece, Schedule, batch_split
+from partdsl.core.schedule import Piece, Schedule, batch_split, runnable
 from partdsl.core.schedule_eval import evaluate_schedule, list_schedule
 from partdsl.kernels.graph.orders import kahn, levels
 from partdsl.kernels.schedule.list_schedulers import schedule as list_scheduled
@@ -41,8 +41,7 @@ class Strings:
         self.K = spec.objective.split
         self.g = spec.objective.batch // self.K
         self.order = kahn(d.n, d.src, d.dst, levels(d.n, d.src, d.dst)).tolist()
-        self.options = [np.flatnonzero(d.allowed[v] & np.isfinite(d.work[v, d.dev_class])) for v in range(d.n)]
-        self.options = [o if len(o) else np.arange(d.D) for o in self.options]
+        self.options = [np.array(o, dtype=np.int64) if o else np.arange(d.D) for o in runnable(spec)]
 
     def biased(self) -> np.ndarray:
         """Each chunk on the device where a chunk of its node runs fastest."""
