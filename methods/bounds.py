@@ -23,8 +23,14 @@ device's time <= C". The LP's value is taken through its dual: for device weight
 lambda >= 0 summing to 1, C >= sum_d lambda_d time_d >= L sum_v min_d lambda_d r_vd, which
 holds for any such weights, so the bound does not rest on the LP solver's tolerances.
 Throughput <= L / that makespan (an upper bound, the objective being maximized).
+
+A bound depends on the spec alone, so one computed to its end is kept with the spec
+(`_finished`): every `solve` on it (a portfolio's members, a sweep's methods, the tests'
+heuristics on one drawn spec) then takes it without re-solving its LP and cuts.
 """
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 from partdsl.core.dense import INF, work_time
@@ -61,7 +67,20 @@ def _spread(spec: Spec, w: np.ndarray) -> float:
 
 def bound(spec: Spec, deadline: Deadline = NEVER) -> float:
     """The objective's cheap bound; a bottleneck's crossing bound (methods/cut_bound.py)
-    stops at `deadline` with what it has."""
+    stops at `deadline` with what it has. A bound that ran to its end is kept per spec."""
+    kept = _finished.get(spec)
+    if kept is not None:
+        return kept
+    value = _bound(spec, deadline)
+    if not deadline.passed():  # the crossing bound's search was not cut short
+        _finished[spec] = value
+    return value
+
+
+_finished: "weakref.WeakKeyDictionary[Spec, float]" = weakref.WeakKeyDictionary()
+
+
+def _bound(spec: Spec, deadline: Deadline) -> float:
     d = spec.dense
     kind = spec.objective.kind
     if kind == "bottleneck":
