@@ -17,15 +17,16 @@ is an s-t minimum cut (S = the source side):
     b_p -> x     inf           b_p leaves S with any consumer that leaves it
     p -> b_p     comm(p, c)    p in S feeds a node outside S: its tensor moves out
 
-Capacities are scaled to integers (scipy's max flow) and rounded down, so the cut found
-is never above the real minimum.
+Capacities are scaled to integers and rounded down, so the cut found is never above the
+real minimum. The arcs are fixed per class, an arc s -> v and a second v -> t for every
+node (capacity 0 unless v is in I, or excluded), so each run only sets capacities
+(kernels/graph/max_flow.py).
 """
 from __future__ import annotations
 
 import numpy as np
 from partdsl.core.ir import Spec
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import maximum_flow
+from partdsl.kernels.graph.max_flow import FlowNetwork
 
 BIG = 1 << 30  # "infinite" capacity; every finite cut is kept below it by the scaling
 
@@ -48,20 +49,18 @@ class RunCut:
         self.s, self.t = 3 * n, 3 * n + 1
         a, b = n + d.src, 2 * n + d.src  # a_p, b_p of each edge's producer p
         inf = np.full(len(d.src), BIG, dtype=np.int64)
-        self.base_rows = np.concatenate([np.arange(n), d.dst, n + producers, producers, b])
-        self.base_cols = np.concatenate([np.full(n, self.t), a, producers, 2 * n + producers, d.dst])
-        self.base_caps = np.concatenate([w, inf, k[producers], k[producers], inf])
+        nodes = np.arange(n)
+        rows = np.concatenate([nodes, d.dst, n + producers, producers, b, np.full(n, self.s), nodes])
+        cols = np.concatenate([np.full(n, self.t), a, producers, 2 * n + producers, d.dst, nodes,
+                               np.full(n, self.t)])
+        self.caps = np.concatenate([w, inf, k[producers], k[producers], inf, np.zeros(2 * n, np.int64)])
+        self.net = FlowNetwork(3 * n + 2, rows, cols)
         self.always_out = ~allowed
 
     def cost(self, inside: np.ndarray, excluded: np.ndarray) -> float:
         """The least in + compute + out of a subgraph holding `inside` ([n] bool) and no
         node of `excluded` ([n] bool), memory and contiguity aside."""
-        ins = np.flatnonzero(inside)
-        out = np.flatnonzero(excluded | self.always_out)
-        rows = np.concatenate([self.base_rows, np.full(len(ins), self.s), out])
-        cols = np.concatenate([self.base_cols, ins, np.full(len(out), self.t)])
-        caps = np.concatenate([self.base_caps, np.full(len(ins), BIG), np.full(len(out), BIG)])
-        N = 3 * self.n + 2
-        g = csr_matrix((caps.astype(np.int32), (rows, cols)), shape=(N, N))
-        flow = maximum_flow(g, self.s, self.t, method="dinic").flow_value
-        return float(flow) / self.scale
+        n = self.n
+        self.caps[-2 * n:-n] = np.where(inside, BIG, 0)
+        self.caps[-n:] = np.where(excluded | self.always_out, BIG, 0)
+        return float(self.net.value(self.caps, self.s, self.t)) / self.scale
