@@ -75,7 +75,11 @@ def units(dense: Dense, dev: np.ndarray, sub: np.ndarray) -> SubgraphUnits:
     of_node = np.arange(n, dtype=np.int64)
     pairs = np.zeros((0, 2), np.int64)
     if acc.any():  # sorted by (device, number): a device's subgraphs are consecutive, in order
-        pairs, inv = np.unique(np.stack([dev[acc], sub[acc]], axis=1), axis=0, return_inverse=True)
+        d, s = dev[acc].astype(np.int64), sub[acc].astype(np.int64)
+        low = int(s.min())
+        span = int(s.max()) - low + 1  # one key per (device, number): 1-D unique, not axis=0's
+        keys, inv = np.unique(d * span + (s - low), return_inverse=True)
+        pairs = np.stack([keys // span, keys % span + low], axis=1)
         of_node[acc] = np.asarray(inv).ravel()
     of_node[~acc] += len(pairs)
     device = pairs[:, 0].astype(np.int64)
