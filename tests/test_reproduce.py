@@ -146,6 +146,27 @@ def test_the_light_models_weights_become_parameters_of_their_readers() -> None:
         assert spec.dense.params.sum() / 4 == pytest.approx(params, rel=0.03), model
 
 
+def test_a_bar_figure_names_published_values_only_where_it_has_some() -> None:
+    """The CNN substitute of DiviML's Figures 3 and 5 has no published bars: its legend must
+    not name a "published" tick (the line at 1x is the best single device)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        from repro_common import Figure
+        from repro_figures import bars
+    finally:
+        sys.path.remove(str(BENCH))
+    for published, labels in ((None, ["dp", "heft"]), (1.5, ["dp", "heft", "published"])):
+        data = {"methods": ["dp", "heft"], "ylabel": "x", "panels": {"p": {"w": {"dp": (1.2, None), "heft": (1.4, published)}}}}
+        fig = bars(plt, Figure("t", "caption", "bars", data))
+        assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == labels
+        plt.close(fig)
+
+
 def test_table_v_compares_the_replicated_single_server_schedule_with_milp_split(written: str) -> None:
     rows = {r["schedule"]: r for r in next(rs for title, rs in tables(written).items() if "Table V" in title)}
     base = value(rows["single node, MILP (baseline)"]["ours"])
