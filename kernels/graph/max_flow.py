@@ -3,8 +3,8 @@
 The latency path bound solves an s-t minimum cut per accelerator run on one network per
 class (kernels/latency/run_cut.py): thousands of small cuts. scipy's `maximum_flow` is
 correct, but each call validates its matrix, adds the reverse arcs and builds the flow
-matrix: on InceptionV3's 326 operators that was most of a 1.3 ms cut, 22 s for the path
-bound's 13,800 cuts. `FlowNetwork` lays out the arcs and their reverses once, and Dinic's
+matrix: on InceptionV3's 326 operators that was most of a 1.3 ms cut, and the path bound's
+13,833 cuts took 13-15 s (4.4-5.9 s here; benchmarks/bounds.py). `FlowNetwork` lays out the arcs and their reverses once, and Dinic's
 algorithm (BFS levels, then blocking flows along current-arc pointers; Dinic 1970, as
 scipy's `method="dinic"`) runs compiled on integer capacities. Without numba it calls
 scipy's `maximum_flow`, parallel arcs summed, which gives the same value. (The
