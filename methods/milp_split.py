@@ -76,12 +76,12 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
         yield Progress(f"MILP-SPLIT: {len(plan.modules)} modules ({sizes} nodes), "
                        f"{'single-channel DP' if single else 'modules in turn with release times'}")
         known: dict[frozenset[int], float] = {}  # proven module bounds from the module MILPs
-        jobs = deadline.share(1.0 - BOUND_RESERVE) if deadline.limited else deadline  # the rest: the bound's
+        modules_by = deadline.share(1.0 - BOUND_RESERVE) if deadline.limited else deadline  # the rest: the bound's
         if single:
-            sched, why = _dp(spec, plan, jobs, module_limit, solver, threads, nworkers, progress, known, pool,
+            sched, why = _dp(spec, plan, modules_by, module_limit, solver, threads, nworkers, progress, known, pool,
                              int(symmetry))
         else:
-            sched, why = _rolling(spec, plan, jobs, module_limit, solver, threads, progress, int(lookahead),
+            sched, why = _rolling(spec, plan, modules_by, module_limit, solver, threads, progress, int(lookahead),
                                   int(symmetry))
         if sched is not None:
             yield Candidate(f"MILP-SPLIT ({why})", schedule=sched)

@@ -63,6 +63,7 @@ def test_a_finished_bound_is_kept_per_spec_and_one_cut_short_is_not() -> None:
     assert bound(spec, Deadline(at=0.0)) == first  # kept: a passed deadline still gets the full bound
     assert bound(parse(text)) == first  # an equal spec is the same spec
 
+
 @settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(specs(max_nodes=7, kinds=("bottleneck",), max_devices=4), st.one_of(st.none(), st.floats(1e8, 1e10)))
 def test_the_crossing_bound_is_below_the_brute_force_optimum(spec: Spec, link: float | None) -> None:

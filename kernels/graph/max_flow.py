@@ -4,9 +4,10 @@ The latency path bound solves an s-t minimum cut per accelerator run on one netw
 class (kernels/latency/run_cut.py): thousands of small cuts. scipy's `maximum_flow` is
 correct, but each call validates its matrix, adds the reverse arcs and builds the flow
 matrix: on InceptionV3's 326 operators that was most of a 1.3 ms cut, and the path bound's
-13,833 cuts took 13-15 s (4.4-5.9 s here; benchmarks/bounds.py). `FlowNetwork` lays out the arcs and their reverses once, and Dinic's
-algorithm (BFS levels, then blocking flows along current-arc pointers; Dinic 1970, as
-scipy's `method="dinic"`) runs compiled on integer capacities. Without numba it calls
+13,833 cuts took 13-15 s (4.4-5.9 s here; benchmarks/bounds.py). `FlowNetwork` lays out the
+arcs and their reverses once, and Dinic's algorithm (BFS levels, then blocking flows along
+current-arc pointers; Dinic 1970, as scipy's `method="dinic"`) runs compiled on integer
+capacities. Without numba it calls
 scipy's `maximum_flow`, parallel arcs summed, which gives the same value. (The
 bottleneck's crossing bound, methods/cut_bound.py, runs some 26 cuts: it stays on scipy,
 since importing numba would cost `part check` more than they do.)
@@ -23,20 +24,20 @@ class FlowNetwork:
 
     def __init__(self, size: int, tails: np.ndarray, heads: np.ndarray) -> None:
         self.size = size
-        self.tails = np.asarray(tails, dtype=np.int64)
+        self.tails = np.asarray(tails, dtype=np.int64)  # the arcs as given (scipy's fallback)
         self.heads = np.asarray(heads, dtype=np.int64)
         m = len(self.tails)
-        # slots 0 .. 2m - 1: arc k's forward slot and its reverse (capacity 0), grouped by tail
-        tail = np.concatenate([self.tails, self.heads])
-        order = np.argsort(tail, kind="stable")
+        # slots 0 .. 2m - 1: each arc and its reverse (capacity 0), grouped by their tail node
+        from_node = np.concatenate([self.tails, self.heads])
+        order = np.argsort(from_node, kind="stable")
         where = np.empty(2 * m, dtype=np.int64)
         where[order] = np.arange(2 * m)
         self.forward = where[:m]  # arc k's slot
-        self.head = np.concatenate([self.heads, self.tails])[order]
-        self.tail = tail[order]
-        self.rev = where[np.concatenate([np.arange(m, 2 * m), np.arange(m)])][order]
-        self.indptr = np.zeros(size + 1, dtype=np.int64)
-        np.cumsum(np.bincount(tail, minlength=size), out=self.indptr[1:])
+        self.slot_head = np.concatenate([self.heads, self.tails])[order]
+        self.slot_tail = from_node[order]
+        self.rev = where[np.concatenate([np.arange(m, 2 * m), np.arange(m)])][order]  # each slot's reverse
+        self.indptr = np.zeros(size + 1, dtype=np.int64)  # node u's slots: indptr[u] .. indptr[u + 1] - 1
+        np.cumsum(np.bincount(from_node, minlength=size), out=self.indptr[1:])
 
     def value(self, caps: np.ndarray, s: int, t: int) -> int:
         caps = np.asarray(caps, dtype=np.int64)
@@ -46,9 +47,9 @@ class FlowNetwork:
 
             g = csr_matrix((caps, (self.tails, self.heads)), shape=(self.size, self.size))
             return int(maximum_flow(g, s, t, method="dinic").flow_value)
-        residual = np.zeros(len(self.head), dtype=np.int64)
+        residual = np.zeros(len(self.slot_head), dtype=np.int64)
         residual[self.forward] = caps
-        return int(_dinic(self.indptr, self.head, self.tail, self.rev, residual, s, t))
+        return int(_dinic(self.indptr, self.slot_head, self.slot_tail, self.rev, residual, s, t))
 
 
 @njit
