@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import numpy as np
 from partdsl.core.dense import Dense
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
 
 def peak(dense: Dense, dev: np.ndarray) -> np.ndarray:
@@ -76,6 +74,9 @@ def stash(dense: Dense, dev: np.ndarray) -> np.ndarray:
     cross = fw[s] & fw[t] & (dev[s] != dev[t])
     if not cross.any():
         return np.zeros(D)
+    from scipy.sparse import csr_matrix  # here: scipy.sparse costs 0.3 s to import, and only a stash needs it
+    from scipy.sparse.csgraph import shortest_path
+
     hops = csr_matrix((np.ones(int(cross.sum())), (dev[s[cross]], dev[t[cross]])), shape=(D, D))
     reach = np.isfinite(shortest_path(hops, unweighted=True, directed=True))
     np.fill_diagonal(reach, False)

@@ -1,21 +1,20 @@
 """The method table: every method `solve` runs, by name, with what it optimizes, whether
 an exhausted run is a proof, whether it runs a MIP solver, and the options it takes. A
-method is a generator of events (core/events.py): candidates, proofs, progress, logs."""
+method is a generator of events (core/events.py): candidates, proofs, progress, logs.
+
+The table names each method's code as "module:function" and imports it when the method
+first runs: the kernels pull in numba, networkx and scipy.optimize (about a second), which
+`part solve --method dp` or `part solve --help` does not need all of."""
 from __future__ import annotations
 
+import functools
+import importlib
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 from partdsl.core.events import Event
 from partdsl.core.ir import OBJECTIVES, SCHEDULED
-from partdsl.kernels import brute_force, single_device
-from partdsl.kernels.bottleneck import baselines, ideal_dp, load_search, local_search, order_search, topo_split
-from partdsl.kernels.latency import fill as latency_greedy
-from partdsl.kernels.latency import search as latency_search
-from partdsl.kernels.peers import runners as peers
-from partdsl.kernels.schedule import list_schedulers
-from partdsl.kernels.schedule import search as schedule_search
-from partdsl.methods import auto, exact, milp_split
+from partdsl.kernels.peers import PEERS
 
 MAX_LOAD = ("bottleneck", "latency")  # methods that optimize the max load (scored under latency); schedule
 # objectives (DiviML) refuse them: an assignment cannot express a batch split, and max load is not makespan
@@ -24,7 +23,7 @@ MAX_LOAD = ("bottleneck", "latency")  # methods that optimize the max load (scor
 @dataclass(frozen=True)
 class Method:
     name: str
-    run: Callable[..., Iterator[Event]]
+    entry: str  # its code, "module:function" under partdsl (imported when it first runs)
     exhaustive: bool  # an exhausted run proves optimality / infeasibility
     about: str
     options: tuple[str, ...] = ()  # the method's own options (`population 100` in a solve block)
@@ -33,11 +32,24 @@ class Method:
     objectives: tuple[str, ...] = OBJECTIVES  # the objectives it optimizes (others are refused up front)
     # spec features it does not model (methods/capabilities.py), each with the option that makes it model it
     ignores: tuple[tuple[str, str | None], ...] = ()
+    variant: str | None = None  # the function is a factory, called with this (the peer's or rule's name)
+
+    @property
+    def run(self) -> Callable[..., Iterator[Event]]:
+        """The method's generator of events, imported on first use."""
+        return _load(self.entry, self.variant)
 
     @property
     def takes_solver(self) -> bool:
         """`--solver` means something to it: a MIP method, or a portfolio with MIP members."""
         return self.mip or self.portfolio
+
+
+@functools.cache
+def _load(entry: str, variant: str | None) -> Callable[..., Iterator[Event]]:
+    module, _, function = entry.partition(":")
+    code = getattr(importlib.import_module(f"partdsl.{module}"), function)
+    return code if variant is None else code(variant)
 
 
 # the peers partition a graph by cut and balance: the stage structure, batch splits, subgraph
@@ -46,72 +58,76 @@ PEER_IGNORES = (("contiguous", None), ("acyclic", None), ("stage limits", None),
                 ("batch split", None), ("overlap", None), ("memory overflow", None), ("links", None),
                 ("colocation", "repair"), ("memory limits", "repair"))
 
+LIST_SCHEDULE = "kernels.schedule.list_schedulers:run"  # DiviML's list schedulers, one factory by rule
+
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("auto", auto.run, False, "a portfolio chosen by objective, features and size: fast heuristics, then "
+    Method("auto", "methods.auto:run", False, "a portfolio chosen by objective, features and size: fast heuristics, then "
            "improvement, then an exact method where the size allows, within the time limit (default)",
            portfolio=True),
-    Method("topo", topo_split.run, False,
+    Method("topo", "kernels.bottleneck.topo_split:run", False,
            "best of several topological-order splits, each split optimally by a DP", objectives=MAX_LOAD),
-    Method("slicegraph", order_search.slicegraph, False,
+    Method("slicegraph", "kernels.bottleneck.order_search:slicegraph", False,
            "SliceGraph on Kahn's order, or on the order given (-O order=FILE: node names, one a line) "
            "(Archer sec. 4)", ("order",), objectives=MAX_LOAD),
-    Method("random", order_search.random_orders, False, "random-T: best SliceGraph of T random orders",
+    Method("random", "kernels.bottleneck.order_search:random_orders", False, "random-T: best SliceGraph of T random orders",
            ("samples",), objectives=MAX_LOAD),
-    Method("brkga", order_search.brkga, False, "BRKGA over orders, decoded by SliceGraph",
+    Method("brkga", "kernels.bottleneck.order_search:brkga", False, "BRKGA over orders, decoded by SliceGraph",
            ("population", "generations"), objectives=MAX_LOAD),
-    Method("mla", order_search.mla, False, "SliceGraph on a minimum linear arrangement order",
+    Method("mla", "kernels.bottleneck.order_search:mla", False, "SliceGraph on a minimum linear arrangement order",
            ("population", "generations"), objectives=MAX_LOAD),
-    Method("mla_weighted", order_search.mla_weighted, False,
+    Method("mla_weighted", "kernels.bottleneck.order_search:mla_weighted", False,
            "SliceGraph on a tensor-weighted minimum linear arrangement order", ("population", "generations"),
            objectives=MAX_LOAD),
-    Method("dp", ideal_dp.run, False, "DP over ideals: optimal contiguous splits (Tarnawski sec. 5.1.1)",
+    Method("dp", "kernels.bottleneck.ideal_dp:run", False, "DP over ideals: optimal contiguous splits (Tarnawski sec. 5.1.1)",
            objectives=("bottleneck",)),
-    Method("exact", exact.run, False, "Archer's MTPP MIP (Fig. 3), Tarnawski's max-load IP (Fig. 6) or latency IP "
+    Method("exact", "methods.exact:run", False, "Archer's MTPP MIP (Fig. 3), Tarnawski's max-load IP (Fig. 6) or latency IP "
            "(Figs. 3-4), or the DiviML MILP (eqs. 1-7) for schedule objectives, with a MIP start",
            ("pyomo", "symmetry", "heuristics", "relax"), mip=True),
-    Method("dpl", baselines.dpl, False, "the DP on one DFS linearization (Tarnawski's DPL)", objectives=MAX_LOAD),
-    Method("pipedream", baselines.pipedream, False, "PipeDream's linear DP on a chain, accelerators only; "
+    Method("dpl", "kernels.bottleneck.baselines:dpl", False, "the DP on one DFS linearization (Tarnawski's DPL)", objectives=MAX_LOAD),
+    Method("pipedream", "kernels.bottleneck.baselines:pipedream", False, "PipeDream's linear DP on a chain, accelerators only; "
            "-O contract=1 cuts only where the graph is a path, its branchings contracted (baseline)", ("contract",),
            objectives=MAX_LOAD, ignores=(("overlap", None), ("memory overflow", None))),
-    Method("greedy", baselines.greedy, False, "fill devices in topological order, each up to a share by its speed "
+    Method("greedy", "kernels.bottleneck.baselines:greedy", False, "fill devices in topological order, each up to a share by its speed "
            "(baseline); under a schedule objective, DiviML's Greedy (eft)",
            objectives=MAX_LOAD),
-    Method("local_search", local_search.local_search, False, "single-node moves to a local optimum with restarts, "
+    Method("local_search", "kernels.bottleneck.local_search:local_search", False, "single-node moves to a local optimum with restarts, "
            "each from SliceGraph on a random order, or from a random split (-O start=random); -O step=best makes the "
            "best move of all each time (Tarnawski sec. 6: start=random, step=best, restarts=10) (baseline)",
            ("restarts", "passes", "start", "step"), objectives=MAX_LOAD),
-    Method("load_search", load_search.run, False, "iterated local search on max load from the best topo split: "
+    Method("load_search", "kernels.bottleneck.load_search:run", False, "iterated local search on max load from the best topo split: "
            "unit moves scored by (max load, sum of squared loads), any split", ("stall",), objectives=MAX_LOAD),
-    Method("single", single_device.run, False, "everything on one device (baseline)"),
-    Method("fill", latency_greedy.run, False, "latency greedy: fill each accelerator in topological order up to "
+    Method("single", "kernels.single_device:run", False, "everything on one device (baseline)"),
+    Method("fill", "kernels.latency.fill:run", False, "latency greedy: fill each accelerator in topological order up to "
            "its memory, the rest on CPUs (Tarnawski sec. 7, baseline)", objectives=MAX_LOAD),
-    Method("latency_search", latency_search.run, False,
+    Method("latency_search", "kernels.latency.search:run", False,
            "latency optimizer: chain DP over many topological orders, then iterated local search scored "
            "by the evaluator", ("restarts", "iterations", "stall"), objectives=("latency",)),
-    Method("maxload_dp", latency_greedy.maxload_dp, False,
+    Method("maxload_dp", "kernels.latency.fill:maxload_dp", False,
            "the max-load DP's split (Tarnawski sec. 5.1.1), scored for the spec's objective (baseline)",
            objectives=MAX_LOAD),
-    Method("brute", brute_force.run, True, "exhaustive enumeration, exact, tiny graphs only"),
-    Method("milp_split", milp_split.run, False, "MILP-SPLIT (DiviML sec. IV-B): the DiviML MILP per module "
+    Method("brute", "kernels.brute_force:run", True, "exhaustive enumeration, exact, tiny graphs only"),
+    Method("milp_split", "methods.milp_split:run", False, "MILP-SPLIT (DiviML sec. IV-B): the DiviML MILP per module "
            "(bridges, or k-edge-connected components for channels > 1), combined by a DP over the devices at "
            "each bridge, with the Remark's lower bound", ("channels", "module_limit", "workers", "min_module",
                                                          "bound_limit", "lookahead", "symmetry"), mip=True,
            objectives=SCHEDULED),
-    *(Method(name, peers.run(name), False, f"{package} as a peer: k-way partition (edge weights = transfers, "
+    *(Method(name, "kernels.peers.runners:run", False, f"{package} as a peer: k-way partition (edge weights = transfers, "
              "vertex weights = compute, one block per device), mapped to devices; -O repair=1 contracts colocation "
-             "and fixes memory and placement by moves (baseline)", ("repair", "imbalance"), ignores=PEER_IGNORES)
-      for name, (package, _, _) in peers.PEERS.items()),
-    Method("met", list_schedulers.run("met"), False, "DiviML's MET (bMET under a batch, also a name here): "
-           "each node where it runs fastest, list-scheduled (baseline)", objectives=SCHEDULED),
-    Method("eft", list_schedulers.run("eft"), False, "DiviML's Greedy (bGreedy; also names greedy and bgreedy): "
-           "each node where it finishes earliest, in topological order (baseline)", objectives=SCHEDULED),
-    Method("heft", list_schedulers.run("heft"), False, "HEFT (bHEFT, also its name here): upward rank, earliest finish "
-           "with insertion (DiviML sec. V-A baseline)", objectives=SCHEDULED),
-    Method("sa", schedule_search.sa, False, "simulated annealing on DiviML's integer strings (a device per node, "
+             "and fixes memory and placement by moves (baseline)", ("repair", "imbalance"), ignores=PEER_IGNORES,
+             variant=name)
+      for name, (package, _, _) in PEERS.items()),
+    Method("met", LIST_SCHEDULE, False, "DiviML's MET (bMET under a batch, also a name here): "
+           "each node where it runs fastest, list-scheduled (baseline)", objectives=SCHEDULED, variant="met"),
+    Method("eft", LIST_SCHEDULE, False, "DiviML's Greedy (bGreedy; also names greedy and bgreedy): "
+           "each node where it finishes earliest, in topological order (baseline)", objectives=SCHEDULED,
+           variant="eft"),
+    Method("heft", LIST_SCHEDULE, False, "HEFT (bHEFT, also its name here): upward rank, earliest finish "
+           "with insertion (DiviML sec. V-A baseline)", objectives=SCHEDULED, variant="heft"),
+    Method("sa", "kernels.schedule.search:sa", False, "simulated annealing on DiviML's integer strings (a device per node, "
            "per chunk under a batch), breadth-first list schedules, from HEFT's or the biased string; until the "
            "time limit unless -O iterations=N (baseline)", ("iterations",), objectives=SCHEDULED),
-    Method("ea", schedule_search.ea, False, "DiviML's biased (1+1) EA on the same strings, from HEFT's or the "
+    Method("ea", "kernels.schedule.search:ea", False, "DiviML's biased (1+1) EA on the same strings, from HEFT's or the "
            "biased string (each chunk where it runs fastest); until the time limit unless -O iterations=N "
            "(baseline)", ("iterations",), objectives=SCHEDULED),
 )}

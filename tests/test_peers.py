@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from partdsl import PartError, parse, parse_file, solve
 from partdsl.core.evaluate import evaluate
 from partdsl.core.result import Status
+from partdsl.kernels.peers import PEERS
 from partdsl.kernels.peers.graph import peer_graph
-from partdsl.kernels.peers.runners import PEERS, bottleneck_assignment
+from partdsl.kernels.peers.runners import bottleneck_assignment
 
 NAMES = tuple(PEERS)
 

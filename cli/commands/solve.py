@@ -63,7 +63,7 @@ def _solve_one(spec, args: argparse.Namespace, executor=None):  # type: ignore[n
         print("error: the spec is infeasible: no assignment satisfies its constraints", file=sys.stderr)
         code = EXIT_INFEASIBLE
     elif r.status == Status.NO_SOLUTION:
-        from partdsl.kernels.peers.runners import PEERS
+        from partdsl.kernels.peers import PEERS
 
         hint = ("a raw peer partitioner ignores memory, colocation and pins: try -O repair=1, or another --method"
                 if r.method in PEERS and not (method_opts or {}).get("repair") else

@@ -22,18 +22,12 @@ import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, SolverLog
 from partdsl.core.ir import Spec
+from partdsl.kernels.peers import PEERS
 from partdsl.kernels.peers.graph import PeerGraph, peer_graph
 from partdsl.kernels.peers.repair import repair as repair_moves
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
-
-# name: (Python package, the partdsl extra that installs it, the peer's own default imbalance)
-PEERS: dict[str, tuple[str, str, float]] = {
-    "metis": ("pymetis", "peers", 0.03),
-    "scotch": ("pyscotch", "peers", 0.01),
-    "kahypar": ("mtkahypar", "peers", 0.03),
-}
 
 
 def load(name: str):  # type: ignore[no-untyped-def]
