@@ -203,6 +203,31 @@ def test_a_module_milp_gets_only_the_time_its_starts_left() -> None:
 
 
 
+def test_a_module_milp_built_past_its_limit_is_not_run() -> None:
+    """Building the MILP takes its time out of the module's limit too: a MILP whose build
+    ends past the limit is not run, and the module keeps its best start. (BN-Inception's
+    largest module took 2 s to build, and MILP-SPLIT ended 1 s past --time-limit 10.)"""
+    import time
+
+    from partdsl.core.schedule_eval import evaluate_schedule
+    from partdsl.kernels.schedule import list_schedulers
+    from partdsl.methods.milp_split_modules import solve_module
+    from partdsl.models import diviml
+
+    rw = RandWire(model="er", size=32, modules=8, channels=1, variant="sdep", p=0.2, k=4, m=5, seed=0)
+    spec = randwire_spec(rw, "latency", 1, 1)  # one sample: the starts are HEFT and Greedy
+    t = time.monotonic()
+    for rule in ("heft", "eft"):
+        evaluate_schedule(spec, list_schedulers.schedule(spec, rule))
+    starts = time.monotonic() - t
+    t = time.monotonic()
+    diviml.build(spec, diviml.safe_horizon(spec))
+    build = time.monotonic() - t
+    limit = starts + build / 2  # the starts end within it, the build does not
+    got = solve_module(spec, None, limit, None, None)
+    assert "while its MILP was built" in got.why and math.isfinite(got.makespan), (got.why, starts, build)
+
+
 def test_a_start_that_would_end_past_the_hard_deadline_is_abandoned() -> None:
     """HEFT looks at its deadline as it places nodes: unbounded it is the plain schedule,
     past the deadline it gives nothing, and a module job with no start left gets no

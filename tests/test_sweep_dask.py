@@ -27,7 +27,7 @@ def cluster():  # type: ignore[no-untyped-def]
 def _rows(path) -> list[dict]:  # type: ignore[no-untyped-def]
     with open(path, newline="") as f:
         return sorted(({k: r[k] for k in KEEP} for r in csv.DictReader(f)),
-                      key=lambda r: (r["params"], r["method"], r["solver"]))
+                      key=lambda r: (r["spec"], r["params"], r["method"], r["solver"]))
 
 
 def test_sweep_on_dask_equals_the_local_sweep(cluster, tmp_path) -> None:  # type: ignore[no-untyped-def]
