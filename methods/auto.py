@@ -43,7 +43,6 @@ from partdsl.core.ir import Spec
 from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
 from partdsl.kernels.bottleneck import ideal_dp
 from partdsl.methods import capabilities
-from partdsl.methods.milp_split_modules import WORKER_MODULES, pool_pays
 from partdsl.runtime.deadline import NEVER, Deadline, Stalling
 from partdsl.runtime.executor import warm_pool
 
@@ -190,7 +189,11 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     long: Deadline | None = None  # no limit: UNTIMED_SECONDS from the first long search on
     searching = 0.0  # when the first long search started
     # members that run subproblems on worker processes get them started now, warm when they come
-    pooled = "executor" not in common and pool_pays(spec) and any(p.method in POOLED for p in chosen)
+    pooled = "executor" not in common and any(p.method in POOLED for p in chosen)
+    if pooled:  # imported here: MILP-SPLIT's modules need networkx (0.2 s), which the other members do not
+        from partdsl.methods.milp_split_modules import WORKER_MODULES, pool_pays
+
+        pooled = pool_pays(spec)
     with warm_pool(None, WORKER_MODULES) if pooled else nullcontext(None) as pool:
         for i, p in enumerate(chosen):
             if deadline.passed():
