@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from partdsl.core import activations, subgraphs
-from partdsl.core.dense import Dense
+from partdsl.core.dense import Dense, group_runs
 from partdsl.core.evaluation import Violation, short_list
 from partdsl.core.graphs import quotient_cycle
 from partdsl.core.ir import Spec
@@ -77,14 +77,7 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, units: subgraphs.Subgr
         for d in np.flatnonzero(used > cap * (1 + 1e-12)):
             out.append(Violation("memory", f"{devices[d]} holds {used[d]:.6g} B, capacity "
                                  f"{cap[d]:.6g} B", device=devices[d]))
-    comp = dense.colo
-    split = np.flatnonzero(np.bincount(comp, minlength=dense.n) > 1)
-    for r in split:
-        members = np.flatnonzero(comp == r)
-        if len(np.unique(dev[members])) > 1:
-            nodes = tuple(names[i] for i in members)
-            out.append(Violation("colocate", f"colocated nodes {short_list(nodes)} are on "
-                                 f"{len(np.unique(dev[members]))} different devices", nodes))
+    out += _colocation(dense, dev)
     training = spec.graph.is_training
     if c.contiguous and units is not None:  # latency: each accelerator subgraph (Fig. 3: i = 1..k, not CPUs)
         out += _subgraphs_contiguous(dense, units)
@@ -110,6 +103,26 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, units: subgraphs.Subgr
         used_devs = len(np.unique(dev))
         if used_devs > c.max_stages:
             out.append(Violation("stages", f"{used_devs} devices used, at most {c.max_stages} allowed"))
+    return out
+
+
+def _colocation(dense: Dense, dev: np.ndarray) -> list[Violation]:
+    """One violation per colocation group on more than one device. Linear: a node off its
+    group's representative (the group's least index) marks the group, and one sort gives
+    the members (a scan per group took 0.4 s an evaluation at 40,000 nodes, 20,000 groups)."""
+    comp = dense.colo
+    off = dev[comp] != dev
+    if not off.any():
+        return []
+    order, starts = group_runs(comp)
+    ends = np.r_[starts[1:], len(order)]
+    first = comp[order[starts]]  # each run's group
+    out = []
+    for k in np.flatnonzero(np.isin(first, comp[off])):
+        members = order[starts[k]:ends[k]]
+        nodes = tuple(dense.names[i] for i in members)
+        out.append(Violation("colocate", f"colocated nodes {short_list(nodes)} are on "
+                             f"{len(np.unique(dev[members]))} different devices", nodes))
     return out
 
 

@@ -54,7 +54,8 @@ def test_latency_matches_fixed_point_of_the_ip_constraints(data) -> None:
 def test_constraint_checks_match_definitions(data) -> None:
     spec, assign = draw_case(data)
     g, c = spec.graph, spec.constraints
-    kinds = {v.kind for v in evaluate(spec, np.array(assign)).violations}
+    found = evaluate(spec, np.array(assign)).violations
+    kinds = {v.kind for v in found}
     reach = ref.closure(spec)
     phases = (0, 1) if g.is_training else (None,)
     if c.contiguous:
@@ -92,6 +93,13 @@ def test_constraint_checks_match_definitions(data) -> None:
     split_set = any(len({assign[g.index[t.name]] for t in s}) > 1 for s in c.colocate_sets)
     if not c.colocate_sets:
         assert ("colocate" in kinds) == split_group
+        if not g.carriers:  # one violation per group on two devices or more, naming its members
+            members: dict[str, set[str]] = {}
+            for nd in g.nodes:
+                if nd.group and c.colocate:
+                    members.setdefault(nd.group, set()).add(nd.name)
+            assert sorted(sorted(v.nodes) for v in found if v.kind == "colocate") == \
+                sorted(sorted(members[k]) for k, s in groups.items() if len(s) > 1)
     elif split_group or split_set:
         assert "colocate" in kinds
 
@@ -139,3 +147,29 @@ def test_overflow_cost_archer_eq2() -> None:
     ev = evaluate(spec, np.array([0, 0]))
     assert ev.objective == pytest.approx(2 + 2e9 / 1e9 * 1e3)  # 4 GB - 2 GB streamed at 1 GB/s
     assert ev.feasible
+
+
+def test_each_split_colocation_group_is_one_violation_naming_its_members() -> None:
+    """Forward and backward layers colocated by group: every group on two devices or more
+    is one violation with its members and its device count, in the order of the groups'
+    first nodes, as a scan per group finds them (the evaluator sorts once instead)."""
+    from partdsl import GraphBuilder, SpecBuilder
+
+    n = 30
+    g = GraphBuilder("pairs")
+    for i in range(n):
+        g.node(f"f{i}", work={"acc": 1.0}, out="1 MB", group=f"layer{i}")
+    for i in range(n):
+        g.node(f"b{i}", work={"acc": 2.0}, backward=True, group=f"layer{i}")
+    g.chain(*[f"f{i}" for i in range(n)], *[f"b{i}" for i in reversed(range(n))])
+    spec = (SpecBuilder(g).device("acc", 4, link="10 GB/s").minimize("bottleneck", training="pipedream")
+            .subject_to(colocate="group").build())
+    names = [nd.name for nd in spec.graph.nodes]
+    rng = np.random.default_rng(0)
+    for t in range(60):
+        dev = rng.integers(0, 4, 2 * n)
+        dev[n:] = np.where(rng.random(n) < t / 60, dev[n:], dev[:n])  # from all groups whole to most split
+        expected = [((f"f{i}", f"b{i}"), len({dev[i], dev[n + i]})) for i in range(n) if dev[i] != dev[n + i]]
+        found = [v for v in evaluate(spec, dev).violations if v.kind == "colocate"]
+        assert [(v.nodes, int(v.message.split(" are on ")[1].split()[0])) for v in found] == expected
+        assert all(set(v.nodes) <= set(names) for v in found)
