@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+from partdsl.core.dense import group_runs
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Schedule
 
@@ -25,8 +26,9 @@ def _interleaved(s: Schedule, start: np.ndarray, finish: np.ndarray, eps: float)
         order = on[np.argsort(start[on], kind="stable")]
         starts = start[order]
         nodes, inv, counts = np.unique(node[on], return_inverse=True, return_counts=True)
+        runs, firsts = group_runs(inv)  # the device's pieces of each node (a scan per node is quadratic)
         for g in np.flatnonzero(counts > 1).tolist():
-            mine = on[inv == g]
+            mine = on[runs[firsts[g]:firsts[g] + counts[g]]]
             lo, hi = start[mine].min(), finish[mine].max()
             between = np.searchsorted(starts, hi - eps, "left") - np.searchsorted(starts, lo + eps, "right")
             own = int(((start[mine] > lo + eps) & (start[mine] < hi - eps)).sum())
