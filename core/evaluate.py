@@ -130,17 +130,19 @@ def _bottleneck(spec: Spec, dense: Dense, dev: np.ndarray, r: np.ndarray) -> tup
     ov = overflow(spec, dense, dev)
     comp = _compute(dense, dev)
     inn, out = transfer_charges(dense, dev)
-    sync = replicas.sync_time(dense, dev, r)
+    sync = replicas.sync_time(dense, dev, r) if (r > 1).any() else np.zeros(dense.D)  # 0 for one replica
     load = combine(comp, inn + sync, out, ov, obj.overlap) / r
     parts = {d: {"compute": comp[j], "in": inn[j], "out": out[j], "overflow": ov[j]}
              for j, d in enumerate(dense.devices)}
     if spec.constraints.replicate > 1:
         for j, d in enumerate(dense.devices):
             parts[d].update(replicas=r[j], sync=sync[j])
-    value, table = bottleneck_loads(spec, dense, dev, r)
     if obj.training == "gpipe":
+        value, table = bottleneck_loads(spec, dense, dev, r)
         for j, d in enumerate(dense.devices):
             parts[d].update(fw=table[j, 0], bw=table[j, 1])
+    else:  # the table bottleneck_loads would compute again: `load`
+        value = _max_load(load)
     return value, {d: float(x) for d, x in zip(dense.devices, load)}, parts
 
 
