@@ -8,9 +8,8 @@ from partdsl.core.dense import adjacency, topological_order
 
 def quotient_cycle(k: int, pairs: np.ndarray) -> list[int] | None:
     """A cycle in the quotient graph over k labels with edges `pairs`, or None."""
-    pairs = np.unique(pairs, axis=0) if len(pairs) else pairs
-    src = pairs[:, 0] if len(pairs) else np.zeros(0, np.int64)
-    dst = pairs[:, 1] if len(pairs) else np.zeros(0, np.int64)
+    key = np.unique(pairs[:, 0] * k + pairs[:, 1]) if len(pairs) else np.zeros(0, np.int64)  # sorted as (src, dst)
+    src, dst = key // k, key % k
     if topological_order(k, src, dst) is not None:
         return None
     return find_cycle(k, src.tolist(), dst.tolist())

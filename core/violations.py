@@ -61,13 +61,13 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, units: subgraphs.Subgr
         return [Violation("unassigned", f"{len(miss)} node(s) have no device: {short_list(miss)}", miss)]
     cls = dense.dev_class[dev]
     unsup = ~np.isfinite(dense.work[np.arange(dense.n), cls])
-    for d in np.unique(dev[unsup]):
+    for d in np.unique(dev[unsup]) if unsup.any() else ():
         nodes = tuple(names[i] for i in np.flatnonzero(unsup & (dev == d)))
         out.append(Violation("unsupported", f"{short_list(nodes)} cannot run on {devices[d]} "
                              f"(no work given for class '{dense.class_names[dense.dev_class[d]]}')",
                              nodes, devices[d]))
     bad = ~dense.allowed[np.arange(dense.n), dev] & ~unsup
-    for d in np.unique(dev[bad]):
+    for d in np.unique(dev[bad]) if bad.any() else ():
         nodes = tuple(names[i] for i in np.flatnonzero(bad & (dev == d)))
         out.append(Violation("placement", f"{short_list(nodes)} may not be placed on {devices[d]} "
                              "(only/not/pin/forbid)", nodes, devices[d]))
