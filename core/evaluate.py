@@ -130,7 +130,7 @@ def _bottleneck(spec: Spec, dense: Dense, dev: np.ndarray, r: np.ndarray) -> tup
     ov = overflow(spec, dense, dev)
     comp = _compute(dense, dev)
     inn, out = transfer_charges(dense, dev)
-    sync = replicas.sync_time(dense, dev, r) if (r > 1).any() else np.zeros(dense.D)  # 0 for one replica
+    sync = replicas.sync_time(dense, dev, r)
     load = combine(comp, inn + sync, out, ov, obj.overlap) / r
     parts = {d: {"compute": comp[j], "in": inn[j], "out": out[j], "overflow": ov[j]}
              for j, d in enumerate(dense.devices)}

@@ -73,6 +73,8 @@ def sync_rate(r: np.ndarray | int, bw: np.ndarray | float) -> np.ndarray:
 
 def sync_time(dense: Dense, dev: np.ndarray, r: np.ndarray) -> np.ndarray:
     """[D] ms: 4 (r - 1) |w| / (r B) for each replicated stage (0 without a link)."""
+    if not (np.asarray(r) > 1).any():  # no stage replicated: nothing to sync (the evaluator's common case)
+        return np.zeros(dense.D)
     w = np.bincount(dev, weights=dense.params, minlength=dense.D)[:dense.D]
     return sync_rate(r, span_bandwidths(dense, r)) * w
 

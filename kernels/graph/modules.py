@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import networkx as nx
 import numpy as np
-from partdsl.core.dense import group_runs
+from partdsl.core.dense import groups
 from partdsl.core.ir import Graph, Node, Spec, Target, Work
 
 
@@ -85,9 +85,8 @@ def chain(spec: Spec, channels: int = 1, min_size: int = 1) -> list[list[int]]:
     scc = nx.condensation(q)  # components on a cycle of component edges become one
     atom = np.array([scc.graph["mapping"][int(c)] for c in comp], dtype=np.int64) if n else comp
     pos = spec.dense.topo_position
-    least = np.full(int(atom.max()) + 1 if n else 0, n, dtype=np.int64)
-    np.minimum.at(least, atom, pos)  # each atom's first topological position (a scan per atom is quadratic)
-    first = {int(a): int(least[a]) for a in np.unique(atom)}
+    first = np.full(len(scc), n, dtype=np.int64)  # atoms are numbered 0 .. len(scc) - 1
+    np.minimum.at(first, atom, pos)  # each atom's first topological position (a scan per atom is quadratic)
     order = list(nx.lexicographical_topological_sort(scc, key=lambda a: first[a]))
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
@@ -100,11 +99,9 @@ def chain(spec: Spec, channels: int = 1, min_size: int = 1) -> list[list[int]]:
             cross[lo] += 1
             cross[hi] -= 1
     cross = np.cumsum(cross)
-    members, starts = group_runs(where)  # the nodes at each position, in index order
-    ends = np.r_[starts[1:], n]
     modules, cur = [], []
-    for p in range(len(order)):  # every position holds an atom, so run p is position p's
-        cur += members[starts[p]:ends[p]].tolist()
+    for p, at in enumerate(groups(where)):  # the nodes at each position (each holds an atom), in index order
+        cur += at.tolist()
         if p == len(order) - 1 or cross[p] <= channels:
             modules.append(sorted(cur))
             cur = []
