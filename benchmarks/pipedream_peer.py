@@ -18,14 +18,21 @@ graphviz install is needed). For each profile and machine count it prints:
   stages free to send tensors back and forth (which PipeDream's runtime does not run), its
   value, status and proven bound within `--cap`.
 
-One level (-n N -b B) only: server hierarchies (App. C.3) are not modelled yet.
+Two levels (App. C.3): `--machines 4x2` runs PipeDream with `-n 4 2 -b B1 B2`
+(`--bandwidths B1,B2`: inside a server, between servers) on 2 servers of 4 GPUs, and
+partdsl on the same levels (`--machines 4,2`), where `topo` does not run and `dp` places
+stages in device order without a proof. On two servers PipeDream's plans score at its
+value; on four or more it replicates a top-level stage across servers at a cost partdsl
+does not model (docs/importers.md), and "rel diff" shows it.
 
     python benchmarks/pipedream_peer.py --pipedream /path/to/pipedream
     python benchmarks/pipedream_peer.py --pipedream DIR --profiles alexnet,vgg16 --machines 4,8 --bandwidth 1e10
+    python benchmarks/pipedream_peer.py --pipedream DIR --machines 4x2,8x2 --bandwidths 10e9,1e9
 """
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import resource
 import subprocess
@@ -47,43 +54,42 @@ def profiles(pipedream: Path) -> dict[str, Path]:
     return {p.parent.name: p for p in sorted(pipedream.glob("profiler/*/profiles/*/graph.txt"))}
 
 
-def run_pipedream(pipedream: Path, graph: Path, machines: int, bandwidth: float, work: Path,
+def run_pipedream(pipedream: Path, graph: Path, machines: list[int], bandwidth: list[float], work: Path,
                   timeout: float) -> dict:
-    """PipeDream's optimizer on one profile: its time per stage (ms), factors, plan file, seconds."""
+    """PipeDream's optimizer on one profile: its time per stage (ms), the factors of its
+    (innermost) stages in order, plan file, seconds."""
     (work / "stub").mkdir(exist_ok=True)
     (work / "stub" / "graphviz.py").write_text(STAND_IN)
-    out = work / f"{graph.parent.name}-{machines}"
+    out = work / f"{graph.parent.name}-{'x'.join(map(str, machines))}"
     out.mkdir(exist_ok=True)
     t = time.monotonic()
-    r = subprocess.run([sys.executable, "optimizer_graph_hierarchical.py", "-f", str(graph), "-n", str(machines),
-                        "-b", str(bandwidth), "-o", str(out)], cwd=pipedream / "optimizer", capture_output=True,
+    r = subprocess.run([sys.executable, "optimizer_graph_hierarchical.py", "-f", str(graph),
+                        "-n", *map(str, machines), "-b", *map(str, bandwidth), "-o", str(out)],
+                       cwd=pipedream / "optimizer", capture_output=True,
                        text=True, env={"PYTHONPATH": str(work / "stub"), "PATH": "/usr/bin:/bin"}, timeout=timeout)
     seconds = time.monotonic() - t
     if r.returncode != 0:
         why = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit code {r.returncode}"
         raise RuntimeError(f"PipeDream's optimizer failed: {why}")
     per_stage = float(re.search(r"Time per stage in pipeline: ([0-9.eE+-]+)", r.stdout).group(1)) * 1e3
-    config = r.stdout.split("replication factor per stage:")[-1]
-    factors = [int(m.group(1)) for m in re.finditer(r"^\(\d+, \d+\) \S+ (\d+)$", config, re.M)]
-    return {"ms": per_stage, "factors": factors, "plan": out / f"gpus={machines}.txt", "seconds": seconds}
+    inner = r.stdout.split("Level 1\n")[-1]  # every level-1 configuration: the inner stages, server by server
+    factors = [int(m.group(1)) for m in re.finditer(r"^\(\d+, \d+\) \S+ (\d+)$", inner, re.M)]
+    return {"ms": per_stage, "factors": factors, "plan": out / f"gpus={math.prod(machines)}.txt", "seconds": seconds}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pipedream", type=Path, required=True, help="a checkout of msr-fiddle/pipedream")
     ap.add_argument("--profiles", default=",".join(DEFAULT))
-    ap.add_argument("--machines", default="4,8")
+    ap.add_argument("--machines", default="4,8", help="machine counts: N (one level) or MxS (S servers of M GPUs)")
     ap.add_argument("--bandwidth", type=float, default=1e9, help="bytes/s (PipeDream's -b; default 1e9, its own)")
+    ap.add_argument("--bandwidths", default="10e9,1e9", help="bytes/s inside a server, between servers (MxS runs)")
     ap.add_argument("--cap", type=float, default=60.0, help="partdsl's time limit per run, s")
     ap.add_argument("--pd-timeout", type=float, default=1800.0, help="PipeDream's, s")
     ap.add_argument("--any-split", action="store_true", help="also `exact` without `acyclic` (any split)")
     args = ap.parse_args()
-    from partdsl import solve
-    from partdsl.core.evaluate import evaluate
-    from partdsl.dsl.pipedream_profile import pipedream_spec, plan
-
     found = profiles(args.pipedream)
-    head = (f"{'profile':<14} {'N':>3} {'PipeDream ms':>13} {'ours on its plan':>17} {'rel diff':>9} "
+    head = (f"{'profile':<14} {'N':>5} {'PipeDream ms':>13} {'ours on its plan':>17} {'rel diff':>9} "
             f"{'topo ms':>10} {'dp ms':>10} {'dp status':>10} {'dp/PD':>7} {'PD s':>6} {'topo s':>7} {'dp s':>6} "
             f"{'factors (PD | dp)':>22}")
     print(head)
@@ -93,37 +99,51 @@ def main() -> None:
             if name not in found:
                 print(f"{name:<14} not in {args.pipedream} (profiles: {', '.join(found)})")
                 continue
-            for n in (int(x) for x in args.machines.split(",")):
-                try:
-                    pd = run_pipedream(args.pipedream, found[name], n, args.bandwidth, Path(tmp), args.pd_timeout)
-                except (RuntimeError, subprocess.TimeoutExpired) as e:
-                    print(f"{name:<14} {n:>3}  PipeDream gave no plan: {str(e)[:90]}")
-                    continue
-                spec = pipedream_spec(found[name], n, args.bandwidth)
-                dev, reps = plan(spec, pd["plan"], pd["factors"])
-                mine = evaluate(spec, dev, replicas_of=reps)
-                runs = {}
-                for method in ("topo", "dp"):
-                    t = time.monotonic()
-                    runs[method] = (solve(spec, method=method, time_limit=args.cap), time.monotonic() - t)
-                (topo, topo_s), (dp, dp_s) = runs["topo"], runs["dp"]
-                ours = "+".join(str(v) for v in sorted((dp.replicas or {}).values(), reverse=True)) or "1s"
-                print(f"{name:<14} {n:>3} {pd['ms']:>13.6f} {mine.objective:>17.6f} "
-                      f"{abs(mine.objective - pd['ms']) / pd['ms']:>9.1e} {topo.objective:>10.4f} "
-                      f"{dp.objective:>10.4f} {dp.status.value:>10} {dp.objective / pd['ms']:>7.4f} "
-                      f"{pd['seconds']:>6.1f} {topo_s:>7.1f} {dp_s:>6.1f} "
-                      f"{'+'.join(map(str, pd['factors'])) + ' | ' + ours:>22}"
-                      + ("" if mine.feasible else "  (PD plan infeasible here: " + mine.violations[0].message + ")"))
-                if args.any_split:
-                    free = replace(spec, constraints=replace(spec.constraints, acyclic=False))
-                    t = time.monotonic()
-                    ex = solve(free, method="exact", time_limit=args.cap)
-                    print(f"{'':<14} {'':>3} any split, exact: {ex.objective:.4f} ms, {ex.status.value}, bound "
-                          f"{ex.bound:.4f}, exact / PipeDream {ex.objective / pd['ms']:.4f}, "
-                          f"{time.monotonic() - t:.1f} s, replicas {dict(ex.replicas or {})}")
+            for item in args.machines.split(","):
+                machines = [int(x) for x in item.split("x")]
+                bw = [args.bandwidth] if len(machines) == 1 else [float(x) for x in args.bandwidths.split(",")]
+                compare(args, name, found[name], machines, bw, Path(tmp))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"\npartdsl peak memory: {peak:.0f} MiB; PipeDream at -b {args.bandwidth:g} B/s, no activation "
-          "compression (its DP then charges no activation transfers, nor does the converted spec)")
+    print(f"\npartdsl peak memory: {peak:.0f} MiB; PipeDream at -b {args.bandwidth:g} B/s (MxS: {args.bandwidths}), "
+          "no activation compression (its DP then charges no activation transfers, nor does the converted spec)")
+
+
+def compare(args: argparse.Namespace, name: str, graph: Path, machines: list[int], bw: list[float], tmp: Path) -> None:
+    """One row: PipeDream's run, our evaluator on its plan, `topo` (one level) and `dp`."""
+    from partdsl import solve
+    from partdsl.core.evaluate import evaluate
+    from partdsl.dsl.pipedream_profile import pipedream_spec, plan
+
+    label = "x".join(map(str, machines))
+    try:
+        pd = run_pipedream(args.pipedream, graph, machines, bw, tmp, args.pd_timeout)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        print(f"{name:<14} {label:>5}  PipeDream gave no plan: {str(e)[:90]}")
+        return
+    spec = pipedream_spec(graph, machines[0] if len(machines) == 1 else machines, bw[0] if len(bw) == 1 else bw)
+    dev, reps = plan(spec, pd["plan"], pd["factors"])
+    mine = evaluate(spec, dev, replicas_of=reps)
+    runs = {}
+    for method in ("topo", "dp") if len(machines) == 1 else ("dp",):  # topo does not model levels
+        t = time.monotonic()
+        runs[method] = (solve(spec, method=method, time_limit=args.cap), time.monotonic() - t)
+    dp, dp_s = runs["dp"]
+    topo = f"{runs['topo'][0].objective:>10.4f}" if "topo" in runs else f"{'-':>10}"
+    topo_s = f"{runs['topo'][1]:>7.1f}" if "topo" in runs else f"{'-':>7}"
+    ours = "+".join(str(v) for v in sorted((dp.replicas or {}).values(), reverse=True)) or "1s"
+    print(f"{name:<14} {label:>5} {pd['ms']:>13.6f} {mine.objective:>17.6f} "
+          f"{abs(mine.objective - pd['ms']) / pd['ms']:>9.1e} {topo} "
+          f"{dp.objective:>10.4f} {dp.status.value:>10} {dp.objective / pd['ms']:>7.4f} "
+          f"{pd['seconds']:>6.1f} {topo_s} {dp_s:>6.1f} "
+          f"{'+'.join(map(str, pd['factors'])) + ' | ' + ours:>22}"
+          + ("" if mine.feasible else "  (PD plan infeasible here: " + mine.violations[0].message + ")"))
+    if args.any_split:
+        free = replace(spec, constraints=replace(spec.constraints, acyclic=False))
+        t = time.monotonic()
+        ex = solve(free, method="exact", time_limit=args.cap)
+        print(f"{'':<14} {'':>5} any split, exact: {ex.objective:.4f} ms, {ex.status.value}, bound "
+              f"{ex.bound:.4f}, exact / PipeDream {ex.objective / pd['ms']:.4f}, "
+              f"{time.monotonic() - t:.1f} s, replicas {dict(ex.replicas or {})}")
 
 
 if __name__ == "__main__":

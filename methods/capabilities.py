@@ -41,6 +41,9 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
         "a hierarchical platform (`server` levels or a platform `link`) or direct links (`link a <-> b ...`), under "
         "the bottleneck or latency objective",
         lambda s: s.platform.routed and not s.objective.scheduled),
+    "transfers on server levels or direct links": (
+        "tensors sent between devices on a hierarchical platform or over direct links (their route prices them)",
+        lambda s: s.platform.routed and not s.objective.scheduled and bool((s.dense.out_bytes > 0).any())),
     "activation memory": ("peak activations in memory (`activations`, Archer eq. 2)",
                           lambda s: s.constraints.activations),
     "replication": ("data-parallel stages (`replicate <= r`)", lambda s: s.constraints.replicate > 1),
@@ -75,6 +78,7 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "subgraphs": lambda s: s.constraints.span_of("subgraphs"),
     "batch split": lambda s: s.objective.span,
     "server levels or direct links": lambda s: s.platform.routes_span,
+    "transfers on server levels or direct links": lambda s: s.platform.routes_span,
     "activation memory": lambda s: s.constraints.span_of("activations"),
     "replication": lambda s: s.constraints.span_of("replicate"),
     "replicas with overlap or GPipe": lambda s: s.constraints.span_of("replicate"),
@@ -89,6 +93,7 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
 LEVELS = "server levels or direct links"
 WITHIN = {"replicas with overlap or GPipe": ("replication",), "replicas with a stage limit": ("replication",),
           "replicas with acyclic": ("replication",), "levels or links with acyclic": (LEVELS,),
+          "transfers on server levels or direct links": (LEVELS,),
           "replicas on server levels": ("replication", LEVELS)}
 
 

@@ -148,6 +148,11 @@ METHODS["exact"] = replace(METHODS["exact"], ignores=METHODS["exact"].ignores + 
 ROUTED = frozenset({"auto", "brute", "single", "greedy", "local_search", "load_search", "fill", "latency_search"})
 METHODS = {k: m if k in ROUTED else replace(m, ignores=m.ignores + (("server levels or direct links", None),))
            for k, m in METHODS.items()}
+# dp prices replicas by where they sit on server levels (kernels/bottleneck/replicated.placed_rates), but tensors
+# at the ports only: it takes levels and links where no tensor is sent
+METHODS["dp"] = replace(METHODS["dp"], ignores=tuple(f for f in METHODS["dp"].ignores
+                                                      if f[0] != "server levels or direct links") + (
+    ("transfers on server levels or direct links", None),))
 # exact prices transfers per pair of devices in Tarnawski's max-load IP (models/maxload_routes.py) and latency
 # IP (models/latency_routes.py), and places replicas on levels (models/maxload_replicas.py); Archer's MTPP MIP
 # (the row under `acyclic`) prices them flat

@@ -280,6 +280,18 @@ def test_the_max_load_ip_places_replicas_inside_a_server() -> None:
     assert solve(spec, method="brute").objective == pytest.approx(7.0)
 
 
+def test_dp_takes_levels_only_where_no_tensor_is_sent() -> None:
+    """The DP over ideals prices tensors at the ports, not over routes: on levels or direct
+    links it refuses a spec that sends tensors, naming the feature, and takes one that does
+    not (the chain 2, 1, 2 ms on four GPUs: a node per GPU, 2 ms)."""
+    for text in (TEXT, LINKED):
+        with pytest.raises(PartError, match="does not model transfers on server levels or direct links") as e:
+            solve(parse(text + "subject to { acyclic }"), method="dp")
+        assert e.value.span is not None and "exact" in (e.value.hint or "")
+    r = solve(parse(chain(2, 1, 2, "0 MB") + TEXT[TEXT.index("\nplatform"):] + "subject to { acyclic }"), method="dp")
+    assert r.objective == pytest.approx(2.0) and r.evaluation.feasible
+
+
 def test_exact_refuses_levels_where_its_mip_prices_transfers_flat() -> None:
     with pytest.raises(PartError, match="levels or links with acyclic") as e:
         solve(parse(TEXT + "subject to { acyclic }"), method="exact")
@@ -527,3 +539,80 @@ def test_auto_names_the_methods_when_none_of_its_members_models_the_spec() -> No
     # without `acyclic` and activations, exact models it all: the max-load IP proves auto's answer optimal
     r = solve(parse(text.replace("; acyclic; activations", "")), time_limit=30)
     assert r.status.value == "optimal" and r.evaluation.feasible, r.log
+
+def _in_device_order(spec: Spec, dev: np.ndarray, reps: np.ndarray) -> bool:
+    """Whether a plan is one the DP over ideals places on levels (kernels/bottleneck/
+    replicated.placed_rates): each class's stages on its devices one after the other from its
+    first, a stage's replicas the devices after it, in an order the stages' edges allow."""
+    d = spec.dense
+    used = np.unique(dev)
+    order = {int(j): k for k, j in enumerate(used)}
+    after: dict[int, set[int]] = {k: set() for k in range(len(used))}
+    for a, b in zip(d.src.tolist(), d.dst.tolist()):
+        if dev[a] != dev[b]:
+            after[order[int(dev[a])]].add(order[int(dev[b])])
+    for c in range(len(d.class_names)):
+        mine = np.flatnonzero(d.dev_class == c)
+        leads = [int(j) for j in used if d.dev_class[j] == c]
+        if [int(mine[p]) for p in np.r_[0, np.cumsum([reps[j] for j in leads])][:-1]] != leads:
+            return False  # a gap, or stages out of their class's device order
+        for x, y in zip(leads, leads[1:]):
+            after[order[x]].add(order[y])
+    seen, done = set(), set()
+
+    def cyclic(k: int) -> bool:
+        if k in done:
+            return False
+        if k in seen:
+            return True
+        seen.add(k)
+        found = any(cyclic(m) for m in after[k])
+        done.add(k)
+        return found
+    return not any(cyclic(k) for k in after)
+
+
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_dp_on_levels_is_the_best_plan_in_device_order(data: st.DataObject) -> None:
+    """On server levels with no tensor to send (PipeDream's profiles), the DP over ideals
+    prices each stage's replicas where they sit, its stages in device order: its value is
+    the least over every assignment and replication factor in that order (scored by the
+    evaluator), never below brute force's optimum over every placement, and not a proof."""
+    import itertools
+
+    from partdsl.kernels.bottleneck.ideal_dp import chain_split
+    from partdsl.kernels.brute_force import choices, replica_choices
+    from partdsl.runtime.deadline import NEVER
+
+    n = data.draw(st.integers(2, 4))
+    edges = [(i, j) for i in range(n) for j in range(i + 1, n) if data.draw(st.booleans())]
+    work = [data.draw(st.integers(1, 12)) for _ in range(n)]
+    params = [data.draw(st.sampled_from([0, 1, 4, 10])) for _ in range(n)]  # a sync of 0.04-2 ms in a server,
+    inner, outer = 1e11, data.draw(st.sampled_from([1e9, 1e10]))  # 4-20 ms across servers at 1 GB/s
+    nodes = "\n".join(f"  node v{i} {{ work {work[i]} ms; params {params[i]} MB }}" for i in range(n))
+    text = f"""graph g {{
+{nodes}
+{chr(10).join(f"  v{a} -> v{b}" for a, b in edges)}
+}}
+platform {{ server node[2] {{ device gpu[2] {{ link {inner:g} B/s }}; link {inner:g} B/s }}; link {outer:g} B/s }}
+minimize bottleneck
+subject to {{ acyclic; replicate <= {data.draw(st.integers(2, 3))} }}"""
+    spec = parse(text)
+    value, dev, _, reps = chain_split(spec, np.inf, NEVER, None, None)  # the DP alone, without a start
+    assert evaluate(spec, dev, replicas_of=reps).objective == pytest.approx(value, rel=1e-9)
+    r = solve(spec, method="dp")
+    assert r.evaluation.feasible and r.objective <= value * (1 + 1e-9)
+    comp, opts = choices(spec)
+    best, ordered = np.inf, np.inf
+    for pick in itertools.product(*opts):
+        dev = np.asarray(pick, dtype=np.int64)[comp]
+        for reps in replica_choices(spec, dev):
+            ev = evaluate(spec, dev, replicas_of=reps)
+            if ev.feasible:
+                best = min(best, ev.objective)
+                if _in_device_order(spec, dev, reps):
+                    ordered = min(ordered, ev.objective)
+    assert value == pytest.approx(ordered, rel=1e-9), text
+    assert r.objective >= best * (1 - 1e-9)
+    assert r.status.value == "feasible" or r.objective == pytest.approx(best, rel=1e-9)  # a proof only from a bound

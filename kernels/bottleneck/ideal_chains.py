@@ -24,7 +24,8 @@ class Chains:
     u: Contraction
     bits: np.ndarray  # (ideals, words), ordered by `key` then size: subsets first
     size: np.ndarray
-    key: np.ndarray  # cheapest compute of each ideal over both phases
+    key: np.ndarray  # cheapest compute of each ideal over both phases, in whole units of 1 / scale ms (`_whole`)
+    scale: float
     W: tuple[np.ndarray, ...]  # per phase (one; under GPipe forward, backward): (ideals, classes) compute
     BAD: np.ndarray  # (ideals, classes) units the class cannot run
     MEM: np.ndarray
@@ -59,6 +60,7 @@ class Chains:
         # key >= key(I) - bound can precede I in the chain (a window found by binary search)
         cheapest = np.where(np.isfinite(d.work) & cls_any, d.work, np.inf).min(axis=1)
         ukey = np.bincount(u.unit, weights=np.where(np.isfinite(cheapest), cheapest, 0.0), minlength=u.count)
+        ukey, scale = _whole(ukey)
         sums = unit_sums(bits, np.column_stack([uw, ubad, umem, ukey, np.ones(u.count)]), deadline)
         if sums is None:
             return None
@@ -80,7 +82,7 @@ class Chains:
         if fronts[0] is None or fronts[1] is None:
             return None
         per_phase = tuple(np.ascontiguousarray(W[:, q::Q]) for q in range(Q))
-        return Chains(spec, u, bits, size, key, per_phase, BAD, MEM, prod_unit, cons_ph, phase[prods], d.comm[prods],
+        return Chains(spec, u, bits, size, key, scale, per_phase, BAD, MEM, prod_unit, cons_ph, phase[prods], d.comm[prods],
                       (fronts[0], fronts[1]))
 
     def best(self, bound: float, cap: float, vphase: int, deadline: Deadline,
@@ -94,6 +96,7 @@ class Chains:
         counts = [k.count for k in spec.platform.classes]
         kinds = replicated.steps(spec)  # (class, replicas) per kind of stage: the classes when replicate = 1
         states, zero, prev = state_table(counts, spec.constraints.max_stages, kinds)
+        ksync, prev = replicated.placed_rates(spec, kinds, states, prev)
         kc = np.array([c for c, _ in kinds], dtype=np.int64)
         kinv = np.array([1.0 / r for _, r in kinds])
         NI = self.NI
@@ -107,7 +110,9 @@ class Chains:
         Q = len(self.W)
         # a segment's compute, both phases; with r replicas a stage's load is at least its compute / r
         reach = min(bound + cap, total) if Q > 1 else bound * max(r for _, r in kinds)
-        lo = np.searchsorted(self.key, self.key - reach * (1 + 1e-9) - 1e-9, side="left").astype(np.int64)
+        # (each unit's key is rounded by at most half a step: a segment's by at most its units' count)
+        slack = reach * (1 + 1e-9) * self.scale + self.u.count + 1
+        lo = np.searchsorted(self.key, self.key - slack, side="left").astype(np.int64)
         (optr, oidx), (iptr, iidx) = self.fronts
         Wo = self.W[1 - vphase] if Q > 1 else None
         cons_o = self.cons_ph[1 - vphase] if Q > 1 else None
@@ -122,10 +127,10 @@ class Chains:
             dp_pairs(self.bits, self.size, lo, self.W[vphase], Wo, self.BAD, self.MEM, memcap,
                      spec.constraints.memory == "hard", ovrate, self.prod_unit, self.cons_ph[vphase], cons_o, mine,
                      self.wprod, prev, dp, argj, argc, bound, cap, total, OVERLAP[spec.objective.overlap], optr, oidx,
-                     iptr, iidx, dpmin, i0, i1, kc, kinv, replicated.sync_rates(spec, kinds))
+                     iptr, iidx, dpmin, i0, i1, kc, kinv, ksync, ksync.min(axis=1))
         if done < NI:  # the deadline stopped the chunks
             return np.inf, None
-        full = NI - 1
+        full = NI - 1  # the full set: the largest key, then the largest size (`_whole`)
         s = int(np.argmin(dp[full]))
         value = float(dp[full, s])
         if not np.isfinite(value):
@@ -137,3 +142,13 @@ class Chains:
             segs.append((member(self.bits[i], self.u.count) & ~member(self.bits[j], self.u.count), v))
             s, i = int(prev[v, s]), j
         return value, [(m[self.u.unit], *kinds[v]) for m, v in reversed(segs)]
+
+
+def _whole(ukey: np.ndarray) -> tuple[np.ndarray, float]:
+    """Each unit's key in whole steps of 1 / scale ms, 2^40 steps in all, so that every
+    ideal's sum is exact in float64 (below 2^53) whatever order the sums take: an ideal then
+    never sorts before one of its subsets, nor the full set before the last ideal, as
+    rounded sums of ms could put them (squeezenet1_0's zero-cost last unit did)."""
+    total = float(ukey.sum())
+    scale = 2.0 ** 40 / total if total > 0 else 1.0
+    return np.rint(ukey * scale), scale

@@ -17,6 +17,13 @@ optimal. Under `training gpipe` the objective is max FW + max BW (Tarnawski App.
 which no single max-load DP minimizes: `_gpipe_sweep` runs the DP for the least max FW
 under a falling cap on every stage's BW, over the Pareto front of the two maxima.
 
+On server levels (core/levels.py) without tensors to send (PipeDream's profiles, whose
+optimizer charges no activation transfers) a stage's load depends on where its replicas
+sit: the state's device counts place each class's stages in device order
+(kernels/bottleneck/replicated.placed_rates). That holds PipeDream's hierarchical plans,
+whose stages fill the servers in order, but not every placement: there the DP finds
+plans and proves nothing.
+
 What it proves: a chain of ideals is exactly a partition whose quotient graph is acyclic
 (whose blocks are then contiguous, Fact 5.2). Contiguous blocks alone may form a cyclic
 quotient, which no chain produces. So the DP is exact under `acyclic` (for non-training
@@ -50,7 +57,8 @@ def exact_for(spec: Spec) -> bool:
     c, o = spec.constraints, spec.objective
     devices = set(spec.platform.devices)
     device_level = any(t.name in devices for _, ts in c.pins + c.forbids for t in ts)
-    return c.acyclic and not _orphans(spec) and o.kind == "bottleneck" and not device_level
+    return (c.acyclic and not _orphans(spec) and o.kind == "bottleneck" and not device_level
+            and spec.dense.path_bw is None)
 
 
 def _orphans(spec: Spec) -> bool:
@@ -105,6 +113,9 @@ def why_not_exact(spec: Spec) -> str:
         return "contiguous blocks may form a cyclic quotient; add `acyclic` to get a proof"
     if _orphans(spec):
         return "a backward node colocated with no forward node is ordered by mirroring; colocate each with its layer"
+    if spec.dense.path_bw is not None:
+        return ("on server levels the DP places its stages in device order (PipeDream's placements and more), "
+                "not every placement of their replicas")
     return "device-level pins or forbids are not modelled by the DP"
 
 
@@ -147,6 +158,8 @@ def chain_split(spec: Spec, incumbent: float, deadline: Deadline, progress: Call
 def _assign(spec: Spec, segs: list[tuple[np.ndarray, int, int]]) -> tuple[np.ndarray, np.ndarray | None]:
     """Devices for a chain's (node mask, class, replicas) segments, and each device's
     replication factor (None when every stage has one device)."""
+    if spec.dense.path_bw is not None:
+        return _in_order(spec, segs)
     if all(k == 1 for _, _, k in segs):
         return assign_masks(spec, [(m, c) for m, c, _ in segs]), None
     dev = assign_masks(spec, [(m, c) for m, c, _ in segs], tuple(k for _, _, k in segs))
@@ -154,6 +167,21 @@ def _assign(spec: Spec, segs: list[tuple[np.ndarray, int, int]]) -> tuple[np.nda
     for m, _, k in segs:
         reps[dev[np.flatnonzero(m)[0]]] = k
     return dev, reps
+
+
+def _in_order(spec: Spec, segs: list[tuple[np.ndarray, int, int]]) -> tuple[np.ndarray, np.ndarray | None]:
+    """On server levels: each class's stages on its devices in chain order, a stage with r
+    replicas on r of them (kernels/bottleneck/replicated.placed_rates priced them there)."""
+    d = spec.dense
+    dev = np.full(d.n, -1, dtype=np.int64)
+    reps = np.ones(d.D, dtype=np.int64)
+    taken = np.zeros(len(d.class_names), dtype=np.int64)
+    for m, c, k in segs:
+        lead = int(np.flatnonzero(d.dev_class == c)[taken[c]])
+        dev[m] = lead
+        reps[lead] = k
+        taken[c] += k
+    return dev, (reps if (reps > 1).any() else None)
 
 
 def _slack(x: float) -> float:

@@ -123,7 +123,7 @@ def _may_improve(i, j, W, BAD, dp, prev, bound, kc, kinv):  # pragma: no cover -
 @njit
 def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, cons, cons_o, mine, wprod,
              prev, dp, argj, argc, bound, cap, total, overlap, optr, oidx, iptr, iidx, dpmin, i0, i1,
-             kc, kinv, ksync):  # pragma: no cover - compiled
+             kc, kinv, ksync, ksync_min):  # pragma: no cover - compiled
     """The DP's pairs (j, i) for ideals i in [i0, i1): dp[i][s] = max(dp[j][s'], load of
     I \\ I') minimized, the load from the compute W (ideals x classes) and the tensors
     in (`cons`: units consuming each producer's tensor) and out (`mine`: producers
@@ -134,9 +134,10 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
     it there, as the evaluator does; a segment whose other load exceeds `cap`, or whose
     two loads together exceed `total`, is not used. A segment is priced for each kind of
     stage v (kernels/bottleneck/replicated.py; prev[v] and argc count kinds): class kc[v]
-    on 1 / kinv[v] replicas, its load (one-device load + ksync[v] x its parameters) x
+    on 1 / kinv[v] replicas, its load (one-device load + ksync[v, s] x its parameters) x
     kinv[v] (Tarnawski App. C.2; replicas are refused under GPipe, so Wo's kinds are the
-    classes)."""
+    classes). The sync rate depends on the state s the stage ends in only on server levels,
+    where that says which devices its replicas span; ksync_min[v] is its least over s."""
     NI, nw = bits.shape
     C = W.shape[1]
     S = dp.shape[1]
@@ -229,9 +230,10 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
                     if hard:
                         continue
                     ov = (used - memcap[c]) * ovrate[c]
-                load = _combine(W[i, c] - W[j, c], tin[c], tout[c], ov, overlap)
+                one_load = _combine(W[i, c] - W[j, c], tin[c], tout[c], ov, overlap)
+                load = one_load
                 if kinv[v] != 1.0:
-                    load = (load + ksync[v] * used) * kinv[v]
+                    load = (one_load + ksync_min[v] * used) * kinv[v]
                 if load > bound:
                     continue
                 if Wo is not None:
@@ -242,7 +244,12 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
                     ps = prev[v, s]
                     if ps < 0:
                         continue
-                    x = max(dp[j, ps], load)
+                    x = load
+                    if kinv[v] != 1.0 and ksync[v, s] != ksync_min[v]:  # on server levels: where the stage sits
+                        x = (one_load + ksync[v, s] * used) * kinv[v]
+                        if x > bound:
+                            continue
+                    x = max(dp[j, ps], x)
                     if x < dp[i, s]:
                         dp[i, s] = x
                         argj[i, s] = j

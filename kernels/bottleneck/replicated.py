@@ -5,12 +5,17 @@ the segment's one-device cost and parameters |w|. Each (class, r) is one kind of
 of the segmentation DP (segment_dp.split_dp's `steps`), which takes r devices of the class.
 Transfers not overlapped, PipeDream's load (not GPipe): topo refuses the other forms
 (methods/capabilities.py, `replicas with overlap or GPipe`).
+
+On server levels (core/levels.py) the sync's bandwidth depends on which devices the
+replicas span. The DP over ideals then places its stages in device order, each class's
+stages on its devices one after the other (`placed_rates`), as PipeDream's hierarchical
+optimizer places its stages server by server.
 """
 from __future__ import annotations
 
 import numpy as np
 from partdsl.core.ir import Spec
-from partdsl.core.replicas import sync_rate
+from partdsl.core.replicas import span_bandwidth, sync_rate
 from partdsl.runtime import memory
 
 
@@ -43,3 +48,29 @@ def tables(spec: Spec, pos: np.ndarray, P: int, cost: np.ndarray) -> tuple[np.nd
     for v, (c, r) in enumerate(kinds[len(counts):], start=len(counts)):
         out[v] = (cost[c] + rate[v] * w) / r
     return out, kinds
+
+
+def placed_rates(spec: Spec, kinds: list[tuple[int, int]], states: list[tuple[int, ...]], prev: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(rate[kinds, states], prev) for a DP whose state s counts the devices used per class:
+    the sync rate of a stage of kind v = (c, r) that ends in state s. On a flat platform
+    that is the kind's rate in every state. On server levels the stage takes class c's
+    devices s[c] - r .. s[c] - 1 in device order, which must be consecutive devices
+    (core/replicas.placeable), and syncs over the slowest link between them; prev[v, s]
+    is -1 (no such step) where they are not."""
+    d = spec.dense
+    flat = sync_rates(spec, kinds)
+    rate = np.repeat(flat[:, None], len(states), axis=1)
+    if d.path_bw is None:
+        return rate, prev
+    prev = prev.copy()
+    of_class = [np.flatnonzero(d.dev_class == c) for c in range(len(d.class_names))]
+    for v, (c, r) in enumerate(kinds):
+        for s in np.flatnonzero(prev[v] >= 0):
+            first = states[s][c] - r
+            lead = int(of_class[c][first])
+            if of_class[c][first + r - 1] != lead + r - 1:
+                prev[v, s] = -1
+            elif r > 1:
+                rate[v, s] = sync_rate(r, span_bandwidth(d, lead, r))
+    return rate, prev
