@@ -215,6 +215,32 @@ def test_ideals_of_a_diamond_and_absorbed_sinks() -> None:
     assert absorbable_sinks(spec.dense, memory_binds=True) == []  # their memory could matter
 
 
+@pytest.mark.parametrize("tiny", [5e-324, 1e-310, 0.0])
+def test_the_ideal_order_holds_at_any_cost_scale(tiny: float) -> None:
+    """The DP orders its ideals by keys in whole steps (ideal_chains._whole). A subnormal
+    total once made the scale inf and the keys nan (0 x inf), so the order, and with it the
+    DP's window of predecessors, was undefined: the keys stay finite and each ideal comes
+    after its subsets, and the DP's value is the brute force's."""
+    from partdsl import parse, solve
+    from partdsl.kernels.bottleneck.ideal_chains import Chains
+    from partdsl.kernels.bottleneck.ideal_dp import chain_split, units
+    from partdsl.kernels.bottleneck.ideals import enumerate_ideals
+
+    spec = parse(f"""graph g {{ node a {{ work {tiny!r} ms; out 1 MB }} node b {{ work 0 ms; out 1 MB }}
+      node c {{ work {tiny!r} ms }} node d {{ work 0 ms }} a -> b  a -> c  b -> d  c -> d }}
+      platform {{ device x[2] {{ memory 1 GB; link 1 GB/s }} }} minimize bottleneck subject to {{ acyclic }}""")
+    u = units(spec)
+    chains = Chains.build(spec, u, enumerate_ideals(u.count, u.src, u.dst), NEVER)
+    assert chains is not None and np.isfinite(chains.key).all() and np.isfinite(chains.scale)
+    for i in range(chains.NI):  # no subset of ideal i sorts after it
+        later = chains.bits[i + 1:]
+        assert not ((later & ~chains.bits[i]) == 0).all(axis=1).any()
+    value, dev, _, _ = chain_split(spec, np.inf, NEVER, None, None)
+    brute = solve(spec, method="brute", gap=0.0)
+    assert evaluate(spec, dev).objective == pytest.approx(value, rel=1e-9, abs=1e-12)
+    assert value == pytest.approx(brute.objective, rel=1e-9, abs=1e-12)
+
+
 def test_contiguous_blocks_with_a_cyclic_quotient_are_not_a_chain_of_ideals() -> None:
     """Why the DP proves optimality only under `acyclic` (found by the property test)."""
     from partdsl import parse, solve

@@ -150,5 +150,7 @@ def _whole(ukey: np.ndarray) -> tuple[np.ndarray, float]:
     never sorts before one of its subsets, nor the full set before the last ideal, as
     rounded sums of ms could put them (squeezenet1_0's zero-cost last unit did)."""
     total = float(ukey.sum())
-    scale = 2.0 ** 40 / total if total > 0 else 1.0
+    scale = 2.0 ** 40 / total if total > 0 else np.inf
+    if not np.isfinite(scale):  # no cost, or a subnormal total: no keys (the order by size alone is valid)
+        return np.zeros_like(ukey), 1.0
     return np.rint(ukey * scale), scale
