@@ -292,6 +292,29 @@ def test_dp_takes_levels_only_where_no_tensor_is_sent() -> None:
     assert r.objective == pytest.approx(2.0) and r.evaluation.feasible
 
 
+def test_dp_on_levels_leaves_a_device_unused_to_keep_a_stages_replicas_in_one_server() -> None:
+    """v1's two replicas sync 10 MB in 2 ms inside a server and 200 ms across one; v0's
+    200 MB sync costs more than its work saves. The best plan leaves a GPU of server 0
+    unused: v0 on one GPU (10 ms), v1 on server 1's two ((30 + 2) / 2 = 16 ms); in device
+    order without a gap the DP could only reach 25 ms (v0 replicated, (10 + 40) / 2)."""
+    from partdsl.kernels.bottleneck.ideal_dp import chain_split
+    from partdsl.runtime.deadline import NEVER
+
+    spec = parse("""graph g {
+  node v0 { work 10 ms; params 200 MB }
+  node v1 { work 30 ms; params 10 MB }
+  v0 -> v1
+}
+platform { server node[2] { device gpu[2] { link 1e10 B/s }; link 1e10 B/s }; link 1e8 B/s }
+minimize bottleneck
+subject to { acyclic; replicate <= 2 }""")
+    value, dev, _, reps = chain_split(spec, np.inf, NEVER, None, None)  # the DP alone
+    assert value == pytest.approx(16.0) and reps is not None
+    assert evaluate(spec, dev, replicas_of=reps).objective == pytest.approx(16.0)
+    assert dev[1] == 2 and reps[2] == 2  # v1 on server 1's GPUs 2 and 3
+    assert solve(spec, method="brute", gap=0.0).objective == pytest.approx(16.0)
+
+
 def test_exact_refuses_levels_where_its_mip_prices_transfers_flat() -> None:
     with pytest.raises(PartError, match="levels or links with acyclic") as e:
         solve(parse(TEXT + "subject to { acyclic }"), method="exact")
@@ -542,8 +565,9 @@ def test_auto_names_the_methods_when_none_of_its_members_models_the_spec() -> No
 
 def _in_device_order(spec: Spec, dev: np.ndarray, reps: np.ndarray) -> bool:
     """Whether a plan is one the DP over ideals places on levels (kernels/bottleneck/
-    replicated.placed_rates): each class's stages on its devices one after the other from its
-    first, a stage's replicas the devices after it, in an order the stages' edges allow."""
+    replicated.placed_rates): each class's stages on its devices in device order, a stage's
+    replicas the devices after it, unused devices between them allowed (ideal_kernels.gaps),
+    in an order the stages' edges allow."""
     d = spec.dense
     used = np.unique(dev)
     order = {int(j): k for k, j in enumerate(used)}
@@ -554,8 +578,9 @@ def _in_device_order(spec: Spec, dev: np.ndarray, reps: np.ndarray) -> bool:
     for c in range(len(d.class_names)):
         mine = np.flatnonzero(d.dev_class == c)
         leads = [int(j) for j in used if d.dev_class[j] == c]
-        if [int(mine[p]) for p in np.r_[0, np.cumsum([reps[j] for j in leads])][:-1]] != leads:
-            return False  # a gap, or stages out of their class's device order
+        rank = {int(j): p for p, j in enumerate(mine)}
+        if any(rank[y] < rank[x] + reps[x] for x, y in zip(leads, leads[1:])):
+            return False  # a stage on the devices of the one before it
         for x, y in zip(leads, leads[1:]):
             after[order[x]].add(order[y])
     seen, done = set(), set()
@@ -588,8 +613,9 @@ def test_dp_on_levels_is_the_best_plan_in_device_order(data: st.DataObject) -> N
     n = data.draw(st.integers(2, 4))
     edges = [(i, j) for i in range(n) for j in range(i + 1, n) if data.draw(st.booleans())]
     work = [data.draw(st.integers(1, 12)) for _ in range(n)]
-    params = [data.draw(st.sampled_from([0, 1, 4, 10])) for _ in range(n)]  # a sync of 0.04-2 ms in a server,
-    inner, outer = 1e11, data.draw(st.sampled_from([1e9, 1e10]))  # 4-20 ms across servers at 1 GB/s
+    params = [data.draw(st.sampled_from([0, 1, 10, 200])) for _ in range(n)]  # 2 replicas sync 0.02-40 ms in a
+    inner, outer = data.draw(st.sampled_from([1e10, 1e11])), data.draw(st.sampled_from([1e8, 1e9]))  # server, more
+    # across servers: a stage's replicas in one server or two, or none, all matter (and gaps)
     nodes = "\n".join(f"  node v{i} {{ work {work[i]} ms; params {params[i]} MB }}" for i in range(n))
     text = f"""graph g {{
 {nodes}

@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck import replicated
-from partdsl.kernels.bottleneck.ideal_kernels import dp_pairs, frontiers_until, member, unit_sums, words
+from partdsl.kernels.bottleneck.ideal_kernels import dp_pairs, frontiers_until, gaps, member, unit_sums, words
 from partdsl.kernels.bottleneck.segment_dp import state_table
 from partdsl.kernels.graph.contraction import Contraction
 from partdsl.runtime.deadline import Deadline, timed_chunks
@@ -87,16 +87,17 @@ class Chains:
 
     def best(self, bound: float, cap: float, vphase: int, deadline: Deadline,
              progress: Callable[[str], None] | None, total: float = np.inf
-             ) -> tuple[float, list[tuple[np.ndarray, int, int]] | None]:
+             ) -> tuple[float, list[tuple[np.ndarray | None, int, int]] | None]:
         """The least max load of phase `vphase` over chains of ideals whose segments'
         loads are at most `bound`, whose other phase's loads are at most `cap` and whose
         two loads together are at most `total`, and the chain's (node mask, class,
-        replicas) segments; (inf, None) if there is none or the deadline passes first."""
+        replicas) segments, a mask None for a device left unused (`gaps`); (inf, None) if there is none or the deadline passes first."""
         spec, d = self.spec, self.spec.dense
         counts = [k.count for k in spec.platform.classes]
         kinds = replicated.steps(spec)  # (class, replicas) per kind of stage: the classes when replicate = 1
         states, zero, prev = state_table(counts, spec.constraints.max_stages, kinds)
         ksync, prev = replicated.placed_rates(spec, kinds, states, prev)
+        gprev = _gap_steps(spec, kinds, counts)
         kc = np.array([c for c, _ in kinds], dtype=np.int64)
         kinv = np.array([1.0 / r for _, r in kinds])
         NI = self.NI
@@ -104,6 +105,7 @@ class Chains:
         dp[0, zero] = 0.0
         argj = np.full((NI, len(states)), -1, dtype=np.int64)
         argc = np.full((NI, len(states)), -1, dtype=np.int64)
+        gaps(0, dp, argj, argc, gprev)  # unused devices before the first stage
         with np.errstate(divide="ignore"):
             ovrate = np.where(np.isfinite(d.link), 1e3 / d.link, 0.0)
         memcap = np.where(spec.constraints.memory == "ignore", np.inf, d.memory)
@@ -127,7 +129,7 @@ class Chains:
             dp_pairs(self.bits, self.size, lo, self.W[vphase], Wo, self.BAD, self.MEM, memcap,
                      spec.constraints.memory == "hard", ovrate, self.prod_unit, self.cons_ph[vphase], cons_o, mine,
                      self.wprod, prev, dp, argj, argc, bound, cap, total, OVERLAP[spec.objective.overlap], optr, oidx,
-                     iptr, iidx, dpmin, i0, i1, kc, kinv, ksync, ksync.min(axis=1))
+                     iptr, iidx, dpmin, i0, i1, kc, kinv, ksync, ksync.min(axis=1), gprev)
         if done < NI:  # the deadline stopped the chunks
             return np.inf, None
         full = NI - 1  # the full set: the largest key, then the largest size (`_whole`)
@@ -135,13 +137,27 @@ class Chains:
         value = float(dp[full, s])
         if not np.isfinite(value):
             return value, None
-        segs = []
+        segs: list[tuple[np.ndarray | None, int, int]] = []
         i = full
-        while i != 0:
+        while i != 0 or s != zero:
             j, v = int(argj[i, s]), int(argc[i, s])
-            segs.append((member(self.bits[i], self.u.count) & ~member(self.bits[j], self.u.count), v))
+            if v <= -2:  # a device of class -2 - v left unused
+                segs.append((None, -2 - v, 1))
+                s = int(gprev[-2 - v, s])
+                continue
+            m = member(self.bits[i], self.u.count) & ~member(self.bits[j], self.u.count)
+            segs.append((m[self.u.unit], *kinds[v]))
             s, i = int(prev[v, s]), j
-        return value, [(m[self.u.unit], *kinds[v]) for m, v in reversed(segs)]
+        return value, segs[::-1]
+
+
+def _gap_steps(spec: Spec, kinds: list[tuple[int, int]], counts: list[int]) -> np.ndarray:
+    """gprev[c, s] for `gaps`: on server levels with replicas (and no stage limit, which
+    counts stages, not devices), a device may be left unused so that the next stage's replicas
+    sit in one server; elsewhere no rows, and the DP's states count its stages' devices only."""
+    if spec.dense.path_bw is None or spec.constraints.max_stages is not None or all(r == 1 for _, r in kinds):
+        return np.zeros((0, 1), dtype=np.int64)
+    return state_table(counts, None)[2]
 
 
 def _whole(ukey: np.ndarray) -> tuple[np.ndarray, float]:

@@ -20,9 +20,10 @@ under a falling cap on every stage's BW, over the Pareto front of the two maxima
 On server levels (core/levels.py) without tensors to send (PipeDream's profiles, whose
 optimizer charges no activation transfers) a stage's load depends on where its replicas
 sit: the state's device counts place each class's stages in device order
-(kernels/bottleneck/replicated.placed_rates). That holds PipeDream's hierarchical plans,
-whose stages fill the servers in order, but not every placement: there the DP finds
-plans and proves nothing.
+(kernels/bottleneck/replicated.placed_rates), a device left unused where that keeps the
+next stage's replicas in one server (ideal_kernels.gaps). That holds PipeDream's
+hierarchical plans, whose stages fill the servers in order, but not every placement:
+there the DP finds plans and proves nothing.
 
 What it proves: a chain of ideals is exactly a partition whose quotient graph is acyclic
 (whose blocks are then contiguous, Fact 5.2). Contiguous blocks alone may form a cyclic
@@ -114,7 +115,7 @@ def why_not_exact(spec: Spec) -> str:
     if _orphans(spec):
         return "a backward node colocated with no forward node is ordered by mirroring; colocate each with its layer"
     if spec.dense.path_bw is not None:
-        return ("on server levels the DP places its stages in device order (PipeDream's placements and more), "
+        return ("on server levels the DP places its stages in device order, gaps allowed (PipeDream's placements and more), "
                 "not every placement of their replicas")
     return "device-level pins or forbids are not modelled by the DP"
 
@@ -155,7 +156,7 @@ def chain_split(spec: Spec, incumbent: float, deadline: Deadline, progress: Call
     return value, arr, chains.NI, reps
 
 
-def _assign(spec: Spec, segs: list[tuple[np.ndarray, int, int]]) -> tuple[np.ndarray, np.ndarray | None]:
+def _assign(spec: Spec, segs: list[tuple[np.ndarray | None, int, int]]) -> tuple[np.ndarray, np.ndarray | None]:
     """Devices for a chain's (node mask, class, replicas) segments, and each device's
     replication factor (None when every stage has one device)."""
     if spec.dense.path_bw is not None:
@@ -169,17 +170,19 @@ def _assign(spec: Spec, segs: list[tuple[np.ndarray, int, int]]) -> tuple[np.nda
     return dev, reps
 
 
-def _in_order(spec: Spec, segs: list[tuple[np.ndarray, int, int]]) -> tuple[np.ndarray, np.ndarray | None]:
+def _in_order(spec: Spec, segs: list[tuple[np.ndarray | None, int, int]]) -> tuple[np.ndarray, np.ndarray | None]:
     """On server levels: each class's stages on its devices in chain order, a stage with r
-    replicas on r of them (kernels/bottleneck/replicated.placed_rates priced them there)."""
+    replicas on r of them (kernels/bottleneck/replicated.placed_rates priced them there), a
+    segment without nodes a device left unused."""
     d = spec.dense
     dev = np.full(d.n, -1, dtype=np.int64)
     reps = np.ones(d.D, dtype=np.int64)
     taken = np.zeros(len(d.class_names), dtype=np.int64)
     for m, c, k in segs:
-        lead = int(np.flatnonzero(d.dev_class == c)[taken[c]])
-        dev[m] = lead
-        reps[lead] = k
+        if m is not None:
+            lead = int(np.flatnonzero(d.dev_class == c)[taken[c]])
+            dev[m] = lead
+            reps[lead] = k
         taken[c] += k
     return dev, (reps if (reps > 1).any() else None)
 

@@ -121,9 +121,24 @@ def _may_improve(i, j, W, BAD, dp, prev, bound, kc, kinv):  # pragma: no cover -
 
 
 @njit
+def gaps(i, dp, argj, argc, gprev):  # pragma: no cover - compiled
+    """Row i of the DP closed under leaving a device unused: dp[i][s] <= dp[i][s less one
+    device of class c], marked argc = -2 - c (states are sorted by size, so gprev[c, s] < s)."""
+    if gprev.shape[0] == 0:
+        return
+    for s in range(dp.shape[1]):
+        for c in range(gprev.shape[0]):
+            g = gprev[c, s]
+            if g >= 0 and dp[i, g] < dp[i, s]:
+                dp[i, s] = dp[i, g]
+                argj[i, s] = i
+                argc[i, s] = -2 - c
+
+
+@njit
 def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, cons, cons_o, mine, wprod,
              prev, dp, argj, argc, bound, cap, total, overlap, optr, oidx, iptr, iidx, dpmin, i0, i1,
-             kc, kinv, ksync, ksync_min):  # pragma: no cover - compiled
+             kc, kinv, ksync, ksync_min, gprev):  # pragma: no cover - compiled
     """The DP's pairs (j, i) for ideals i in [i0, i1): dp[i][s] = max(dp[j][s'], load of
     I \\ I') minimized, the load from the compute W (ideals x classes) and the tensors
     in (`cons`: units consuming each producer's tensor) and out (`mine`: producers
@@ -137,7 +152,9 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
     on 1 / kinv[v] replicas, its load (one-device load + ksync[v, s] x its parameters) x
     kinv[v] (Tarnawski App. C.2; replicas are refused under GPipe, so Wo's kinds are the
     classes). The sync rate depends on the state s the stage ends in only on server levels,
-    where that says which devices its replicas span; ksync_min[v] is its least over s."""
+    where that says which devices its replicas span; ksync_min[v] is its least over s. There
+    a device may also be left unused before a stage (`gaps`): gprev[c, s] is the state s less
+    one device of class c (no rows: no gaps), and each row i is closed under those steps."""
     NI, nw = bits.shape
     C = W.shape[1]
     S = dp.shape[1]
@@ -256,3 +273,4 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
                         argc[i, s] = v
                         if x < dpmin[i]:
                             dpmin[i] = x
+        gaps(i, dp, argj, argc, gprev)

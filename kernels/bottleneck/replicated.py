@@ -8,8 +8,8 @@ Transfers not overlapped, PipeDream's load (not GPipe): topo refuses the other f
 
 On server levels (core/levels.py) the sync's bandwidth depends on which devices the
 replicas span. The DP over ideals then places its stages in device order, each class's
-stages on its devices one after the other (`placed_rates`), as PipeDream's hierarchical
-optimizer places its stages server by server.
+stages on its devices one after the other (`placed_rates`), unused devices between them
+allowed, as PipeDream's hierarchical optimizer places its stages server by server.
 """
 from __future__ import annotations
 
