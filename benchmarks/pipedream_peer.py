@@ -70,6 +70,8 @@ def run_pipedream(pipedream: Path, graph: Path, machines: list[int], bandwidth: 
     seconds = time.monotonic() - t
     if r.returncode != 0:
         why = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit code {r.returncode}"
+        if r.returncode == -9:  # no traceback: the kernel's out-of-memory killer, most often
+            why = f"killed (SIGKILL) after {seconds:.0f} s, most likely out of memory"
         raise RuntimeError(f"PipeDream's optimizer failed: {why}")
     per_stage = float(re.search(r"Time per stage in pipeline: ([0-9.eE+-]+)", r.stdout).group(1)) * 1e3
     inner = r.stdout.split("Level 1\n")[-1]  # every level-1 configuration: the inner stages, server by server
@@ -117,7 +119,10 @@ def compare(args: argparse.Namespace, name: str, graph: Path, machines: list[int
     label = "x".join(map(str, machines))
     try:
         pd = run_pipedream(args.pipedream, graph, machines, bw, tmp, args.pd_timeout)
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
+    except subprocess.TimeoutExpired:
+        print(f"{name:<14} {label:>5}  PipeDream gave no plan: its optimizer ran past --pd-timeout {args.pd_timeout:g} s")
+        return
+    except RuntimeError as e:
         print(f"{name:<14} {label:>5}  PipeDream gave no plan: {str(e)[:90]}")
         return
     spec = pipedream_spec(graph, machines[0] if len(machines) == 1 else machines, bw[0] if len(bw) == 1 else bw)
