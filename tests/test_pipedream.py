@@ -46,11 +46,6 @@ def test_pipedreams_two_level_plans_score_at_its_value_and_dp_is_at_most_it(run:
     on levels, a superset of those plans: at most PipeDream's value (squeezenet1_0 on 8 x 2:
     17.9949 ms against its 18.0978), a plan without a proof (stages out of device order are
     not searched)."""
-    from partdsl.kernels.bottleneck.ideal_chains import Chains
-    from partdsl.kernels.bottleneck.ideal_dp import units
-    from partdsl.kernels.bottleneck.ideals import enumerate_ideals
-    from partdsl.runtime.deadline import NEVER
-
     spec = pipedream_spec(DATA / run["profile"], run["machines"], run["bandwidth"])
     assert spec.platform.hierarchical and spec.constraints.acyclic
     dev, reps = plan(spec, DATA / run["plan"], run["replication_factors"])
