@@ -84,6 +84,9 @@ def _checked_options(spec: Spec, m: Method, method: str | None, options: Mapping
     return merged
 
 
+UNKEPT_LOGGED = 20  # a search may yield thousands of candidates; the first ones say enough
+
+
 @dataclass
 class _Run:
     """What a solve has so far: the incumbent, the proven bound, its log, why it stopped."""
@@ -97,6 +100,7 @@ class _Run:
     best_method: str = ""  # the portfolio member whose candidate is the incumbent
     best_rep: np.ndarray | None = None  # its replication factors (`replicate <= r`)
     count: int = 0
+    unkept: int = 0  # feasible candidates not better than the incumbent, logged up to UNKEPT_LOGGED
     stopped: Termination = Termination.ALL_TRIED
     budget_spent: bool = False  # a portfolio's search budget (no time limit) cut a member short
     log: list[str] = field(default_factory=list)
@@ -124,12 +128,17 @@ class _Run:
         else:
             self.count += 1  # scored even past the deadline: a MIP's last incumbent arrives just after it
             ev, dev = score(self.spec, event)
+            by = f"{event.method}: " if event.method else ""
             if _better(self.spec, ev, self.best):
                 self.best, self.best_dev, self.best_label, self.best_method = ev, dev, event.label, event.method
                 self.best_rep = event.replicas
                 if ev.feasible:
-                    by = f"{event.method}: " if event.method else ""
                     self.note(f"incumbent {ev.objective:.6g} ({by}{event.label})")
+            elif ev.feasible and self.unkept < UNKEPT_LOGGED:  # why a method's own answer is not the result
+                self.unkept += 1
+                self.note(f"not kept: {ev.objective:.6g} ({by}{event.label}), no better than the incumbent "
+                          f"{self.best.objective:.6g}" + (" (further ones not logged)" if self.unkept == UNKEPT_LOGGED
+                                                          else ""))
 
     def has_feasible(self) -> bool:
         return self.best is not None and self.best.feasible

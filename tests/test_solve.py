@@ -214,6 +214,29 @@ def test_progress_is_reported() -> None:
     assert "candidates, incumbent" in p.stderr
 
 
+def test_the_log_names_each_candidate_not_kept_up_to_a_cap() -> None:
+    """A method's answer that is not the result says so in the log, with its score: MILP-SPLIT's
+    split schedule, worse than its HEFT start on Table V's spec, left no trace. topo on
+    tiny.part tries three device counts, keeps one and logs the other two; on latency.part
+    its 24 candidates log the first UNKEPT_LOGGED and say that the rest are not logged."""
+    from partdsl.methods.solve import UNKEPT_LOGGED
+
+    def lines(r) -> tuple[list[str], list[str], int]:  # type: ignore[no-untyped-def]
+        body = [line.strip().split("  ", 1)[-1] for line in r.log]  # after the time stamp
+        count = int(next(b for b in body if "candidates evaluated" in b).split()[0])
+        return [b for b in body if b.startswith("incumbent ")], [b for b in body if b.startswith("not kept: ")], count
+
+    r = solve(parse((EXAMPLES / "tiny.part").read_text()), method="topo")
+    kept, unkept, count = lines(r)
+    assert count == 3 and len(kept) + len(unkept) == count, r.log
+    for b in unkept:
+        assert float(b.split()[2]) >= r.objective and f"incumbent {r.objective:.6g}" in b
+    r = solve(parse((EXAMPLES / "latency.part").read_text()), method="topo")
+    kept, unkept, count = lines(r)
+    assert count > UNKEPT_LOGGED + len(kept) and len(unkept) == UNKEPT_LOGGED, r.log
+    assert unkept[-1].endswith("(further ones not logged)") and not unkept[0].endswith("not logged)")
+
+
 def test_gap_option_stops_early() -> None:
     spec = parse((EXAMPLES / "tiny.part").read_text())
     loose = solve(spec, gap=0.5)
