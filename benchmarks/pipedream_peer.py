@@ -120,7 +120,8 @@ def compare(args: argparse.Namespace, name: str, graph: Path, machines: list[int
     try:
         pd = run_pipedream(args.pipedream, graph, machines, bw, tmp, args.pd_timeout)
     except subprocess.TimeoutExpired:
-        print(f"{name:<14} {label:>5}  PipeDream gave no plan: its optimizer ran past --pd-timeout {args.pd_timeout:g} s")
+        print(f"{name:<14} {label:>5}  PipeDream gave no plan: its optimizer ran past "
+              f"--pd-timeout {args.pd_timeout:g} s")
         return
     except RuntimeError as e:
         print(f"{name:<14} {label:>5}  PipeDream gave no plan: {str(e)[:90]}")

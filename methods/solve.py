@@ -136,9 +136,9 @@ class _Run:
                     self.note(f"incumbent {ev.objective:.6g} ({by}{event.label})")
             elif ev.feasible and self.unkept < UNKEPT_LOGGED:  # why a method's own answer is not the result
                 self.unkept += 1
+                last = " (further ones not logged)" if self.unkept == UNKEPT_LOGGED else ""
                 self.note(f"not kept: {ev.objective:.6g} ({by}{event.label}), no better than the incumbent "
-                          f"{self.best.objective:.6g}" + (" (further ones not logged)" if self.unkept == UNKEPT_LOGGED
-                                                          else ""))
+                          f"{self.best.objective:.6g}{last}")
 
     def has_feasible(self) -> bool:
         return self.best is not None and self.best.feasible

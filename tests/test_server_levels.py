@@ -579,9 +579,9 @@ def _in_device_order(spec: Spec, dev: np.ndarray, reps: np.ndarray) -> bool:
         mine = np.flatnonzero(d.dev_class == c)
         leads = [int(j) for j in used if d.dev_class[j] == c]
         rank = {int(j): p for p, j in enumerate(mine)}
-        if any(rank[y] < rank[x] + reps[x] for x, y in zip(leads, leads[1:])):
-            return False  # a stage on the devices of the one before it
         for x, y in zip(leads, leads[1:]):
+            if rank[y] < rank[x] + reps[x]:
+                return False  # a stage on the devices of the one before it
             after[order[x]].add(order[y])
     seen, done = set(), set()
 

@@ -91,7 +91,8 @@ class Chains:
         """The least max load of phase `vphase` over chains of ideals whose segments'
         loads are at most `bound`, whose other phase's loads are at most `cap` and whose
         two loads together are at most `total`, and the chain's (node mask, class,
-        replicas) segments, a mask None for a device left unused (`gaps`); (inf, None) if there is none or the deadline passes first."""
+        replicas) segments, a mask None for a device left unused (`gaps`); (inf, None) if
+        there is none or the deadline passes first."""
         spec, d = self.spec, self.spec.dense
         counts = [k.count for k in spec.platform.classes]
         kinds = replicated.steps(spec)  # (class, replicas) per kind of stage: the classes when replicate = 1

@@ -115,8 +115,8 @@ def why_not_exact(spec: Spec) -> str:
     if _orphans(spec):
         return "a backward node colocated with no forward node is ordered by mirroring; colocate each with its layer"
     if spec.dense.path_bw is not None:
-        return ("on server levels the DP places its stages in device order, gaps allowed (PipeDream's placements and more), "
-                "not every placement of their replicas")
+        return ("on server levels the DP places its stages in device order, gaps allowed (PipeDream's placements "
+                "and more), not every placement of their replicas")
     return "device-level pins or forbids are not modelled by the DP"
 
 
