@@ -21,9 +21,11 @@ graphviz install is needed). For each profile and machine count it prints:
 Two levels (App. C.3): `--machines 4x2` runs PipeDream with `-n 4 2 -b B1 B2`
 (`--bandwidths B1,B2`: inside a server, between servers) on 2 servers of 4 GPUs, and
 partdsl on the same levels (`--machines 4,2`), where `topo` does not run and `dp` places
-stages in device order without a proof. On two servers PipeDream's plans score at its
-value; on four or more it replicates a top-level stage across servers at a cost partdsl
-does not model (docs/importers.md), and "rel diff" shows it.
+stages in device order without a proof. `--machines 2x2x2 --bandwidths B1,B2,B3` runs
+three levels. A stage of PipeDream's plan runs on its own factor times the factors of the
+stages that hold it at the levels above (`stage_factors`); its first top-level stage on
+several servers syncs as partdsl's hierarchical AllReduce does (core/replicas.py), and
+"rel diff" shows any plan whose cost differs (docs/importers.md).
 
     python benchmarks/pipedream_peer.py --pipedream /path/to/pipedream
     python benchmarks/pipedream_peer.py --pipedream DIR --profiles alexnet,vgg16 --machines 4,8 --bandwidth 1e10
@@ -74,9 +76,22 @@ def run_pipedream(pipedream: Path, graph: Path, machines: list[int], bandwidth: 
             why = f"killed (SIGKILL) after {seconds:.0f} s, most likely out of memory"
         raise RuntimeError(f"PipeDream's optimizer failed: {why}")
     per_stage = float(re.search(r"Time per stage in pipeline: ([0-9.eE+-]+)", r.stdout).group(1)) * 1e3
-    inner = r.stdout.split("Level 1\n")[-1]  # every level-1 configuration: the inner stages, server by server
-    factors = [int(m.group(1)) for m in re.finditer(r"^\(\d+, \d+\) \S+ (\d+)$", inner, re.M)]
-    return {"ms": per_stage, "factors": factors, "plan": out / f"gpus={math.prod(machines)}.txt", "seconds": seconds}
+    return {"ms": per_stage, "factors": stage_factors(r.stdout), "plan": out / f"gpus={math.prod(machines)}.txt",
+            "seconds": seconds}
+
+
+def stage_factors(printout: str) -> list[int]:
+    """The devices each innermost stage runs on, in order: its own factor times the factors
+    of the stages that hold it at every level above (a top-level stage on 2 servers, split
+    into a stage on 2 GPUs of each: 4), from the "(start, end) time factor" lines that
+    PipeDream prints for each level, outermost first."""
+    levels = printout.split("Level ")[1:]
+    ranges = [[(int(a), int(b), int(f)) for a, b, f in re.findall(r"^\((\d+), (\d+)\) \S+ (\d+)$", text, re.M)]
+              for text in levels]
+    if not ranges:
+        return []
+    return [f * math.prod(next(g for a2, b2, g in outer if a2 <= a < b2) for outer in ranges[:-1])
+            for a, b, f in ranges[-1]]
 
 
 def main() -> None:
@@ -104,6 +119,9 @@ def main() -> None:
             for item in args.machines.split(","):
                 machines = [int(x) for x in item.split("x")]
                 bw = [args.bandwidth] if len(machines) == 1 else [float(x) for x in args.bandwidths.split(",")]
+                if len(bw) != len(machines):
+                    sys.exit(f"--machines {item} has {len(machines)} levels and --bandwidths {args.bandwidths} "
+                             f"gives {len(bw)} bandwidths: give one per level, innermost first")
                 compare(args, name, found[name], machines, bw, Path(tmp))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npartdsl peak memory: {peak:.0f} MiB; PipeDream at -b {args.bandwidth:g} B/s (MxS: {args.bandwidths}), "

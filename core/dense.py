@@ -139,6 +139,11 @@ class Dense:
         return adjacency(self.n, self.dst, self.src)
 
     @cached_property
+    def sync_memo(self) -> dict[tuple[int, int], float]:
+        """core/replicas.span_rate per (device, replicas), each computed once."""
+        return {}
+
+    @cached_property
     def colocated_pairs(self) -> list[tuple[int, int]]:
         """(representative, member) for every node colocated with a smaller-index node."""
         members = np.flatnonzero(self.colo != np.arange(self.n))

@@ -8,8 +8,10 @@ r - 1 devices hold nothing else; a stage without a factor has r = 1.
 
 On a platform with server levels (core/levels.py) the replicas are placed: the stage on
 device j of a class with factor r runs on that class's devices j .. j + r - 1 (numbered
-server by server), none of which may hold another stage, and B is the slowest bandwidth
-between them (the ports and the fabrics their AllReduce crosses).
+server by server), none of which may hold another stage. Their AllReduce takes the cheaper
+of one ring at the slowest bandwidth between them (ports and fabrics) and a hierarchical
+AllReduce, inside each server and then across servers, which is what PipeDream charges a
+stage replicated across servers (`allreduce_rate`).
 """
 from __future__ import annotations
 
@@ -33,26 +35,56 @@ def factors(dense: Dense, dev: np.ndarray, replicas: np.ndarray | None) -> np.nd
     return r
 
 
-def span_bandwidths(dense: Dense, r: np.ndarray) -> np.ndarray:
-    """[D] B/s: the slowest link between each stage's replicas (its port, and on levels the
-    fabrics between devices j .. j + r - 1)."""
-    link = dense.link[dense.dev_class]
+def span_rates(dense: Dense, r: np.ndarray) -> np.ndarray:
+    """[D] ms per byte of parameters: each stage's AllReduce over its r replicas
+    (`span_rate`; the flat `sync_rate` at its class's port without levels)."""
     if dense.path_bw is None:
-        return link
-    out = link.copy()
-    for j in np.flatnonzero(r > 1):
-        out[j] = span_bandwidth(dense, int(j), int(r[j]))
+        return sync_rate(r, dense.link[dense.dev_class])
+    out = np.zeros(dense.D)
+    for j in np.flatnonzero(np.asarray(r) > 1):
+        out[j] = span_rate(dense, int(j), int(r[j]))
     return out
 
 
-def span_bandwidth(dense: Dense, j: int, r: int) -> float:
-    """B/s of the AllReduce of the stage on device j with r replicas: its port, and on
-    levels the slowest fabric between j and devices j + 1 .. j + r - 1."""
+def span_rate(dense: Dense, j: int, r: int) -> float:
+    """ms per byte of the AllReduce of the stage on device j with r replicas. Flat: 4 (r - 1)
+    / (r B), B its class's port. On levels its devices j .. j + r - 1 sync the cheaper way
+    (`allreduce_rate`): one ring at their slowest link, or level by level."""
     link = float(dense.link[dense.dev_class[j]])
     if dense.path_bw is None or r <= 1:
-        return link
-    span = np.arange(j + 1, min(j + r, dense.D))
-    return min(link, float(dense.path_bw[j, span].min(initial=np.inf)))
+        return float(sync_rate(r, link))
+    memo = dense.sync_memo
+    if (j, r) not in memo:
+        span = np.arange(j, min(j + r, dense.D))
+        bw = np.minimum(dense.path_bw[np.ix_(span, span)], link)
+        np.fill_diagonal(bw, np.inf)
+        memo[j, r] = allreduce_rate(bw)
+    return memo[j, r]
+
+
+def allreduce_rate(bw: np.ndarray) -> float:
+    """ms per byte of an AllReduce among devices whose pairwise bandwidths are bw [n, n] (inf
+    on the diagonal; a tree's bottlenecks, so `> slowest` groups them by the servers the
+    slowest fabric joins). The cheaper of a ring over all n at the slowest bandwidth B,
+    4 (n - 1) / (n B), and a hierarchical AllReduce: each of the G groups syncs inside
+    (recursively, the slowest group paying), then the groups sync over B, 4 (G - 1) / (G B).
+    On two levels with r_s replicas in each of r' servers the latter is PipeDream's charge
+    for a stage replicated across servers (optimizer_graph_hierarchical.py, its first stage):
+    4 (r_s - 1) / (r_s B1) + 4 (r' - 1) / (r' B2)."""
+    n = len(bw)
+    slowest = float(bw.min(initial=np.inf))
+    if n <= 1 or not np.isfinite(slowest):
+        return 0.0
+    ring = float(sync_rate(n, slowest))
+    group = np.full(n, -1)
+    for i in range(n):
+        if group[i] < 0:
+            group[(bw[i] > slowest) | (np.arange(n) == i)] = i
+    heads = np.unique(group)
+    if len(heads) == n:
+        return ring
+    inner = max(allreduce_rate(bw[np.ix_(group == h, group == h)]) for h in heads)
+    return min(ring, inner + float(sync_rate(len(heads), slowest)))
 
 
 def placeable(dense: Dense, j: int, r: int) -> bool:
@@ -72,11 +104,11 @@ def sync_rate(r: np.ndarray | int, bw: np.ndarray | float) -> np.ndarray:
 
 
 def sync_time(dense: Dense, dev: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """[D] ms: 4 (r - 1) |w| / (r B) for each replicated stage (0 without a link)."""
+    """[D] ms: each replicated stage's AllReduce of its |w| (`span_rate`; 0 without a link)."""
     if not (np.asarray(r) > 1).any():  # no stage replicated: nothing to sync (the evaluator's common case)
         return np.zeros(dense.D)
     w = np.bincount(dev, weights=dense.params, minlength=dense.D)[:dense.D]
-    return sync_rate(r, span_bandwidths(dense, r)) * w
+    return span_rates(dense, r) * w
 
 
 def violations(spec: Spec, dense: Dense, dev: np.ndarray, r: np.ndarray) -> list[Violation]:

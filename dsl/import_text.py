@@ -7,9 +7,10 @@ from partdsl.core.errors import PartError, Span
 from partdsl.core.limits import MAX_IMPORT_BYTES, check_count
 
 
-def read_import_text(path: Path, span: Span | None, what: str = "a JSON graph file") -> str:
+def read_import_text(path: Path | str, span: Span | None, what: str = "a JSON graph file") -> str:
     """An imported file's text (UTF-8, at most MAX_IMPORT_BYTES), or a PartError that says
     what is wrong with it; `what` names the file expected, for the hints."""
+    path = Path(path)
     try:
         size = path.stat().st_size
         check_count(size, MAX_IMPORT_BYTES, f"import: '{path}' is too large (bytes)", span,

@@ -52,7 +52,7 @@ def _number(text: str, where: str) -> float:
         raise PartError(f"{where}: '{text}' is not a number", None, HINT) from None
 
 
-def read_profile(path: Path) -> tuple[dict[str, tuple[str, list[float]]], list[tuple[str, str]], dict[str, int]]:
+def read_profile(path: Path | str) -> tuple[dict[str, tuple[str, list[float]]], list[tuple[str, str]], dict[str, int]]:
     """({node id: (description, [fw ms, bw ms, activation B, parameters B])}, edges, and the
     `stage_id` of each node that has one: PipeDream's optimizer writes its plan this way)."""
     nodes: dict[str, tuple[str, list[float]]] = {}
@@ -87,10 +87,11 @@ def read_profile(path: Path) -> tuple[dict[str, tuple[str, list[float]]], list[t
 LEVELS = ("node", "rack", "pod")  # the names of the server levels, innermost first
 
 
-def pipedream_spec(path: Path, machines: int | list[int], bandwidth: float | list[float] = 1e9,
+def pipedream_spec(path: Path | str, machines: int | list[int], bandwidth: float | list[float] = 1e9,
                    memory: float | None = None, transfers: bool = False, acyclic: bool = True) -> Spec:
     """The training spec of a PipeDream profile on `machines` devices, or on levels of them
     (lists, innermost first; module docstring)."""
+    path = Path(path)
     counts = [int(machines)] if isinstance(machines, int) else [int(m) for m in machines]
     bws = [float(bandwidth)] if isinstance(bandwidth, (int, float)) else [float(b) for b in bandwidth]
     if len(counts) != len(bws) or len(counts) > len(LEVELS) + 1:
@@ -127,7 +128,7 @@ def pipedream_spec(path: Path, machines: int | list[int], bandwidth: float | lis
                         replicate=int(np.prod(counts))).build())
 
 
-def plan(spec: Spec, path: Path, factors: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def plan(spec: Spec, path: Path | str, factors: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """PipeDream's plan as an assignment of `spec` (its `pipedream_spec`): the `stage_id`s of
     the graph its optimizer writes (-o DIR: gpus=N.txt) and the replication factor of each
     stage in order (its printed configuration). Stage s runs on the devices after those of

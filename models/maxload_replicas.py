@@ -12,7 +12,7 @@ transfers in (under GPipe, the backward phase's), as the evaluator adds it. M bo
 row's left side from the columns' upper bounds. On server levels the replicas are placed
 as the evaluator places them (core/replicas.py): the stage on device i with r replicas
 takes devices i .. i + r - 1, which hold no stage (y[i, r] + u[j] <= 1), and syncs over
-their slowest link, so each (i, r) has its own rate.
+them (core/replicas.span_rate), so each (i, r) has its own rate.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ NONE = Replicas({}, {}, {})
 def columns(spec: Spec, nc: int) -> tuple[Replicas, int]:
     """Allocate y and u from column `nc` (none without `replicate`); the next free column.
     On levels a factor r is offered to device i only if devices i .. i + r - 1 can hold its
-    replicas (core/replicas.placeable), at the sync rate of their slowest link, and every
+    replicas (core/replicas.placeable), at their sync rate (span_rate), and every
     device gets a u (a replica's device may hold no stage)."""
     d = spec.dense
     k = spec.constraints.replicate
@@ -56,7 +56,7 @@ def columns(spec: Spec, nc: int) -> tuple[Replicas, int]:
             nc += 1
         for r in fits:
             y[(i, r)] = nc
-            rate[(i, r)] = float(core_replicas.sync_rate(r, core_replicas.span_bandwidth(d, i, r)))
+            rate[(i, r)] = core_replicas.span_rate(d, i, r)
             nc += 1
     return Replicas(y, u, rate), nc
 

@@ -135,7 +135,7 @@ def _replica_factors(spec: Spec, m: pyo.ConcreteModel, params: dict) -> dict:
     m.class_devices = constraint(range(len(counts)), rule=lambda m, c: sum(
         m.used[i] for i in m.I if d.dev_class[i] == c) + sum(
         (r - 1) * m.y[i, r] for i, r in m.R if d.dev_class[i] == c) <= int(counts[c]))
-    rate = {(i, r): float(core_replicas.sync_rate(r, core_replicas.span_bandwidth(d, i, r))) for i, r in m.R}
+    rate = {(i, r): core_replicas.span_rate(d, i, r) for i, r in m.R}
     return {i: [(r, rate[i, r] * params[i]) for j, r in m.R if j == i] for i in m.I}
 
 

@@ -38,14 +38,16 @@ def test_the_evaluator_scores_pipedreams_plan_at_its_time_per_stage(run: dict) -
     assert dp.objective == pytest.approx(ev.objective, rel=1e-9) and dp.bound <= ev.objective * (1 + 1e-9)
 
 
-@pytest.mark.parametrize("run", TWO_LEVEL, ids=lambda r: r["profile"].split("_graph")[0])
-def test_pipedreams_two_level_plans_score_at_its_value_and_dp_is_at_most_it(run: dict) -> None:
-    """PipeDream's hierarchical optimizer on two servers (-n M 2 -b B1 B2): its inner stages
-    fill the servers in order, none replicated across servers, and the evaluator scores its
-    plan at the time per stage it printed. The DP over ideals places stages in device order
-    on levels, a superset of those plans: at most PipeDream's value (squeezenet1_0 on 8 x 2:
-    17.9949 ms against its 18.0978), a plan without a proof (stages out of device order are
-    not searched)."""
+@pytest.mark.parametrize("run", TWO_LEVEL, ids=lambda r: r["plan"].split(".")[0])
+def test_pipedreams_plans_on_levels_score_at_its_value_and_dp_is_at_most_it(run: dict) -> None:
+    """PipeDream's hierarchical optimizer (-n M1 M2 .. -b B1 B2 ..): its inner stages fill
+    the servers in order, and the evaluator scores its plan at the time per stage it
+    printed, also where its first top-level stage is replicated across servers (vgg16 on 4
+    servers of 2 GPUs: 4 replicas on 2 servers; squeezenet1_0: 6 on 3; alexnet on three
+    levels), whose hierarchical AllReduce PipeDream charges (core/replicas.allreduce_rate).
+    The DP over ideals places stages in device order on levels, a superset of those plans:
+    at most PipeDream's value (squeezenet1_0 on 8 x 2: 17.9949 ms against its 18.0978), a
+    plan without a proof (stages out of device order are not searched)."""
     spec = pipedream_spec(DATA / run["profile"], run["machines"], run["bandwidth"])
     assert spec.platform.hierarchical and spec.constraints.acyclic
     dev, reps = plan(spec, DATA / run["plan"], run["replication_factors"])

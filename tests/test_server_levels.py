@@ -469,6 +469,34 @@ def test_replicas_sync_over_the_levels_they_span() -> None:
     assert opt.status.value == "optimal" and opt.objective <= 7.0 + 1e-9
 
 
+def test_replicas_across_servers_sync_hierarchically_when_that_is_cheaper() -> None:
+    """A stage on devices of several servers syncs the cheaper way: one ring at the slowest
+    link, 4 (n - 1) |w| / (n B), or inside each server and then across them (PipeDream's
+    charge for a top-level stage on several servers: 4 (r_s - 1) |w| / (r_s B1) + 4 (r' - 1)
+    |w| / (r' B2), optimizer_graph_hierarchical.py)."""
+    text = (TEXT.replace("node a { work 2 ms; out 10 MB }", "node a { work 2 ms; out 10 MB; params 10 MB }")
+            .replace("minimize bottleneck", "minimize bottleneck\nsubject to { replicate <= 4 }"))
+    spec = parse(text)
+    whole = np.array([0, 0, 0])
+    # 2 + 2 per server at 10 GB/s (4 x 10 MB / 2 / 10 GB/s = 2 ms), then the 2 servers at
+    # 1 GB/s (20 ms): 22 ms, less than a ring at 1 GB/s, 4 x 3 / 4 x 10 ms = 30; (6 + 22) / 4
+    ev = evaluate(spec, whole, replicas_of=np.array([4, 1, 1, 1]))
+    assert ev.feasible and ev.objective == pytest.approx(7.0)
+    # 1 + 2 (gpu[1] .. gpu[3]): the slower group syncs in 2 ms, then 20 ms; the ring would
+    # take 4 x 2 / 3 x 10 = 26.7 ms: (6 + 22) / 3
+    ev = evaluate(spec, np.array([1, 1, 1]), replicas_of=np.array([1, 3, 1, 1]))
+    assert ev.feasible and ev.objective == pytest.approx(28.0 / 3)
+    # servers at 1.5 GB/s inside: 13.3 + 20 ms in two steps, so the ring's 30 ms: (6 + 30) / 4
+    slow = parse(text.replace("link 10 GB/s", "link 1.5 GB/s"))
+    assert slow.platform != spec.platform
+    ev = evaluate(slow, whole, replicas_of=np.array([4, 1, 1, 1]))
+    assert ev.feasible and ev.objective == pytest.approx(9.0)
+    # every method that prices replicas prices them so: brute force's optimum, exact's
+    opt = solve(spec, method="brute", gap=0.0)
+    ex = solve(spec, method="exact", gap=0.0, time_limit=60)
+    assert opt.status.value == ex.status.value == "optimal" and ex.objective == pytest.approx(opt.objective)
+
+
 def test_text_builder_and_printer_agree() -> None:
     spec = parse(TEXT)
     assert parse(to_part(spec)) == spec

@@ -17,7 +17,7 @@ import numpy as np
 from partdsl.core.evaluate import bottleneck_loads
 from partdsl.core.ir import Spec
 from partdsl.core.levels import routed
-from partdsl.core.replicas import span_bandwidths, sync_rate
+from partdsl.core.replicas import span_rates
 from partdsl.kernels.jit import HAVE_NUMBA, njit, njit_inline
 
 OVERLAP = {None: 0, "duplex": 1, "simplex": 2}
@@ -209,7 +209,7 @@ class LoadTable:
         if r is None:
             return self.none
         rf = r.astype(np.float64)
-        return sync_rate(rf, span_bandwidths(self.d, rf)).astype(np.float64), rf
+        return span_rates(self.d, rf).astype(np.float64), rf
 
     def scan(self, dev: np.ndarray, unit: np.ndarray, to: np.ndarray, mptr: np.ndarray, midx: np.ndarray,
              r: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 from partdsl.core.ir import Spec
-from partdsl.core.replicas import span_bandwidth, sync_rate
+from partdsl.core.replicas import span_rate, sync_rate
 from partdsl.runtime import memory
 
 
@@ -56,7 +56,7 @@ def placed_rates(spec: Spec, kinds: list[tuple[int, int]], states: list[tuple[in
     the sync rate of a stage of kind v = (c, r) that ends in state s. On a flat platform
     that is the kind's rate in every state. On server levels the stage takes class c's
     devices s[c] - r .. s[c] - 1 in device order, which must be consecutive devices
-    (core/replicas.placeable), and syncs over the slowest link between them; prev[v, s]
+    (core/replicas.placeable), and syncs over them (`span_rate`); prev[v, s]
     is -1 (no such step) where they are not."""
     d = spec.dense
     flat = sync_rates(spec, kinds)
@@ -72,5 +72,5 @@ def placed_rates(spec: Spec, kinds: list[tuple[int, int]], states: list[tuple[in
             if of_class[c][first + r - 1] != lead + r - 1:
                 prev[v, s] = -1
             elif r > 1:
-                rate[v, s] = sync_rate(r, span_bandwidth(d, lead, r))
+                rate[v, s] = span_rate(d, lead, r)
     return rate, prev
