@@ -135,11 +135,13 @@ def _no_member(spec: Spec, methods: Methods) -> PartError:
 
 def _budget(deadline: Deadline, long: Deadline, p: Member, last: bool, first: bool = False) -> Deadline:
     """A member's deadline: its share of the time left (all of it for the last member, and
-    for the first, the greedy whose answer the others improve on: HEFT stops at its deadline,
-    and on 20,000 tasks it needs seconds); without a limit, none for a heuristic, and its
-    share of what is left of UNTIMED_SECONDS (`long`) for a long search."""
+    for a first heuristic, the greedy whose answer the others improve on: HEFT stops at its
+    deadline, and on 20,000 tasks it needs seconds; a long search that comes first where no
+    greedy models the spec takes its share, or it would leave the others nothing); without
+    a limit, none for a heuristic, and its share of what is left of UNTIMED_SECONDS (`long`)
+    for a long search."""
     if deadline.limited:
-        return deadline if last or first else deadline.share(p.share)
+        return deadline if last or (first and not p.long) else deadline.share(p.share)
     if not p.long:
         return NEVER
     return long if last else long.share(p.share)
