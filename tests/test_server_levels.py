@@ -313,6 +313,10 @@ subject to { acyclic; replicate <= 2 }""")
     assert evaluate(spec, dev, replicas_of=reps).objective == pytest.approx(16.0)
     assert dev[1] == 2 and reps[2] == 2  # v1 on server 1's GPUs 2 and 3
     assert solve(spec, method="brute", gap=0.0).objective == pytest.approx(16.0)
+    # and proves it: the same DP with each stage at its cheapest placement (v1's replicas in
+    # one server, v0's too) finds nothing below 16 ms
+    r = solve(spec, method="dp")
+    assert r.status.value == "optimal" and r.bound == pytest.approx(16.0)
 
 
 def test_exact_refuses_levels_where_its_mip_prices_transfers_flat() -> None:
@@ -631,9 +635,12 @@ def test_dp_on_levels_is_the_best_plan_in_device_order(data: st.DataObject) -> N
     """On server levels with no tensor to send (PipeDream's profiles), the DP over ideals
     prices each stage's replicas where they sit, its stages in device order: its value is
     the least over every assignment and replication factor in that order (scored by the
-    evaluator), never below brute force's optimum over every placement, and not a proof."""
+    evaluator), never below brute force's optimum over every placement, and its bound (the
+    relaxation) never above it."""
     import itertools
 
+    from partdsl.core.events import Proven
+    from partdsl.kernels.bottleneck import ideal_dp
     from partdsl.kernels.bottleneck.ideal_dp import chain_split
     from partdsl.kernels.brute_force import choices, replica_choices
     from partdsl.runtime.deadline import NEVER
@@ -669,4 +676,10 @@ subject to {{ acyclic; replicate <= {data.draw(st.integers(2, 3))} }}"""
                     ordered = min(ordered, ev.objective)
     assert value == pytest.approx(ordered, rel=1e-9), text
     assert r.objective >= best * (1 - 1e-9)
+    # its bound, the DP with each stage at its cheapest placement, never above the optimum over every placement
+    assert r.bound <= best * (1 + 1e-9), (r.bound, best, text)
+    # the DP's own proof (solve may stop on a simpler bound first): the relaxation always has
+    # a plan at most the DP's value, and none below the optimum over every placement
+    proofs = [e.bound for e in ideal_dp.run(spec) if isinstance(e, Proven)]
+    assert len(proofs) == 1 and proofs[0] <= min(best, value) * (1 + 1e-9), (proofs, best, value, text)
     assert r.status.value == "feasible" or r.objective == pytest.approx(best, rel=1e-9)  # a proof only from a bound

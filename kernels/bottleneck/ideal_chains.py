@@ -86,19 +86,24 @@ class Chains:
                       (fronts[0], fronts[1]))
 
     def best(self, bound: float, cap: float, vphase: int, deadline: Deadline,
-             progress: Callable[[str], None] | None, total: float = np.inf
+             progress: Callable[[str], None] | None, total: float = np.inf, relaxed: bool = False
              ) -> tuple[float, list[tuple[np.ndarray | None, int, int]] | None]:
         """The least max load of phase `vphase` over chains of ideals whose segments'
         loads are at most `bound`, whose other phase's loads are at most `cap` and whose
         two loads together are at most `total`, and the chain's (node mask, class,
         replicas) segments, a mask None for a device left unused (`gaps`); (inf, None) if
-        there is none or the deadline passes first."""
+        there is none or the deadline passes first. `relaxed` (server levels): each stage's
+        replicas at their cheapest placement (replicated.cheapest_rates), a lower bound."""
         spec, d = self.spec, self.spec.dense
         counts = [k.count for k in spec.platform.classes]
         kinds = replicated.steps(spec)  # (class, replicas) per kind of stage: the classes when replicate = 1
         states, zero, prev = state_table(counts, spec.constraints.max_stages, kinds)
-        ksync, prev = replicated.placed_rates(spec, kinds, states, prev)
-        gprev = _gap_steps(spec, kinds, counts)
+        if relaxed:
+            ksync, prev = replicated.cheapest_rates(spec, kinds, len(states), prev)
+            gprev = np.zeros((0, 1), dtype=np.int64)
+        else:
+            ksync, prev = replicated.placed_rates(spec, kinds, states, prev)
+            gprev = _gap_steps(spec, kinds, counts)
         kc = np.array([c for c, _ in kinds], dtype=np.int64)
         kinv = np.array([1.0 / r for _, r in kinds])
         NI = self.NI

@@ -22,8 +22,11 @@ optimizer charges no activation transfers) a stage's load depends on where its r
 sit: the state's device counts place each class's stages in device order
 (kernels/bottleneck/replicated.placed_rates), a device left unused where that keeps the
 next stage's replicas in one server (ideal_kernels.gaps). That holds PipeDream's
-hierarchical plans, whose stages fill the servers in order, but not every placement:
-there the DP finds plans and proves nothing.
+hierarchical plans, whose stages fill the servers in order, but not every placement.
+Its bound there is the same DP with each kind of stage at its cheapest placement
+(replicated.cheapest_rates): every plan on the levels is a plan of that relaxation at a
+load no higher, so the relaxation's optimum is a lower bound, and where it meets the
+DP's value (most of PipeDream's profiles) that value is optimal over every placement.
 
 What it proves: a chain of ideals is exactly a partition whose quotient graph is acyclic
 (whose blocks are then contiguous, Fact 5.2). Contiguous blocks alone may form a cyclic
@@ -55,11 +58,24 @@ def exact_for(spec: Spec) -> bool:
     backward parts) is acyclic has an acyclic forward quotient, so the DP's space holds
     every feasible split and its stage costs are the evaluator's (backward edges counted
     on node-level edges). Orphan backward nodes are ordered by mirroring, a restriction."""
+    return _exact_but_placement(spec) and spec.dense.path_bw is None
+
+
+def _exact_but_placement(spec: Spec) -> bool:
+    """`exact_for` but for server levels (whose placements the DP orders by device)."""
     c, o = spec.constraints, spec.objective
     devices = set(spec.platform.devices)
     device_level = any(t.name in devices for _, ts in c.pins + c.forbids for t in ts)
-    return (c.acyclic and not _orphans(spec) and o.kind == "bottleneck" and not device_level
-            and spec.dense.path_bw is None)
+    return c.acyclic and not _orphans(spec) and o.kind == "bottleneck" and not device_level
+
+
+def bounds_levels(spec: Spec) -> bool:
+    """On server levels, whether the DP with each stage at its cheapest placement
+    (Chains.best `relaxed`) bounds the optimum: where it would be exact on one level, no
+    tensor is sent (the DP's condition on levels) and not under GPipe (whose sweep runs
+    the DP under caps)."""
+    return (spec.dense.path_bw is not None and _exact_but_placement(spec)
+            and spec.objective.training != "gpipe")
 
 
 def _orphans(spec: Spec) -> bool:
@@ -95,16 +111,26 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER,
         if start is not None:
             yield Candidate("dp incumbent (topo)", start.devices, replicas=start.replicas)
     yield Progress(f"DP over ideals, pruned by the incumbent {best_val:.6g}")
-    value, arr, NI, reps = chain_split(spec, best_val, deadline, progress, u)
+    chains, NI = build_chains(spec, u, deadline)
+    if chains is None:
+        return  # the deadline passed while the ideals were enumerated
+    value, arr, NI, reps = chain_split(spec, best_val, deadline, progress, u, chains)
     if arr is not None:
         yield Candidate(f"dp over {NI:,} ideals", arr, replicas=reps)
     if deadline.passed():
         return  # the DP did not finish: no proof
+    opt = min(value, best_val)
     if exact_for(spec):
-        opt = min(value, best_val)
         if np.isfinite(opt):
             yield Proven(opt, f"the DP over {NI:,} ideals is exhaustive for acyclic splits")
-    else:
+        return
+    low = np.inf
+    if np.isfinite(opt) and bounds_levels(spec):
+        low, _ = chains.best(_slack(opt), np.inf, 0, deadline, None, relaxed=True)
+        if np.isfinite(low) and not deadline.passed():
+            yield Proven(low, f"the DP over {NI:,} ideals with each stage's replicas at their cheapest placement "
+                         "(a relaxation of every placement on the levels)")
+    if not low >= opt * (1 - 1e-9):
         yield Progress("the DP's answer is the best acyclic split, not a proof of optimality here: "
                        + why_not_exact(spec))
 
@@ -115,8 +141,9 @@ def why_not_exact(spec: Spec) -> str:
     if _orphans(spec):
         return "a backward node colocated with no forward node is ordered by mirroring; colocate each with its layer"
     if spec.dense.path_bw is not None:
+        bound = " (its bound: the same DP with each stage at its cheapest placement)" if bounds_levels(spec) else ""
         return ("on server levels the DP places its stages in device order, gaps allowed (PipeDream's placements "
-                "and more), not every placement of their replicas")
+                "and more), not every placement of their replicas" + bound)
     return "device-level pins or forbids are not modelled by the DP"
 
 
@@ -131,21 +158,31 @@ def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: Deadline = NEVE
     return chain_split(spec, incumbent, deadline, progress, u)[:3]
 
 
-def chain_split(spec: Spec, incumbent: float, deadline: Deadline, progress: Callable[[str], None] | None,
-                u: Contraction | None) -> tuple[float, np.ndarray | None, int, np.ndarray | None]:
-    """`ideal_split`, and each device's replication factor in the split (None if none).
-    With replicas its state counts the devices a chain uses, not its stages: a stage limit
-    with replicas is refused up front (registry: `replicas with a stage limit`)."""
-    u = units(spec) if u is None else u
+def build_chains(spec: Spec, u: Contraction, deadline: Deadline) -> tuple[Chains | None, int]:
+    """The DP's data over the ideals of the unit DAG `u` and their count; None once the
+    deadline passes (or the bitsets would not fit: a PartError)."""
     why = too_big(u.count)
     if why:
         raise PartError(why, None, TOO_BIG_HINT)
     ideals = enumerate_ideals(u.count, u.src, u.dst, deadline=deadline)
     if ideals is None:
-        return np.inf, None, 0, None
-    chains = Chains.build(spec, u, ideals, deadline)
+        return None, 0
+    return Chains.build(spec, u, ideals, deadline), len(ideals)
+
+
+def chain_split(spec: Spec, incumbent: float, deadline: Deadline, progress: Callable[[str], None] | None,
+                u: Contraction | None, chains: Chains | None = None
+                ) -> tuple[float, np.ndarray | None, int, np.ndarray | None]:
+    """`ideal_split`, and each device's replication factor in the split (None if none).
+    With replicas its state counts the devices a chain uses, not its stages: a stage limit
+    with replicas is refused up front (registry: `replicas with a stage limit`). `chains`:
+    `build_chains`'s, if the caller has them."""
+    u = units(spec) if u is None else u
+    NI = len(chains.bits) if chains is not None else 0
     if chains is None:
-        return np.inf, None, len(ideals), None
+        chains, NI = build_chains(spec, u, deadline)
+    if chains is None:
+        return np.inf, None, NI, None
     if spec.objective.training == "gpipe":
         value, arr = _gpipe_sweep(spec, chains, incumbent, deadline, progress)
         return value, arr, chains.NI, None

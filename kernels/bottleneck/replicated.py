@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 from partdsl.core.ir import Spec
-from partdsl.core.replicas import span_rate, sync_rate
+from partdsl.core.replicas import placeable, span_rate, sync_rate
 from partdsl.runtime import memory
 
 
@@ -74,3 +74,25 @@ def placed_rates(spec: Spec, kinds: list[tuple[int, int]], states: list[tuple[in
             elif r > 1:
                 rate[v, s] = span_rate(d, lead, r)
     return rate, prev
+
+
+def cheapest_rates(spec: Spec, kinds: list[tuple[int, int]], states: int, prev: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(rate[kinds, states], prev) of a relaxation of `placed_rates` on server levels: each
+    kind of stage at its cheapest placement anywhere, (c, r) at the least sync rate over
+    the leads j of class c whose devices j .. j + r - 1 can hold it (no such step, prev -1,
+    where none can). Every plan on the levels, in device order or not, is a plan here at a
+    load no higher, when no tensor is sent (a stage's load then depends on its own replicas
+    alone), so the DP's value with these rates bounds the levels' optimum from below."""
+    d = spec.dense
+    prev = prev.copy()
+    rate = np.zeros(len(kinds))
+    for v, (c, r) in enumerate(kinds):
+        if r == 1:
+            continue
+        leads = [int(j) for j in np.flatnonzero(d.dev_class == c) if placeable(d, int(j), r)]
+        if leads:
+            rate[v] = min(span_rate(d, j, r) for j in leads)
+        else:
+            prev[v] = -1
+    return np.repeat(rate[:, None], states, axis=1), prev
