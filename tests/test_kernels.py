@@ -170,6 +170,25 @@ def test_slicegraph_is_the_best_segmentation_of_its_order(spec: Spec) -> None:
         assert math.isclose(r.objective, best, rel_tol=1e-9, abs_tol=1e-9)
 
 
+def test_the_dp_says_why_its_answer_is_no_proof() -> None:
+    """Where the DP is not exact it says why, beside its answer (a cyclic quotient under
+    contiguity alone), and where it is, it proves and says nothing of the kind."""
+    from partdsl import parse
+    from partdsl.core.events import Progress, Proven
+    from partdsl.kernels.bottleneck import ideal_dp
+
+    text = """graph g { node a { work 2 ms; out 1 MB } node b { work 3 ms } a -> b }
+platform { device gpu[2] { link 1 GB/s } }
+minimize bottleneck
+subject to { contiguous }"""
+    events = list(ideal_dp.run(parse(text)))
+    assert any(isinstance(e, Progress) and "cyclic quotient" in e.message for e in events)
+    assert not any(isinstance(e, Proven) for e in events)
+    events = list(ideal_dp.run(parse(text.replace("contiguous", "acyclic"))))
+    assert any(isinstance(e, Proven) for e in events)
+    assert not any(isinstance(e, Progress) and "not a proof" in e.message for e in events)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(specs(max_nodes=7, kinds=("bottleneck",), max_devices=3), st.sampled_from(["as is", "contiguous", "acyclic"]))
 def test_ideal_dp_equals_brute_force_best_acyclic_split(spec: Spec, force: str) -> None:

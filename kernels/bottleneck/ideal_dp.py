@@ -124,13 +124,14 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER,
         if np.isfinite(opt):
             yield Proven(opt, f"the DP over {NI:,} ideals is exhaustive for acyclic splits")
         return
-    low = np.inf
+    low = -np.inf  # no bound of the DP's own
     if np.isfinite(opt) and bounds_levels(spec):
-        low, _ = chains.best(_slack(opt), np.inf, 0, deadline, None, relaxed=True)
-        if np.isfinite(low) and not deadline.passed():
+        relaxed, _ = chains.best(_slack(opt), np.inf, 0, deadline, None, relaxed=True)
+        if np.isfinite(relaxed) and not deadline.passed():
+            low = relaxed
             yield Proven(low, f"the DP over {NI:,} ideals with each stage's replicas at their cheapest placement "
                          "(a relaxation of every placement on the levels)")
-    if not low >= opt * (1 - 1e-9):
+    if low < opt * (1 - 1e-9):
         yield Progress("the DP's answer is the best acyclic split, not a proof of optimality here: "
                        + why_not_exact(spec))
 
@@ -177,12 +178,10 @@ def chain_split(spec: Spec, incumbent: float, deadline: Deadline, progress: Call
     With replicas its state counts the devices a chain uses, not its stages: a stage limit
     with replicas is refused up front (registry: `replicas with a stage limit`). `chains`:
     `build_chains`'s, if the caller has them."""
-    u = units(spec) if u is None else u
-    NI = len(chains.bits) if chains is not None else 0
     if chains is None:
-        chains, NI = build_chains(spec, u, deadline)
-    if chains is None:
-        return np.inf, None, NI, None
+        chains, NI = build_chains(spec, units(spec) if u is None else u, deadline)
+        if chains is None:
+            return np.inf, None, NI, None
     if spec.objective.training == "gpipe":
         value, arr = _gpipe_sweep(spec, chains, incumbent, deadline, progress)
         return value, arr, chains.NI, None
