@@ -40,9 +40,11 @@ NOT_REPRODUCIBLE = """## What is not reproduced, and why
 - **Archer Table 3 on REGAL's own graphs**: the 1,000 test graphs are public
   (deepmind-research/regal, a tarball on storage.googleapis.com), but the machine that wrote
   this file could not reach it, so the rows above are generated with App. C.2's parameters
-  and fixed seeds, without REGAL's filter (BRKGA with few and many evaluations, kept where
-  the many fit memory and the few did not, or ran 20% faster: a scheduling objective we do
-  not model). With the files at hand: `python benchmarks/reproduce.py --only archer --regal DIR`.
+  and fixed seeds, passed through REGAL's filter as its README defines it (BRKGA with few and
+  many evaluations, kept where the many fit memory and the few did not, or ran 20% faster) on
+  a placement-and-scheduling model of ours: REGAL's performance model, its memory limits and
+  its random graph models' parameters are not published. With the files at hand:
+  `python benchmarks/reproduce.py --only archer --regal DIR`.
 - **DiviML Tables II and Figures 3, 5** on the paper's torchvision graphs: their node times were
   measured on the paper's own Xeon, T4 and A100 and are not published. The tables above run the
   nearest public substitute, the ONNX model zoo's CNNs with node times from partdsl's device

@@ -3,13 +3,18 @@ Paliwal et al.): a classic random graph (Erdos-Renyi, Barabasi-Albert or Watts-S
 made acyclic by a random topological order; each node's output tensor costs
 N(50, 10); a node's work is the sum of its input and output tensor costs plus a random
 fraction r ~ |N(0, 0.1)| of the total tensor cost. Tensor costs are transfer times
-(`comm`, in ms), so the platform needs no link bandwidth."""
+(`comm`, in ms), so the platform needs no link bandwidth.
+
+`work="sampled"` draws each node's work from N(50, 10) instead, like the tensors: the
+scale of the `compute_cost`s in the example graph of REGAL's dataset README (58, 47, 58
+beside tensors of 70, 52, 55), which App. C.2's formula does not give."""
 from __future__ import annotations
 
 import numpy as np
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Platform, Spec, Work
 
 MODELS = ("er", "ba", "ws")
+WORKS = ("appendix", "sampled")
 
 
 def _undirected(n: int, model: str, rng: np.random.Generator, degree: float) -> set[tuple[int, int]]:
@@ -43,7 +48,9 @@ def _undirected(n: int, model: str, rng: np.random.Generator, degree: float) -> 
     return edges
 
 
-def regal_graph(n: int, model: str = "er", seed: int = 0, degree: float = 3.0) -> Graph:
+def regal_graph(n: int, model: str = "er", seed: int = 0, degree: float = 3.0, work: str = "appendix") -> Graph:
+    if work not in WORKS:
+        raise ValueError(f"unknown work model '{work}' (use one of {WORKS})")
     rng = np.random.default_rng(seed)
     und = _undirected(n, model, rng, degree)
     order = rng.permutation(n)  # a random topological order orients every edge
@@ -60,13 +67,16 @@ def regal_graph(n: int, model: str = "er", seed: int = 0, degree: float = 3.0) -
     nodes = []
     for v in range(n):
         r = abs(rng.normal(0.0, 0.1))
-        work = sum(size[u] for u in preds[v]) + (size[v] if has_succ[v] else 0.0) + r * total
-        nodes.append(Node(name=f"v{v}", work=(Work(float(round(work, 6))),), comm=float(round(size[v], 6))))
-    return Graph(f"regal_{model}_{n}_{seed}", tuple(nodes), tuple(edges))
+        w = sum(size[u] for u in preds[v]) + (size[v] if has_succ[v] else 0.0) + r * total
+        if work == "sampled":
+            w = max(rng.normal(50.0, 10.0), 1.0)
+        nodes.append(Node(name=f"v{v}", work=(Work(float(round(w, 6))),), comm=float(round(size[v], 6))))
+    tag = "" if work == "appendix" else f"_{work}"
+    return Graph(f"regal_{model}_{n}_{seed}{tag}", tuple(nodes), tuple(edges))
 
 
-def regal_spec(n: int, k: int, model: str = "er", seed: int = 0, degree: float = 3.0) -> Spec:
-    return mtpp_spec(regal_graph(n, model, seed, degree), k)
+def regal_spec(n: int, k: int, model: str = "er", seed: int = 0, degree: float = 3.0, work: str = "appendix") -> Spec:
+    return mtpp_spec(regal_graph(n, model, seed, degree, work), k)
 
 
 def mtpp_spec(graph: Graph, k: int) -> Spec:

@@ -180,6 +180,25 @@ def test_table_v_compares_the_replicated_single_server_schedule_with_milp_split(
     assert rows["multi node, MILP-SPLIT, symmetries: tasks"]["published / baseline"] == "1.31"
 
 
+def test_archers_generated_graphs_pass_regals_filter(written: str) -> None:
+    """Table 3's generated graphs are the first from seed 100 i that REGAL's filter keeps,
+    named in the table; the rows on REGAL's work scale are bounds over the best (<= 1)."""
+    from partdsl.dsl.regal import MODELS, regal_graph
+    from partdsl.kernels.schedule.room import room
+
+    rows = next(rs for t, rs in tables(written).items() if t.startswith("Archer et al., Table 3"))
+    said = re.search(r"REGAL's filter keeps: seeds ([\d, ]+)\)", written)
+    assert said is not None
+    seeds = [int(x) for x in said.group(1).split(", ")]
+    assert len(seeds) == 2  # --quick: two graphs, ER of 50 nodes and BA of 200
+    for i, (seed, n) in enumerate(zip(seeds, (50, 200))):
+        assert 100 * i <= seed and room(regal_graph(n, MODELS[i], seed), 2, seed).kept
+        assert all(not room(regal_graph(n, MODELS[i], s), 2, s).kept for s in range(100 * i, seed))
+    for name in ("simple, work ~ N(50, 10)", "exact, work ~ N(50, 10)"):
+        row = next(r for r in rows if r["bound"] == name)
+        assert all(0 < float(row[f"k={k} ours"]) <= 1 + 1e-9 for k in (2, 4))
+
+
 def test_archer_runs_on_regal_files(tmp_path: Path) -> None:
     """--regal DIR: Archer's tables on REGAL's own files (here our generator's graphs written
     in REGAL's format, tests/test_regal_import.py)."""

@@ -37,6 +37,12 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     r = p.add_argument_group("regal (Archer et al. App. C.2; --model er|ba|ws, --size, --seed)")
     r.add_argument("--stages", type=int, default=4, metavar="K", help="identical pipeline stages (default 4)")
     r.add_argument("--degree", type=float, default=3.0, help="mean degree of the random graph (default 3)")
+    r.add_argument("--work", default="appendix", choices=["appendix", "sampled"], help="node work: App. C.2's "
+                   "formula (default), or N(50, 10) like the tensors, the scale of REGAL's README example")
+    r.add_argument("--filter", action="store_true", help="REGAL's hardness filter: try --seed, --seed + 1, ... "
+                   "and write the first graph with room for improvement on REGAL's placement-and-scheduling task "
+                   "(kernels/schedule/room.py)")
+    r.add_argument("--tries", type=int, default=100, metavar="N", help="--filter: seeds to try (default 100)")
     p.add_argument("--objective", choices=["latency", "throughput", "bottleneck"],
                    help="randwire: latency (default) or throughput; transformer: bottleneck (default) or latency")
     p.add_argument("--batch", type=int, default=1, metavar="B", help="throughput batch (default 1)")
@@ -103,13 +109,25 @@ def _regal(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from partdsl.dsl.regal import regal_spec
 
     n = 100 if args.size is None else args.size
-    for flag, value, least in (("--size", n, 2), ("--stages", args.stages, 1)):
+    for flag, value, least in (("--size", n, 2), ("--stages", args.stages, 1), ("--tries", args.tries, 1)):
         if value < least:
             raise PartError(f"{flag} {value}: must be at least {least}", None, f"e.g. {flag} {max(least, 4)}")
     if args.objective not in (None, "bottleneck"):
         raise PartError("regal specs are Archer et al.'s MTPP: --objective bottleneck (or leave it out)", None)
-    spec = regal_spec(n, args.stages, args.model, args.seed, args.degree)
+    seed, kept = args.seed, ""
+    if args.filter:
+        from partdsl.dsl.regal import regal_graph
+        from partdsl.kernels.schedule.room import first_kept
+
+        found = first_kept(lambda s: regal_graph(n, args.model, s, args.degree, args.work), args.seed, args.tries)
+        if found is None:
+            raise PartError(f"--filter: none of seeds {args.seed}..{args.seed + args.tries - 1} gives a graph with "
+                            "room for improvement", None, "try more seeds (--tries) or another --model or --size")
+        seed, _, room = found
+        kept = (f"\n# kept by REGAL's filter (seed {seed}): BRKGA's running time {room.low:.6g} with ~100 evaluations "
+                f"(memory {room.low_use:.0%} of the limit), {room.high:.6g} with ~4,000 ({room.high_use:.0%})")
+    spec = regal_spec(n, args.stages, args.model, seed, args.degree, args.work)
     what = (f"A REGAL-style MTPP instance (Archer et al. App. C.2): {args.model.upper()}, {n} nodes, "
             f"{args.stages} stages, made by\n#   part generate regal --model {args.model} --size {n} "
-            f"--stages {args.stages} --degree {args.degree:g} --seed {args.seed}")
+            f"--stages {args.stages} --degree {args.degree:g} --work {args.work} --seed {seed}{kept}")
     return spec, what
