@@ -13,7 +13,7 @@ from partdsl import parse
 from partdsl.cli.main import main
 from partdsl.core.ir import Graph, Node, Work
 from partdsl.dsl.regal import regal_graph, regal_spec
-from partdsl.kernels.schedule.room import Arrays, Room, first_kept, room, simulate
+from partdsl.kernels.schedule.room import Arrays, Room, first_kept, room
 
 
 def _graph(works: list[float], sizes: list[float], edges: list[tuple[int, int]]) -> Graph:
@@ -22,9 +22,7 @@ def _graph(works: list[float], sizes: list[float], edges: list[tuple[int, int]])
 
 
 def _run(g: Graph, dev: list[int], prio: list[float], d: int) -> tuple[float, list[float]]:
-    a = Arrays.of(g)
-    t, peak = simulate(a.work, a.size, a.sptr, a.sidx, a.pptr, a.pidx, np.array(dev, dtype=np.int64),
-                       np.array(prio, dtype=np.float64), d)
+    t, peak = Arrays.of(g).run(np.array(dev, dtype=np.int64), np.array(prio, dtype=np.float64), d)
     return t, list(peak)
 
 
@@ -86,6 +84,8 @@ def test_generate_regal_filter_writes_the_kept_graph(tmp_path: Path, capsys: pyt
                  "-o", str(out)]) == 0
     found = first_kept(lambda s: regal_graph(40, "ba", s, work="sampled"), 0)
     assert found is not None
+    said = capsys.readouterr().err  # a line per seed tried
+    assert said.count("--filter: seed ") == found[0] + 1 and f"--filter: seed {found[0]}: kept: " in said
     text = out.read_text()
     assert f"--work sampled --seed {found[0]}" in text and "kept by REGAL's filter" in text
     spec, made = parse(text, str(out)), regal_spec(40, 4, "ba", seed=found[0], work="sampled")

@@ -119,13 +119,13 @@ def _regal(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         from partdsl.dsl.regal import regal_graph
         from partdsl.kernels.schedule.room import first_kept
 
-        found = first_kept(lambda s: regal_graph(n, args.model, s, args.degree, args.work), args.seed, args.tries)
+        found = first_kept(lambda s: regal_graph(n, args.model, s, args.degree, args.work), args.seed, args.tries,
+                           say=lambda line: print(f"--filter: {line}", file=sys.stderr, flush=True))
         if found is None:
             raise PartError(f"--filter: none of seeds {args.seed}..{args.seed + args.tries - 1} gives a graph with "
                             "room for improvement", None, "try more seeds (--tries) or another --model or --size")
         seed, _, room = found
-        kept = (f"\n# kept by REGAL's filter (seed {seed}): BRKGA's running time {room.low:.6g} with ~100 evaluations "
-                f"(memory {room.low_use:.0%} of the limit), {room.high:.6g} with ~4,000 ({room.high_use:.0%})")
+        kept = f"\n# kept by REGAL's filter (seed {seed}): {room.describe()}"
     spec = regal_spec(n, args.stages, args.model, seed, args.degree, args.work)
     what = (f"A REGAL-style MTPP instance (Archer et al. App. C.2): {args.model.upper()}, {n} nodes, "
             f"{args.stages} stages, made by\n#   part generate regal --model {args.model} --size {n} "
