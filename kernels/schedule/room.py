@@ -17,9 +17,9 @@ time its device is free and its inputs have arrived (a tensor crossing devices t
 the producer's start until its last consumer there finishes (or its transfers out
 arrive), and on each other device that reads it from the producer's finish until its last
 consumer there finishes. The memory limit per device is the peak of the whole graph run
-on one device in index order, divided by d, plus 25%. A schedule over the limit scores
-its running time plus the longest any list schedule can run (all work and transfers)
-times its peak over the limit, so any schedule that fits is better.
+on one device in Kahn's order by node index, divided by d, plus 25%. A schedule over the
+limit scores its running time plus the longest any list schedule can run (all work and
+transfers) times its peak over the limit, so any schedule that fits is better.
 """
 from __future__ import annotations
 
@@ -115,21 +115,21 @@ def simulate(work: np.ndarray, size: np.ndarray, sptr: np.ndarray, sidx: np.ndar
                 times[m], deltas[m], where[m] = (start[u] if e == home else finish[u]), size[u], e
                 times[m + 1], deltas[m + 1], where[m + 1] = last[e], -size[u], e
                 m += 2
-    order = np.argsort(times[:m] + 0.0, kind="mergesort")
+    by_time = np.argsort(times[:m] + 0.0, kind="mergesort")
     peak = np.zeros(d)
     live = np.zeros(d)
     i = 0
     while i < m:  # at one instant, releases before allocations
         k = i
-        while k < m and times[order[k]] == times[order[i]]:
+        while k < m and times[by_time[k]] == times[by_time[i]]:
             k += 1
         for j in range(i, k):
-            if deltas[order[j]] < 0:
-                live[where[order[j]]] += deltas[order[j]]
+            if deltas[by_time[j]] < 0:
+                live[where[by_time[j]]] += deltas[by_time[j]]
         for j in range(i, k):
-            if deltas[order[j]] > 0:
-                e = where[order[j]]
-                live[e] += deltas[order[j]]
+            if deltas[by_time[j]] > 0:
+                e = where[by_time[j]]
+                live[e] += deltas[by_time[j]]
                 peak[e] = max(peak[e], live[e])
         i = k
     return float(finish.max()) if n else 0.0, peak
