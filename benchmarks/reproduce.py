@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import sys
 import time
 from pathlib import Path
@@ -140,11 +141,19 @@ def update(old: str, new: str, command: str, minutes: float) -> str:
     last = "What is not reproduced, and why"
     body = [fresh.pop(h, sec) for h, sec in olds if h != last]
     body += [sec for h, sec in news if h in fresh and h != last] + [fresh.get(last) or dict(olds).get(last, "")]
-    lines = head.rstrip("\n").split("\n")  # earlier updates' lines stay
-    titles = "; ".join(h for h, _ in news if h != last)
-    lines += ["", f"**Updated:** `{command}` regenerated {titles}, in {minutes:.0f} minutes; the other tables "
-              "are from the run the header describes."]
-    return "\n".join(lines) + "\n\n" + "\n".join(body)
+    ran = [h for h, _ in news if h != last]
+    # earlier updates' lines stay, unless this run regenerated every table one names
+    lines = [ln for ln in head.rstrip("\n").split("\n") if not (_updated(ln) and set(_updated(ln)) <= set(ran))]
+    lines += ["", f"**Updated:** `{command}` regenerated {'; '.join(ran)}, in {minutes:.0f} minutes; the other "
+              "tables are from the run the header describes."]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)) + "\n\n" + "\n".join(body)  # a dropped line's blank too
+
+
+def _updated(line: str) -> list[str]:
+    """The tables an "Updated" line of the header names (none for any other line)."""
+    if not line.startswith("**Updated:** ") or " regenerated " not in line:
+        return []
+    return line.split(" regenerated ", 1)[1].rsplit(", in ", 1)[0].split("; ")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="tables computed at once, one process each")
     ap.add_argument("--regal", metavar="DIR", help="archer: REGAL's own .pbtxt files (deepmind-research/regal) "
                     "instead of generated graphs")
-    ap.add_argument("--graphs", type=int, help="archer: how many graphs (default 3; quick 2)")
+    ap.add_argument("--graphs", type=int, help="archer: how many graphs (default 10; quick 2)")
     ap.add_argument("--note", default="", help="a sentence on this run, printed under the header")
     ap.add_argument("--out", default=str(ROOT / "docs" / "tables.md"))
     ap.add_argument("--update", action="store_true",

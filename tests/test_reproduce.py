@@ -249,3 +249,7 @@ def test_update_replaces_only_the_tables_it_ran(written: str, capsys: pytest.Cap
         assert after == (dict(ran)[h] if h in dict(ran) else before), h
     assert "**Updated:** `python reproduce.py -x` regenerated Tarnawski et al., Table 2" in out
     assert ", in 2 minutes; the other tables are from the run the header describes." in out
+    # a later update of the same tables replaces the earlier update's line; other lines stay
+    again = reproduce.update(out, "# run\n\n" + "\n".join(s for _, s in ran), "python reproduce.py -y", 3.1)
+    assert "`python reproduce.py -x`" not in again and "`python reproduce.py -y` regenerated Tarnawski" in again
+    assert again.count("**Updated:**") == out.count("**Updated:**") and "\n\n\n" not in again.split("\n## ")[0]
