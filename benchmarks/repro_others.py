@@ -59,7 +59,9 @@ def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None
 
     t0 = time.monotonic()
     ks = (2, 4) if quick else (2, 4, 8, 16, 32, 64)
-    graphs = graphs or (2 if quick else 10)
+    graphs = graphs or (2 if quick else 3)
+    for work in ("appendix", "sampled") if not regal else ():
+        regal_set(graphs, 2, work=work)  # each graph's filter first: a set it cannot fill fails now, not at its turn
     where = (f"the first {graphs} REGAL files of `{regal}` by name (`part convert --from regal`)" if regal else
              f"{graphs} generated graphs (`part generate regal --filter`: ER, BA, WS models, 50-200 nodes, each "
              f"the first from seed 100 i that REGAL's filter keeps: seeds "
