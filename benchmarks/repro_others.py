@@ -33,11 +33,20 @@ def kept_seed(n: int, model: str, seed: int, work: str) -> int:
     return found[0]
 
 
+def regal_seeds(graphs: int, work: str = "appendix") -> list[tuple[int, str, int]]:
+    """(nodes, model, seed) of `graphs` REGAL-style graphs of 50-200 nodes, the random graph
+    models in turn, each the first from seed 100 i that REGAL's filter keeps."""
+    from partdsl.dsl.regal import MODELS
+
+    sizes = [50 + (150 * i) // max(graphs - 1, 1) for i in range(graphs)]
+    models = [MODELS[i % len(MODELS)] for i in range(graphs)]
+    return [(n, m, kept_seed(n, m, 100 * i, work)) for i, (n, m) in enumerate(zip(sizes, models))]
+
+
 def regal_set(graphs: int, k: int, folder: str | None = None, work: str = "appendix") -> list:  # type: ignore[type-arg]
-    """`graphs` REGAL-style specs of 50-200 nodes, the random graph models in turn, each the
-    first from seed 100 i that REGAL's filter keeps; or the first `graphs` REGAL files
+    """The specs on k stages of `regal_seeds`' graphs, or of the first `graphs` REGAL files
     (`.pbtxt`) of `folder`, by name."""
-    from partdsl.dsl.regal import MODELS, mtpp_spec, regal_spec
+    from partdsl.dsl.regal import mtpp_spec, regal_spec
 
     if folder is not None:
         from partdsl.dsl.regal_import import read_regal
@@ -46,10 +55,7 @@ def regal_set(graphs: int, k: int, folder: str | None = None, work: str = "appen
         if not files:
             raise SystemExit(f"--regal {folder}: no .pbtxt files there")
         return [mtpp_spec(read_regal(f, f"g{i}"), k) for i, f in enumerate(files)]
-    sizes = [50 + (150 * i) // max(graphs - 1, 1) for i in range(graphs)]
-    models = [MODELS[i % len(MODELS)] for i in range(graphs)]
-    return [regal_spec(n, k, m, seed=kept_seed(n, m, 100 * i, work), work=work)
-            for i, (n, m) in enumerate(zip(sizes, models))]
+    return [regal_spec(n, k, m, seed=seed, work=work) for n, m, seed in regal_seeds(graphs, work)]
 
 
 def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None = None) -> list[Table]:
@@ -61,11 +67,11 @@ def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None
     ks = (2, 4) if quick else (2, 4, 8, 16, 32, 64)
     graphs = graphs or (2 if quick else 3)
     for work in ("appendix", "sampled") if not regal else ():
-        regal_set(graphs, 2, work=work)  # each graph's filter first: a set it cannot fill fails now, not at its turn
+        regal_seeds(graphs, work)  # each graph's filter first: a set it cannot fill fails now, not at its turn
     where = (f"the first {graphs} REGAL files of `{regal}` by name (`part convert --from regal`)" if regal else
              f"{graphs} generated graphs (`part generate regal --filter`: ER, BA, WS models, 50-200 nodes, each "
              f"the first from seed 100 i that REGAL's filter keeps: seeds "
-             f"{', '.join(str(s.graph.name.rsplit('_', 1)[1]) for s in regal_set(graphs, 2))})")
+             f"{', '.join(str(seed) for _, _, seed in regal_seeds(graphs))})")
     t3 = Table("archer-3", "Archer et al., Table 3: lower bounds / best solution on REGAL-style graphs",
                f"Geometric mean over {where} of each bound of `part bound` divided by the best solution found; "
                f"each MIP stops at {cap:g} s (the paper: 3,600 s). 1.0 would be a bound at the optimum.",

@@ -41,37 +41,27 @@ HEADROOM = 1.25  # the memory limit: a 1/d share of one device's peak, plus 25%
 
 @dataclass(frozen=True)
 class Arrays:
-    """A graph as the simulator reads it: CSR successor and predecessor lists, node work
-    (its first device class's) and tensor sizes."""
+    """A graph as the simulator reads it: node work (its first device class's), tensor
+    sizes, and its successor and predecessor lists in CSR form (`KahnCSR` of the graph and
+    of its reverse; the first also orders the nodes by priority)."""
     work: np.ndarray
     size: np.ndarray
-    sptr: np.ndarray
-    sidx: np.ndarray
-    pptr: np.ndarray
-    pidx: np.ndarray
-    kahn: KahnCSR
+    succ: KahnCSR
+    pred: KahnCSR
 
     @staticmethod
     def of(graph: Graph) -> Arrays:
         n = len(graph.nodes)
         e = np.array(graph.edges, dtype=np.int64).reshape(-1, 2)
-
-        def csr(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            order = np.argsort(src, kind="stable")
-            ptr = np.zeros(n + 1, dtype=np.int64)
-            np.add.at(ptr, src + 1, 1)
-            return np.cumsum(ptr), dst[order].astype(np.int64)
-
-        sptr, sidx = csr(e[:, 0], e[:, 1])
-        pptr, pidx = csr(e[:, 1], e[:, 0])
         work = np.array([float(nd.work[0].time) if nd.work else 0.0 for nd in graph.nodes])
         size = np.array([float(nd.comm or 0.0) for nd in graph.nodes])
-        return Arrays(work, size, sptr, sidx, pptr, pidx, KahnCSR(n, e[:, 0].copy(), e[:, 1].copy()))
+        src, dst = e[:, 0].copy(), e[:, 1].copy()
+        return Arrays(work, size, KahnCSR(n, src, dst), KahnCSR(n, dst, src))
 
     def run(self, dev: np.ndarray, keys: np.ndarray, d: int) -> tuple[float, np.ndarray]:
         """The list schedule of placement `dev` and priorities `keys` (least first)."""
-        return simulate(self.work, self.size, self.sptr, self.sidx, self.pptr, self.pidx, dev,
-                        self.kahn.order(keys), d)
+        s, p = self.succ, self.pred
+        return simulate(self.work, self.size, s.ptr, s.idx, p.ptr, p.idx, dev, s.order(keys), d)
 
 
 @njit
