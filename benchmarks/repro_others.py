@@ -6,7 +6,7 @@ import functools
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from published import ARCHER_KS, ARCHER_T2, ARCHER_T3, DIVIML, DIVIML_COLUMNS, DIVIML_T3
 from repro_common import Figure, Run, Table, geomean, sig, solved
@@ -22,25 +22,57 @@ FIG7_AT = (0.01, 0.1, 0.5)  # fractions of the limit at which Figure 7's table r
 
 
 @functools.lru_cache(maxsize=None)
-def kept_seed(n: int, model: str, seed: int, work: str) -> int:
-    """The first seed from `seed` whose graph REGAL's filter keeps (kernels/schedule/room.py)."""
+def kept_seed(n: int, model: str, seed: int, work: str, tries: int = 100) -> int | None:
+    """The first of `tries` seeds from `seed` whose graph REGAL's filter keeps
+    (kernels/schedule/room.py), or None."""
     from partdsl.dsl.regal import regal_graph
     from partdsl.kernels.schedule.room import first_kept
 
-    found = first_kept(lambda s: regal_graph(n, model, s, work=work), seed)
-    if found is None:
-        raise SystemExit(f"REGAL's filter kept none of 100 {model} graphs of {n} nodes from seed {seed}")
-    return found[0]
+    found = first_kept(lambda s: regal_graph(n, model, s, work=work), seed, tries)
+    return None if found is None else found[0]
 
 
-def regal_seeds(graphs: int, work: str = "appendix") -> list[tuple[int, str, int]]:
-    """(nodes, model, seed) of `graphs` REGAL-style graphs of 50-200 nodes, the random graph
-    models in turn, each the first from seed 100 i that REGAL's filter keeps."""
+class Drawn(NamedTuple):
+    """One generated graph of Archer's set: its size, random graph model and seed, and the
+    model its slot asked for (another one when the filter kept none of `tries` of that)."""
+    nodes: int
+    model: str
+    seed: int
+    wanted: str
+    tries: int
+
+
+@functools.lru_cache(maxsize=None)
+def regal_seeds(graphs: int, work: str = "appendix", tries: int = 100) -> tuple[Drawn, ...]:
+    """`graphs` REGAL-style graphs of 50-200 nodes, the random graph models in turn, each the
+    first from seed 100 i that REGAL's filter keeps (`drawn`)."""
+    return tuple(drawn(i, graphs, work, tries) for i in range(graphs))
+
+
+def drawn(i: int, graphs: int, work: str, tries: int = 100) -> Drawn:
+    """Slot i of `regal_seeds`: the first graph from seed 100 i that the filter keeps, of the
+    slot's model, or where it keeps none of `tries` of those (WS graphs of 183 nodes with
+    work ~ N(50, 10): their best schedules do not fit the memory), of the next model it keeps."""
     from partdsl.dsl.regal import MODELS
 
-    sizes = [50 + (150 * i) // max(graphs - 1, 1) for i in range(graphs)]
-    models = [MODELS[i % len(MODELS)] for i in range(graphs)]
-    return [(n, m, kept_seed(n, m, 100 * i, work)) for i, (n, m) in enumerate(zip(sizes, models))]
+    n, wanted = 50 + (150 * i) // max(graphs - 1, 1), MODELS[i % len(MODELS)]
+    for model in (MODELS * 2)[i % len(MODELS):][:len(MODELS)]:
+        seed = kept_seed(n, model, 100 * i, work, tries)
+        if seed is not None:
+            return Drawn(n, model, seed, wanted, tries)
+    raise SystemExit(f"REGAL's filter kept none of {tries} graphs of {n} nodes from seed {100 * i} "
+                     f"of any model ({', '.join(MODELS)}, work: {work})")
+
+
+def drawn_text(drawn: tuple[Drawn, ...]) -> str:
+    """The seeds of a generated set, and each slot whose model the filter could not fill."""
+    text = f"seeds {', '.join(str(d.seed) for d in drawn)}"
+    swaps = [f"{d.model.upper()} instead of {d.wanted.upper()} at {d.nodes} nodes" for d in drawn
+             if d.model != d.wanted]
+    if swaps:
+        text += (f"; {', '.join(swaps)}: the filter kept none of {drawn[0].tries} graphs of the slot's model "
+                 f"from seed 100 i")
+    return text
 
 
 def regal_set(graphs: int, k: int, folder: str | None = None, work: str = "appendix") -> list:  # type: ignore[type-arg]
@@ -55,7 +87,7 @@ def regal_set(graphs: int, k: int, folder: str | None = None, work: str = "appen
         if not files:
             raise SystemExit(f"--regal {folder}: no .pbtxt files there")
         return [mtpp_spec(read_regal(f, f"g{i}"), k) for i, f in enumerate(files)]
-    return [regal_spec(n, k, m, seed=seed, work=work) for n, m, seed in regal_seeds(graphs, work)]
+    return [regal_spec(d.nodes, k, d.model, seed=d.seed, work=work) for d in regal_seeds(graphs, work)]
 
 
 def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None = None) -> list[Table]:
@@ -70,8 +102,7 @@ def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None
         regal_seeds(graphs, work)  # each graph's filter first: a set it cannot fill fails now, not at its turn
     where = (f"the first {graphs} REGAL files of `{regal}` by name (`part convert --from regal`)" if regal else
              f"{graphs} generated graphs (`part generate regal --filter`: ER, BA, WS models, 50-200 nodes, each "
-             f"the first from seed 100 i that REGAL's filter keeps: seeds "
-             f"{', '.join(str(seed) for _, _, seed in regal_seeds(graphs))})")
+             f"the first from seed 100 i that REGAL's filter keeps: {drawn_text(regal_seeds(graphs))})")
     t3 = Table("archer-3", "Archer et al., Table 3: lower bounds / best solution on REGAL-style graphs",
                f"Geometric mean over {where} of each bound of `part bound` divided by the best solution found; "
                f"each MIP stops at {cap:g} s (the paper: 3,600 s). 1.0 would be a bound at the optimum.",
@@ -111,8 +142,9 @@ def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None
             "evaluations does not fit the memory and with many does, or where the many run it 20% faster), on a "
             "placement-and-scheduling model of ours (kernels/schedule/room.py: 2 devices, ~100 vs ~4,000 "
             "evaluations): REGAL's performance model and limits are not published.",
-            "The rows marked 'work ~ N(50, 10)' are run on graphs made the same way (filter included) but with each "
-            "node's work drawn like its tensor (`--work sampled`), the scale "
+            "The rows marked 'work ~ N(50, 10)' are run on graphs made the same way (filter included: "
+            f"{drawn_text(regal_seeds(graphs, 'sampled'))}) but with each node's work drawn like its tensor "
+            "(`--work sampled`), the scale "
             "of the compute costs in the example graph of REGAL's README (58, 47, 58 beside tensors of 70, 52, 55), "
             "which App. C.2's formula (tensors in and out plus |N(0, 0.1)| of all tensors) does not give. With "
             "App. C.2's formula a node's work dwarfs the tensors a block sends, so at k >= 16 the best solution is "

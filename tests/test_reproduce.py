@@ -253,3 +253,30 @@ def test_update_replaces_only_the_tables_it_ran(written: str, capsys: pytest.Cap
     again = reproduce.update(out, "# run\n\n" + "\n".join(s for _, s in ran), "python reproduce.py -y", 3.1)
     assert "`python reproduce.py -x`" not in again and "`python reproduce.py -y` regenerated Tarnawski" in again
     assert again.count("**Updated:**") == out.count("**Updated:**") and "\n\n\n" not in again.split("\n## ")[0]
+
+
+def test_a_slot_the_filter_cannot_fill_takes_the_next_model() -> None:
+    """Slot 8 of a 10-graph set asks for a WS graph of 183 nodes; with work ~ N(50, 10) the
+    filter keeps none of its first seeds (their best schedules do not fit the memory), so
+    the slot takes the first graph of the next model that the filter keeps, and the table
+    says so."""
+    from partdsl.dsl.regal import MODELS, regal_graph
+    from partdsl.kernels.schedule.room import room
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        from repro_others import drawn, drawn_text
+    finally:
+        sys.path.remove(str(BENCH))
+    d = drawn(8, 10, "sampled", tries=3)
+    assert (d.nodes, d.wanted) == (183, "ws") and d.model != "ws" and 800 <= d.seed < 803
+    assert all(not room(regal_graph(183, "ws", s, work="sampled"), 2, s).kept for s in range(800, 803))
+    for model in MODELS[:MODELS.index(d.model)]:  # models tried before the one taken
+        assert all(not room(regal_graph(183, model, s, work="sampled"), 2, s).kept for s in range(800, 803))
+    assert room(regal_graph(183, d.model, d.seed, work="sampled"), 2, d.seed).kept
+    assert all(not room(regal_graph(183, d.model, s, work="sampled"), 2, s).kept for s in range(800, d.seed))
+    kept = drawn(0, 10, "sampled", tries=3)
+    assert kept.model == kept.wanted == "er"
+    assert drawn_text((kept, d)) == (f"seeds {kept.seed}, {d.seed}; {d.model.upper()} instead of WS at 183 nodes: "
+                                     "the filter kept none of 3 graphs of the slot's model from seed 100 i")
+    assert drawn_text((kept,)) == f"seeds {kept.seed}"
