@@ -97,7 +97,7 @@ def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None
 
     t0 = time.monotonic()
     ks = (2, 4) if quick else (2, 4, 8, 16, 32, 64)
-    graphs = graphs or (2 if quick else 3)
+    graphs = graphs or (2 if quick else 10)
     for work in ("appendix", "sampled") if not regal else ():
         regal_seeds(graphs, work)  # each graph's filter first: a set it cannot fill fails now, not at its turn
     where = (f"the first {graphs} REGAL files of `{regal}` by name (`part convert --from regal`)" if regal else

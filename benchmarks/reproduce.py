@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="tables computed at once, one process each")
     ap.add_argument("--regal", metavar="DIR", help="archer: REGAL's own .pbtxt files (deepmind-research/regal) "
                     "instead of generated graphs")
-    ap.add_argument("--graphs", type=int, help="archer: how many graphs (default 3; quick 2)")
+    ap.add_argument("--graphs", type=int, help="archer: how many graphs (default 10; quick 2)")
     ap.add_argument("--note", default="", help="a sentence on this run, printed under the header")
     ap.add_argument("--out", default=str(ROOT / "docs" / "tables.md"))
     ap.add_argument("--update", action="store_true",
