@@ -132,3 +132,11 @@ ROW_HEAD = ("workload", "method", "published", "ours", "ours / published", "seco
 
 def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(max(x, 1e-12)) for x in xs) / len(xs)) if xs else math.nan
+
+
+def mean_cell(xs: list[float], total: int, digits: int) -> str:
+    """The geometric mean of `xs` for a table cell, saying over how many of the `total` runs
+    it is when some gave no value (a bound not solved within the limit); - when none did."""
+    if not xs:
+        return "-"
+    return f"{geomean(xs):.{digits}f}" + (f" ({len(xs)} of {total})" if len(xs) < total else "")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from published import ARCHER_KS, ARCHER_T2, ARCHER_T3, DIVIML, DIVIML_COLUMNS, DIVIML_T3
-from repro_common import Figure, Run, Table, geomean, sig, solved
+from repro_common import Figure, Run, Table, mean_cell, sig, solved
 
 # Archer Table 2's orders as our methods: (label, method, options)
 ORDERS = (("mla", "mla", {"population": 100, "generations": 100}),
@@ -113,8 +113,11 @@ def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None
                ("order", *(f"k={k} published" for k in ks), *(f"k={k} ours" for k in ks)))
     frac: dict[tuple[str, int], list[float]] = {}
     over: dict[tuple[str, int], list[float]] = {}
+    runs = 0
     for k in ks:
-        for spec in regal_set(graphs, k, regal):
+        specs = regal_set(graphs, k, regal)
+        runs = len(specs)
+        for spec in specs:
             h = hierarchy(spec, time_limit=cap)
             for name in NAMES:
                 f = h.fraction(name)
@@ -127,15 +130,15 @@ def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None
                     over.setdefault((label, k), []).append(r.value / simple)
     for name, pub in ARCHER_T3.items():
         t3.rows.append((name, *(f"{p:.4f}" for k, p in zip(ARCHER_KS, pub) if k in ks),
-                        *(f"{geomean(frac.get((name, k), [])):.4f}" for k in ks)))
+                        *(mean_cell(frac.get((name, k), []), runs, 4) for k in ks)))
     t3.rows.append(("lp (not in the paper's table)", *("-" for _ in ks),
-                    *(f"{geomean(frac.get(('lp', k), [])):.4f}" for k in ks)))
+                    *(mean_cell(frac.get(('lp', k), []), runs, 4) for k in ks)))
     if not regal:
         t3.rows += sampled_rows(ks, graphs, cap)
     for label, _, _ in ORDERS:
         pub = ARCHER_T2[label]
         t2.rows.append((label, *(f"{p:.3f}" for k, p in zip(ARCHER_KS, pub) if k in ks),
-                        *(f"{geomean(over.get((label, k), [])):.3f}" for k in ks)))
+                        *(mean_cell(over.get((label, k), []), runs, 3) for k in ks)))
     if not regal:
         t3.notes += [
             "REGAL's filter is applied as its dataset README defines it (a graph is kept where BRKGA with few fitness "
@@ -150,7 +153,9 @@ def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None
             "App. C.2's formula a node's work dwarfs the tensors a block sends, so at k >= 16 the best solution is "
             "near the simple bound; with REGAL's scale the tensors dominate small blocks and the ratios fall below "
             "the paper's. Neither reproduces the published column; with REGAL's files: --regal DIR."]
-    t3.notes += ["The paper normalizes by BRKGA's best; ours by the best of topo, dp and the exact MIP's incumbent."]
+    t3.notes += ["The paper normalizes by BRKGA's best; ours by the best of topo, dp and the exact MIP's incumbent.",
+                 "A cell marked (m of n) is the mean over the m of the n graphs where that bound was solved within the "
+                 "limit; the others gave no value."]
     t2.notes.append("random-10000 and brkga-10000 are left out (10,000 SliceGraph runs per graph).")
     t3.seconds, t2.seconds = time.monotonic() - t0, None
     return [t3, t2]
@@ -163,14 +168,15 @@ def sampled_rows(ks: tuple[int, ...], graphs: int, cap: float) -> list[tuple[str
 
     frac: dict[tuple[str, int], list[float]] = {}
     for k in ks:
-        for spec in regal_set(graphs, k, work="sampled"):
+        specs = regal_set(graphs, k, work="sampled")
+        for spec in specs:
             h = hierarchy(spec, time_limit=cap, only=("simple", "exact"))
             for name in ("simple", "exact"):
                 f = h.fraction(name)
                 if f is not None:
                     frac.setdefault((name, k), []).append(f)
     return [(f"{name}, work ~ N(50, 10)", *(f"{p:.4f}" for k, p in zip(ARCHER_KS, ARCHER_T3[name]) if k in ks),
-             *(f"{geomean(frac.get((name, k), [])):.4f}" for k in ks)) for name in ("simple", "exact")]
+             *(mean_cell(frac.get((name, k), []), len(specs), 4) for k in ks)) for name in ("simple", "exact")]
 
 
 def diviml_runs(spec: Any, cap: float) -> dict[str, Run]:

@@ -280,3 +280,16 @@ def test_a_slot_the_filter_cannot_fill_takes_the_next_model() -> None:
     assert drawn_text((kept, d)) == (f"seeds {kept.seed}, {d.seed}; {d.model.upper()} instead of WS at 183 nodes: "
                                      "the filter kept none of 3 graphs of the slot's model from seed 100 i")
     assert drawn_text((kept,)) == f"seeds {kept.seed}"
+
+
+def test_a_mean_over_fewer_runs_says_so() -> None:
+    """A bound solved on only some graphs (the LP relaxation within its limit) is averaged over
+    those, and the cell says how many; none gives -, never nan."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        from repro_common import mean_cell
+    finally:
+        sys.path.remove(str(BENCH))
+    assert mean_cell([0.25, 1.0], 2, 4) == "0.5000"
+    assert mean_cell([0.25, 1.0], 10, 3) == "0.500 (2 of 10)"
+    assert mean_cell([], 10, 4) == "-"
