@@ -21,7 +21,6 @@ ORDERS = (("mla", "mla", {"population": 100, "generations": 100}),
 FIG7_AT = (0.01, 0.1, 0.5)  # fractions of the limit at which Figure 7's table reads each curve
 
 
-@functools.lru_cache(maxsize=None)
 def kept_seed(n: int, model: str, seed: int, work: str, tries: int = 100) -> int | None:
     """The first of `tries` seeds from `seed` whose graph REGAL's filter keeps
     (kernels/schedule/room.py), or None."""
@@ -55,8 +54,9 @@ def drawn(i: int, graphs: int, work: str, tries: int = 100) -> Drawn:
     work ~ N(50, 10): their best schedules do not fit the memory), of the next model it keeps."""
     from partdsl.dsl.regal import MODELS
 
-    n, wanted = 50 + (150 * i) // max(graphs - 1, 1), MODELS[i % len(MODELS)]
-    for model in (MODELS * 2)[i % len(MODELS):][:len(MODELS)]:
+    j = i % len(MODELS)
+    n, wanted = 50 + (150 * i) // max(graphs - 1, 1), MODELS[j]
+    for model in MODELS[j:] + MODELS[:j]:  # the slot's model first, then the others in turn
         seed = kept_seed(n, model, 100 * i, work, tries)
         if seed is not None:
             return Drawn(n, model, seed, wanted, tries)

@@ -143,7 +143,7 @@ def update(old: str, new: str, command: str, minutes: float) -> str:
     body += [sec for h, sec in news if h in fresh and h != last] + [fresh.get(last) or dict(olds).get(last, "")]
     ran = [h for h, _ in news if h != last]
     # earlier updates' lines stay, unless this run regenerated every table one names
-    lines = [ln for ln in head.rstrip("\n").split("\n") if not (_updated(ln) and set(_updated(ln)) <= set(ran))]
+    lines = [ln for ln in head.rstrip("\n").split("\n") if not ((named := _updated(ln)) and set(named) <= set(ran))]
     lines += ["", f"**Updated:** `{command}` regenerated {'; '.join(ran)}, in {minutes:.0f} minutes; the other "
               "tables are from the run the header describes."]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)) + "\n\n" + "\n".join(body)  # a dropped line's blank too
