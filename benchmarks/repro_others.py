@@ -90,11 +90,41 @@ def regal_set(graphs: int, k: int, folder: str | None = None, work: str = "appen
     return [regal_spec(d.nodes, k, d.model, seed=d.seed, work=work) for d in regal_seeds(graphs, work)]
 
 
-def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None = None) -> list[Table]:
-    """Table 3 (bound hierarchy / best found) and Table 2 (SliceGraph per order / simple
-    bound), on generated graphs or on REGAL's own files (`regal`: a folder of them)."""
+SAMPLED = "work ~ N(50, 10)"  # the rows on graphs whose node work is drawn like the tensors
+
+
+def measured(ks: tuple[int, ...], graphs: int, cap: float, regal: str | None = None, work: str = "appendix",
+             only: tuple[str, ...] | None = None) -> tuple[dict[tuple[str, int], list[float]],
+                                                          dict[tuple[str, int], list[float]], int]:
+    """On `regal_set`'s graphs at each k: each bound of `only` (default: all) over the best
+    solution found, and SliceGraph's value on each of ORDERS over the simple bound, as lists
+    by (name, k); and how many graphs there are."""
     from partdsl.methods.hierarchy import NAMES, hierarchy
 
+    frac: dict[tuple[str, int], list[float]] = {}
+    over: dict[tuple[str, int], list[float]] = {}
+    runs = 0
+    for k in ks:
+        specs = regal_set(graphs, k, regal, work)
+        runs = len(specs)
+        for spec in specs:
+            h = hierarchy(spec, time_limit=cap, only=only or NAMES)
+            for name in only or NAMES:
+                f = h.fraction(name)
+                if f is not None:
+                    frac.setdefault((name, k), []).append(f)
+            simple = h.bounds["simple"].value
+            for label, method, opts in ORDERS:
+                r = solved(spec, method, cap, **opts)
+                if simple and math.isfinite(r.value):
+                    over.setdefault((label, k), []).append(r.value / simple)
+    return frac, over, runs
+
+
+def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None = None) -> list[Table]:
+    """Table 3 (bound hierarchy / best found) and Table 2 (SliceGraph per order / simple
+    bound), on generated graphs (App. C.2's node work, and work drawn like the tensors) or
+    on REGAL's own files (`regal`: a folder of them)."""
     t0 = time.monotonic()
     ks = (2, 4) if quick else (2, 4, 8, 16, 32, 64)
     graphs = graphs or (2 if quick else 10)
@@ -109,43 +139,30 @@ def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None
                ("bound", *(f"k={k} published" for k in ks), *(f"k={k} ours" for k in ks)))
     t2 = Table("archer-2", "Archer et al., Table 2: SliceGraph per order / simple bound (lower is better)",
                "The paper's rows are its production models (proprietary); ours are the same REGAL-style graphs as "
-               "Table 3, so only the ordering of the rows is comparable, not the values.",
+               f"Table 3 (the rows marked '{SAMPLED}' its graphs of that name), so only the ordering of the rows "
+               "is comparable, not the values.",
                ("order", *(f"k={k} published" for k in ks), *(f"k={k} ours" for k in ks)))
-    frac: dict[tuple[str, int], list[float]] = {}
-    over: dict[tuple[str, int], list[float]] = {}
-    runs = 0
-    for k in ks:
-        specs = regal_set(graphs, k, regal)
-        runs = len(specs)
-        for spec in specs:
-            h = hierarchy(spec, time_limit=cap)
-            for name in NAMES:
-                f = h.fraction(name)
-                if f is not None:
-                    frac.setdefault((name, k), []).append(f)
-            simple = h.bounds["simple"].value
-            for label, method, opts in ORDERS:
-                r = solved(spec, method, cap, **opts)
-                if simple and math.isfinite(r.value):
-                    over.setdefault((label, k), []).append(r.value / simple)
-    for name, pub in ARCHER_T3.items():
-        t3.rows.append((name, *(f"{p:.4f}" for k, p in zip(ARCHER_KS, pub) if k in ks),
-                        *(mean_cell(frac.get((name, k), []), runs, 4) for k in ks)))
+
+    def rows(published: dict[str, tuple[float, ...]], got: dict[tuple[str, int], list[float]], runs: int,
+             digits: int, suffix: str = "") -> list[tuple[str, ...]]:
+        return [(name + suffix, *(f"{p:.{digits}f}" for k, p in zip(ARCHER_KS, pub) if k in ks),
+                 *(mean_cell(got.get((name, k), []), runs, digits) for k in ks)) for name, pub in published.items()]
+
+    frac, over, runs = measured(ks, graphs, cap, regal)
+    t3.rows += rows(ARCHER_T3, frac, runs, 4)
     t3.rows.append(("lp (not in the paper's table)", *("-" for _ in ks),
                     *(mean_cell(frac.get(('lp', k), []), runs, 4) for k in ks)))
+    t2.rows += rows(ARCHER_T2, over, runs, 3)
     if not regal:
-        t3.rows += sampled_rows(ks, graphs, cap)
-    for label, _, _ in ORDERS:
-        pub = ARCHER_T2[label]
-        t2.rows.append((label, *(f"{p:.3f}" for k, p in zip(ARCHER_KS, pub) if k in ks),
-                        *(mean_cell(over.get((label, k), []), runs, 3) for k in ks)))
-    if not regal:
+        frac, over, runs = measured(ks, graphs, cap, work="sampled", only=("simple", "exact"))
+        t3.rows += rows({n: ARCHER_T3[n] for n in ("simple", "exact")}, frac, runs, 4, f", {SAMPLED}")
+        t2.rows += rows(ARCHER_T2, over, runs, 3, f", {SAMPLED}")
         t3.notes += [
             "REGAL's filter is applied as its dataset README defines it (a graph is kept where BRKGA with few fitness "
             "evaluations does not fit the memory and with many does, or where the many run it 20% faster), on a "
             "placement-and-scheduling model of ours (kernels/schedule/room.py: 2 devices, ~100 vs ~4,000 "
             "evaluations): REGAL's performance model and limits are not published.",
-            "The rows marked 'work ~ N(50, 10)' are run on graphs made the same way (filter included: "
+            f"The rows marked '{SAMPLED}' are run on graphs made the same way (filter included: "
             f"{drawn_text(regal_seeds(graphs, 'sampled'))}) but with each node's work drawn like its tensor "
             "(`--work sampled`), the scale "
             "of the compute costs in the example graph of REGAL's README (58, 47, 58 beside tensors of 70, 52, 55), "
@@ -159,24 +176,6 @@ def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None
     t2.notes.append("random-10000 and brkga-10000 are left out (10,000 SliceGraph runs per graph).")
     t3.seconds, t2.seconds = time.monotonic() - t0, None
     return [t3, t2]
-
-
-def sampled_rows(ks: tuple[int, ...], graphs: int, cap: float) -> list[tuple[str, ...]]:
-    """Table 3's simple and exact rows on the same kind of graphs with node work drawn like
-    the tensors (`part generate regal --work sampled --filter`)."""
-    from partdsl.methods.hierarchy import hierarchy
-
-    frac: dict[tuple[str, int], list[float]] = {}
-    for k in ks:
-        specs = regal_set(graphs, k, work="sampled")
-        for spec in specs:
-            h = hierarchy(spec, time_limit=cap, only=("simple", "exact"))
-            for name in ("simple", "exact"):
-                f = h.fraction(name)
-                if f is not None:
-                    frac.setdefault((name, k), []).append(f)
-    return [(f"{name}, work ~ N(50, 10)", *(f"{p:.4f}" for k, p in zip(ARCHER_KS, ARCHER_T3[name]) if k in ks),
-             *(mean_cell(frac.get((name, k), []), len(specs), 4) for k in ks)) for name in ("simple", "exact")]
 
 
 def diviml_runs(spec: Any, cap: float) -> dict[str, Run]:
