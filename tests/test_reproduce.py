@@ -206,7 +206,7 @@ def test_archers_generated_graphs_pass_regals_filter(written: str) -> None:
 
 
 def test_archer_runs_on_regal_files(tmp_path: Path) -> None:
-    """--regal DIR: Archer's tables on REGAL's own files (here our generator's graphs written
+    """--regal DIR: Archer's Tables 3 and 2 on REGAL's own files (here our generator's graphs written
     in REGAL's format, tests/test_regal_import.py)."""
     from partdsl.dsl.regal import regal_graph
 
@@ -219,7 +219,7 @@ def test_archer_runs_on_regal_files(tmp_path: Path) -> None:
         import reproduce
 
         out = tmp_path / "t.md"
-        assert reproduce.main(["--quick", "--cap", "1", "--only", "archer", "--regal", str(tmp_path),
+        assert reproduce.main(["--quick", "--cap", "1", "--only", "archer,archer-2", "--regal", str(tmp_path),
                                "--graphs", "1", "--out", str(out)]) == 0
     finally:
         sys.path.remove(str(BENCH))
@@ -228,6 +228,9 @@ def test_archer_runs_on_regal_files(tmp_path: Path) -> None:
     rows = next(rs for title, rs in tables(text).items() if "Table 3" in title)
     simple = next(r for r in rows if r["bound"] == "simple")
     assert 0 < float(simple["k=2 ours"]) <= 1.0 + 1e-9  # a bound over the best found: at most 1
+    orders = next(rs for title, rs in tables(text).items() if "Table 2" in title)
+    assert [r["order"] for r in orders] == ["mla", "mla-weighted", "random-1", "random-100", "brkga-100"]
+    assert all(float(r["k=2 ours"]) >= 1 - 1e-9 for r in orders)  # a value over a lower bound: at least 1
 
 
 def test_update_replaces_only_the_tables_it_ran(written: str, capsys: pytest.CaptureFixture[str]) -> None:
