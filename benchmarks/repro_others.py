@@ -6,7 +6,7 @@ import functools
 import math
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 from published import ARCHER_KS, ARCHER_T2, ARCHER_T3, DIVIML, DIVIML_COLUMNS, DIVIML_T3
 from repro_common import Figure, Run, Table, mean_cell, sig, solved
@@ -97,45 +97,48 @@ SAMPLED = "work ~ N(50, 10)"  # the rows on graphs whose node work is drawn like
 Means = dict[tuple[str, int], list[float]]  # (bound or order, k) -> one value per graph
 
 
-def bounds_over_best(ks: tuple[int, ...], graphs: int, cap: float, regal: str | None = None,
-                     work: str = "appendix", only: tuple[str, ...] | None = None) -> tuple[Means, int]:
-    """Table 3's cells: on `regal_set`'s graphs at each k, each bound of `only` (default: all)
-    over the best solution found; and how many graphs there are."""
-    from partdsl.methods.hierarchy import NAMES, hierarchy
-
-    frac: Means = {}
+def per_graph(ks: tuple[int, ...], graphs: int, regal: str | None, work: str,
+              cells: Callable[[Any], Iterator[tuple[str, float | None]]]) -> tuple[Means, int]:
+    """`cells(spec)`'s (name, value) pairs on `regal_set`'s graphs at each k, as lists by
+    (name, k) (a None value is left out); and how many graphs there are."""
+    got: Means = {}
     runs = 0
     for k in ks:
         specs = regal_set(graphs, k, regal, work)
         runs = len(specs)
         for spec in specs:
-            h = hierarchy(spec, time_limit=cap, only=only or NAMES)
-            for name in only or NAMES:
-                f = h.fraction(name)
-                if f is not None:
-                    frac.setdefault((name, k), []).append(f)
-    return frac, runs
+            for name, v in cells(spec):
+                if v is not None:
+                    got.setdefault((name, k), []).append(v)
+    return got, runs
+
+
+def bounds_over_best(ks: tuple[int, ...], graphs: int, cap: float, regal: str | None = None,
+                     work: str = "appendix", only: tuple[str, ...] | None = None) -> tuple[Means, int]:
+    """Table 3's cells: each bound of `only` (default: all) over the best solution found."""
+    from partdsl.methods.hierarchy import NAMES, hierarchy
+
+    def cells(spec: Any) -> Iterator[tuple[str, float | None]]:
+        h = hierarchy(spec, time_limit=cap, only=only or NAMES)
+        return ((name, h.fraction(name)) for name in only or NAMES)
+
+    return per_graph(ks, graphs, regal, work, cells)
 
 
 def orders_over_simple(ks: tuple[int, ...], graphs: int, orders: tuple[str, ...], regal: str | None = None,
                        work: str = "appendix") -> tuple[Means, int]:
-    """Table 2's cells: on `regal_set`'s graphs at each k, SliceGraph's value on each of
-    `orders` (labels of ORDERS) over the simple bound (Lemma 3.3); and how many graphs there
-    are. Each order runs to its whole budget (T runs), with no time limit, as App. C.1's do."""
+    """Table 2's cells: SliceGraph's value on each of `orders` (labels of ORDERS) over the
+    simple bound (Lemma 3.3). Each order runs its whole budget (T runs), with no time limit,
+    as App. C.1's do."""
     from partdsl.models.mtpp import simple_bound
 
-    over: Means = {}
-    runs = 0
-    for k in ks:
-        specs = regal_set(graphs, k, regal, work)
-        runs = len(specs)
-        for spec in specs:
-            simple = simple_bound(spec)
-            for label, method, opts in (o for o in ORDERS if o[0] in orders):
-                r = solved(spec, method, None, **opts)
-                if simple > 0 and math.isfinite(r.value):
-                    over.setdefault((label, k), []).append(r.value / simple)
-    return over, runs
+    def cells(spec: Any) -> Iterator[tuple[str, float | None]]:
+        simple = simple_bound(spec)
+        for label, method, opts in (o for o in ORDERS if o[0] in orders):
+            r = solved(spec, method, None, **opts)
+            yield label, r.value / simple if simple > 0 and math.isfinite(r.value) else None
+
+    return per_graph(ks, graphs, regal, work, cells)
 
 
 def archer_sets(quick: bool, regal: str | None, graphs: int | None) -> tuple[tuple[int, ...], int]:

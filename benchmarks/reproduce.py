@@ -165,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap", type=float, default=None,
                     help="seconds per MIP and search in every table (default: 20, Archer's 10; quick 10)")
     ap.add_argument("--jobs", type=int, default=1, help="tables computed at once, one process each")
-    ap.add_argument("--regal", metavar="DIR", help="archer, archer-2: REGAL's own .pbtxt files (deepmind-research/regal) "
-                    "instead of generated graphs")
+    ap.add_argument("--regal", metavar="DIR", help="archer, archer-2: REGAL's own .pbtxt files "
+                    "(deepmind-research/regal) instead of generated graphs")
     ap.add_argument("--graphs", type=int, help="archer, archer-2: how many graphs (default 10; quick 2)")
     ap.add_argument("--note", default="", help="a sentence on this run, printed under the header")
     ap.add_argument("--out", default=str(ROOT / "docs" / "tables.md"))
