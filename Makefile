@@ -4,7 +4,7 @@
 # Both install the tested versions pinned in constraints.txt. Also:
 #   make test-latest  the suite on the newest releases pyproject.toml allows (own venv)
 #   make test-large   the tests of large instances (marker `large`, minutes each)
-#   make tables       the papers' tables, reproduced into docs/tables.md (about 25 minutes)
+#   make tables       the papers' tables, reproduced into docs/tables.md (over an hour)
 #   make lock         rewrite constraints.txt from the newest releases (after test-latest passes)
 #   make browser      Debian's chromium and chromedriver, for the HTML report's browser test (root)
 PYTHON ?= python3.11

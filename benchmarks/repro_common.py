@@ -16,7 +16,7 @@ DATA = ROOT / "data" / "dnn-partitioning"
 @dataclass
 class Figure:
     """A figure drawn beside the document (benchmarks/repro_figures.py): its file stem, caption
-    and what `kind` of picture it is ("steps", "bars", "splits") with that kind's `data`."""
+    and what `kind` of picture it is ("steps", "bars", "splits", "scatter") with that kind's `data`."""
 
     key: str
     caption: str

@@ -1,6 +1,7 @@
 """The reproduction's figures, drawn beside docs/tables.md as PNG: step lines of the best value
 over time (DiviML Fig. 7), bars of throughput relative to the DP (Tarnawski Fig. 8), and a
-graph coloured by device for each of several splits (Tarnawski Fig. 9)."""
+graph coloured by device for each of several splits (Tarnawski Fig. 9), and points of running
+time against graph size, a panel per k (Archer Fig. 5)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,7 +19,7 @@ def draw(figure: Figure, path: Path) -> str:
         import matplotlib.pyplot as plt
     except ImportError:
         return "_(matplotlib is not installed: no figure; `pip install matplotlib`)_\n"
-    fig = {"steps": steps, "bars": bars, "splits": splits}[figure.kind](plt, figure)
+    fig = {"steps": steps, "bars": bars, "splits": splits, "scatter": scatter}[figure.kind](plt, figure)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -91,4 +92,31 @@ def splits(plt: Any, figure: Figure) -> Any:
     fig.tight_layout()
     for ax, texts in labels:
         declutter(ax, texts)
+    return fig
+
+
+def scatter(plt: Any, figure: Figure) -> Any:
+    """One panel per key of `panels`, all on one log y axis: a point (x, y) per run of each
+    series, in the same colour and marker in every panel, and a dashed line at the time `limit`."""
+    panels: dict[str, dict[str, list[tuple[float, float]]]] = figure.data["panels"]
+    cols = min(len(panels), 3)
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), sharey=True, squeeze=False)
+    for ax, (title, series) in zip(axes.flat, panels.items()):
+        for i, (name, points) in enumerate(series.items()):
+            if points:
+                xs, ys = zip(*points)
+                ax.scatter(xs, ys, s=16, color=plt.get_cmap("tab10")(i), marker="osD^v"[i % 5], label=name,
+                           alpha=0.7)
+        ax.axhline(figure.data["limit"], color="#555555", lw=0.8, ls="--", label="time limit")
+        ax.set_yscale("log")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel(figure.data["xlabel"])
+    for ax in axes[:, 0]:
+        ax.set_ylabel(figure.data["ylabel"])
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    axes[0, 0].legend(fontsize=7, loc="best")
+    fig.suptitle(figure.caption)
+    fig.tight_layout()
     return fig

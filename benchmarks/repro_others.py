@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import statistics
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, NamedTuple
@@ -113,13 +114,27 @@ def per_graph(ks: tuple[int, ...], graphs: int, regal: str | None, work: str,
     return got, runs
 
 
+Times = dict[tuple[str, int], list[tuple[int, float]]]  # (SliceGraph or MIP, k) -> (nodes, seconds) per graph
+FIG5 = {"SliceGraph": "slicegraph", "bottleneck": "bottleneck", "bottleneck-guess": "bottleneck_guess",
+        "exact": "exact"}  # Figure 5's series: its label -> our method or hierarchy bound
+
+
 def bounds_over_best(ks: tuple[int, ...], graphs: int, cap: float, regal: str | None = None,
-                     work: str = "appendix", only: tuple[str, ...] | None = None) -> tuple[Means, int]:
-    """Table 3's cells: each bound of `only` (default: all) over the best solution found."""
+                     work: str = "appendix", only: tuple[str, ...] | None = None,
+                     times: Times | None = None) -> tuple[Means, int]:
+    """Table 3's cells: each bound of `only` (default: all) over the best solution found;
+    into `times` if given, Figure 5's points: the seconds of one SliceGraph run (Kahn's
+    order) and of each of its MIP bounds on each graph."""
     from partdsl.methods.hierarchy import NAMES, hierarchy
 
     def cells(spec: Any) -> Iterator[tuple[str, float | None]]:
         h = hierarchy(spec, time_limit=cap, only=only or NAMES)
+        if times is not None:
+            n, k = len(spec.graph.nodes), spec.platform.classes[0].count
+            took = {"slicegraph": solved(spec, "slicegraph").seconds} | {b: e.seconds for b, e in h.bounds.items()}
+            for label, name in FIG5.items():
+                if name in took:
+                    times.setdefault((label, k), []).append((n, took[name]))
         return ((name, h.fraction(name)) for name in only or NAMES)
 
     return per_graph(ks, graphs, regal, work, cells)
@@ -169,7 +184,8 @@ def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None
                f"Geometric mean over {where} of each bound of `part bound` divided by the best solution found; "
                f"each MIP stops at {cap:g} s (the paper: 3,600 s). 1.0 would be a bound at the optimum.",
                ("bound", *(f"k={k} published" for k in ks), *(f"k={k} ours" for k in ks)))
-    frac, runs = bounds_over_best(ks, graphs, cap, regal)
+    times: Times = {}
+    frac, runs = bounds_over_best(ks, graphs, cap, regal, times=times)
     t3.rows += archer_rows(ks, ARCHER_T3, tuple(ARCHER_T3), frac, runs, 4)
     t3.rows.append(("lp (not in the paper's table)", *("-" for _ in ks),
                     *(mean_cell(frac.get(('lp', k), []), runs, 4) for k in ks)))
@@ -193,7 +209,35 @@ def archer(quick: bool, cap: float, regal: str | None = None, graphs: int | None
                  "A cell marked (m of n) is the mean over the m of the n graphs where that bound was solved within the "
                  "limit; the others gave no value."]
     t3.seconds = time.monotonic() - t0
-    return [t3]
+    return [t3, figure_5(ks, times, cap, "REGAL's files" if regal else "the generated graphs of App. C.2")]
+
+
+def seconds(x: float) -> str:
+    """A running time: two decimals from 1 s, else two significant digits."""
+    return f"{x:.2f}" if x >= 0.995 else f"{x:.2g}"
+
+
+def figure_5(ks: tuple[int, ...], times: Times, cap: float, where: str) -> Table:
+    """Figure 5 (running times of SliceGraph and of each MIP bound, one panel per k) from
+    Table 3's runs, with the median and largest time of each as a table."""
+    def cell(points: list[tuple[int, float]]) -> str:
+        secs = [s for _, s in points]
+        return f"{seconds(statistics.median(secs))} ({seconds(max(secs))})" if secs else "-"
+
+    fig = Table("archer-5", "Archer et al., Figure 5: running times of SliceGraph and the MIP bounds (seconds)",
+                f"Table 3's runs on {where}: each cell is the median time over the graphs, the largest in brackets. "
+                "SliceGraph is one run on Kahn's order (`part solve -m slicegraph`, the evaluator's check included); "
+                f"each MIP stops at {cap:g} s (the paper: 3,600 s for exact and bottleneck-guess, 900 s for "
+                "bottleneck).", ("method", *(f"k={k}" for k in ks)))
+    fig.rows += [(label, *(cell(times.get((label, k), [])) for k in ks)) for label in FIG5]
+    fig.notes.append("bottleneck-guess is the wall time of its k MIPs, run in as many processes as there are cores "
+                     "and sharing one time limit; the paper sums the k MIPs' times.")
+    fig.seconds = None
+    fig.figures.append(Figure("archer-5", f"Figure 5: running times on {where}", "scatter",
+                              {"panels": {f"k = {k}": {label: times.get((label, k), []) for label in FIG5}
+                                          for k in ks},
+                               "xlabel": "nodes", "ylabel": "seconds", "limit": cap}))
+    return fig
 
 
 def archer_orders(quick: bool, regal: str | None = None, graphs: int | None = None) -> list[Table]:

@@ -2,12 +2,12 @@
 table that public data allows, the published value beside ours, the ratio, the time and
 the certificate (status, proven bound, gap); then what cannot be reproduced, and why.
 
-    python benchmarks/reproduce.py --jobs 2        # every table (about 25 minutes on 2 cores)
+    python benchmarks/reproduce.py --jobs 2        # every table (over an hour on 2 cores)
     python benchmarks/reproduce.py --quick         # a subset at 10 s limits (under 10 minutes)
     python benchmarks/reproduce.py --only tarnawski-1,diviml --out /tmp/t.md
     python benchmarks/reproduce.py --only tarnawski-1 --update   # those tables' sections of docs/tables.md
 
-Tables: tarnawski-1 (and -2, derived from it), tarnawski-4, archer (Table 3), archer-2 (Table 2), diviml
+Tables: tarnawski-1 (and -2, derived from it), tarnawski-4, archer (Table 3, Figure 5), archer-2 (Table 2), diviml
 (Tables I and IV, Figure 7), diviml-3 (Table III), diviml-5 (Table V), diviml-cnn (Figures 3 and 5
 and Table II on the model zoo's CNNs).
 Every value is re-scored by partdsl's evaluator; every bound is proven.
