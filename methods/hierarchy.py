@@ -44,11 +44,13 @@ class BoundEntry:
     seconds: float
     solved: bool  # the relaxation was solved to optimality (else: a dual bound at a limit)
     note: str = ""
+    mip_seconds: float | None = None  # bottleneck-guess: its k MIPs' times summed (they run concurrently)
 
     def to_json(self) -> dict:
         v = self.value
         return {"value": None if v is None else (v if math.isfinite(v) else "inf"),
-                "seconds": round(self.seconds, 3), "solved": self.solved, "note": self.note}
+                "seconds": round(self.seconds, 3), "solved": self.solved, "note": self.note} \
+            | ({} if self.mip_seconds is None else {"mip_seconds": round(self.mip_seconds, 3)})
 
 
 @dataclass(frozen=True)
@@ -99,25 +101,27 @@ def mip_bound(outcome: MipOutcome, floor: float = -math.inf) -> float:
 
 
 def _guess(spec: Spec, j: int, deadline: float, solver: str | None, threads: int | None,
-           floor: float) -> tuple[int, float, bool]:
+           floor: float) -> tuple[int, float, bool, float]:
     """LB_j of sec. 3.3, its dual bound if the wall-clock deadline stops it (time.time(), not
     a Deadline: the guesses run in other processes, perhaps on other machines of a cluster);
-    never below `floor`, a bound every LB_j is known to meet."""
+    never below `floor`, a bound every LB_j is known to meet. Last: its seconds."""
+    t = time.monotonic()
     left = deadline - time.time()
     L = max(mtpp.simple_bound(spec), floor)
     if left <= 0:
-        return j, L, False
+        return j, L, False, time.monotonic() - t
     out = solve_mtpp_variant(spec, mtpp.Variant("guess", j), solver, None if math.isinf(left) else left, 0.0, threads)
-    return j, mip_bound(out, L), out.status in (Status.OPTIMAL, Status.INFEASIBLE)
+    return j, mip_bound(out, L), out.status in (Status.OPTIMAL, Status.INFEASIBLE), time.monotonic() - t
 
 
 def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | None = None,
                      threads: int | None = None, workers: int | None = None,
                      progress: Callable[[str], None] | None = None, floor: float = -math.inf,
-                     executor: Executor | None = None) -> tuple[float, bool]:
-    """min_j LB_j over the k guesses. The k MIPs run on `executor` if given (any
-    concurrent.futures Executor: threads, processes, a cluster's), else in `workers` local
-    processes (default: the cores; 1: in this process). `time_limit` is the wall-clock
+                     executor: Executor | None = None) -> tuple[float, bool, float]:
+    """min_j LB_j over the k guesses, whether all were solved, and their seconds summed.
+    The k MIPs run on `executor` if given (any concurrent.futures Executor: threads,
+    processes, a cluster's), else in `workers` local processes (default: the cores; 1: in
+    this process). `time_limit` is the wall-clock
     budget of the whole set. `floor`: a proven bound of the three-superblock MIP, which
     every LB_j meets (each LB_j MIP is that MIP with more constraints and a larger
     objective), so a guess stopped by the limit never reports less."""
@@ -125,13 +129,14 @@ def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | 
     deadline = time.time() + time_limit if time_limit is not None else math.inf
     workers = min(workers or os.cpu_count() or 1, k)
     per_threads = threads if threads is not None else (1 if workers > 1 or executor else None)
-    results: dict[int, tuple[float, bool]] = {}
+    results: dict[int, tuple[float, bool, float]] = {}
     jobs = [(spec, j, deadline, solver, per_threads, floor) for j in range(1, k + 1)]
-    for _, (j, b, ok) in run_all(_guess, jobs, workers, executor):
-        results[j] = (b, ok)
+    for _, (j, b, ok, secs) in run_all(_guess, jobs, workers, executor):
+        results[j] = (b, ok, secs)
         if progress:
             progress(f"bottleneck-guess j={j} done ({len(results)}/{k}): {b:.6g}")
-    return min(b for b, _ in results.values()), all(ok for _, ok in results.values())
+    return (min(b for b, _, _ in results.values()), all(ok for _, ok, _ in results.values()),
+            sum(s for _, _, s in results.values()))
 
 
 def without_acyclic(spec: Spec) -> Spec | None:
@@ -289,7 +294,7 @@ def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Call
         if not_mtpp is not None:
             bounds[name] = BoundEntry(name, None, 0.0, False, f"not applicable: {not_mtpp}")
             continue
-        t = time.monotonic()
+        t, mip = time.monotonic(), None
         if name == "bottleneck":
             out = solve_mtpp_variant(spec, mtpp.Variant("bottleneck"), solver, time_limit, 0.0, threads)
             v, ok = mip_bound(out, simple), out.status in (Status.OPTIMAL, Status.INFEASIBLE)
@@ -297,11 +302,12 @@ def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Call
         else:
             below = bounds.get("bottleneck")
             floor = below.value if below is not None and below.value is not None else -math.inf
-            v, ok = bottleneck_guess(spec, time_limit, solver, threads, workers, progress, floor, executor)
-            note = f"sec. 3.3, min over {spec.platform.classes[0].count} guesses"
+            v, ok, mip = bottleneck_guess(spec, time_limit, solver, threads, workers, progress, floor, executor)
+            note = f"sec. 3.3, min over {spec.platform.classes[0].count} guesses ({mip:.3g} s of MIPs in all)"
             if not ok and math.isfinite(floor):
                 note += ", each at least the bottleneck bound"
-        bounds[name] = BoundEntry(name, v, time.monotonic() - t, ok, note + ("" if ok else ": dual bound at the limit"))
+        bounds[name] = BoundEntry(name, v, time.monotonic() - t, ok, note + ("" if ok else ": dual bound at the limit"),
+                                  mip)
         say(f"{name}: {v:.6g}")
     if "exact" in only and not stop():
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import numpy as np
 import pytest
@@ -63,7 +64,7 @@ def test_every_relaxation_is_below_the_optimum_and_they_are_ordered(spec: Spec) 
     simple = mtpp.simple_bound(spec)
     lp, solved = lp_bound(spec)
     bottleneck = relaxation(spec, mtpp.Variant("bottleneck"))
-    guess, all_solved = bottleneck_guess(spec, workers=1)
+    guess, all_solved, _ = bottleneck_guess(spec, workers=1)
     assert solved and all_solved
     exact = relaxation(spec, mtpp.EXACT)
     assert simple <= opt + TOL and lp <= opt + TOL and bottleneck <= opt + TOL and guess <= opt + TOL
@@ -97,11 +98,13 @@ def test_guesses_run_in_processes_and_agree_with_one_process() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     spec = regal_spec(14, 4, seed=7)
-    one, ok1 = bottleneck_guess(spec, workers=1)
-    two, ok2 = bottleneck_guess(spec, workers=2)
+    t = time.monotonic()
+    one, ok1, summed = bottleneck_guess(spec, workers=1)
+    assert 0 < summed <= time.monotonic() - t  # in one process the 4 MIPs run one after another
+    two, ok2, _ = bottleneck_guess(spec, workers=2)
     assert ok1 and ok2 and math.isclose(one, two, rel_tol=1e-9)
     with ThreadPoolExecutor(2) as pool:  # the caller's own executor, left open for its next use
-        three, ok3 = bottleneck_guess(spec, executor=pool)
+        three, ok3, _ = bottleneck_guess(spec, executor=pool)
         assert ok3 and math.isclose(one, three, rel_tol=1e-9)
         assert pool.submit(lambda: 7).result() == 7
 
@@ -162,6 +165,9 @@ def test_part_bound_json_and_a_sweep(tmp_path) -> None:
     out = json.loads(p.stdout)
     assert set(out["bounds"]) == {"simple", "lp", "bottleneck", "bottleneck_guess", "exact"}
     assert all(b["value"] <= out["best"] + TOL and b["seconds"] >= 0 for b in out["bounds"].values())
+    # bottleneck-guess also says how long its k MIPs took in all (the paper's Figure 5 sums them)
+    assert [n for n, b in out["bounds"].items() if "mip_seconds" in b] == ["bottleneck_guess"]
+    assert out["bounds"]["bottleneck_guess"]["mip_seconds"] > 0
     assert out["bounds"]["exact"]["fraction"] == pytest.approx(1.0)
     p = run_part("bound", str(f), "-D", "k=2,3", "--only", "simple,bottleneck_guess")
     assert p.returncode == 0, p.stderr
@@ -194,9 +200,9 @@ def test_a_guess_without_time_reports_its_floor() -> None:
     """No time left: each LB_j falls back to max(L, the three-superblock bound), both proven."""
     spec = regal_spec(10, 3, seed=1)
     L = mtpp.simple_bound(spec)
-    value, solved = bottleneck_guess(spec, time_limit=0.0, workers=1, floor=L * 1.01)
+    value, solved, _ = bottleneck_guess(spec, time_limit=0.0, workers=1, floor=L * 1.01)
     assert not solved and value == pytest.approx(L * 1.01)
-    value, solved = bottleneck_guess(spec, time_limit=0.0, workers=1)
+    value, solved, _ = bottleneck_guess(spec, time_limit=0.0, workers=1)
     assert not solved and value == pytest.approx(L)
 
 
