@@ -1,7 +1,7 @@
 """The lower-bound hierarchy of Archer et al. sec. 3 (`part bound`), as in their Table 1:
 simple (Lemma 3.3), the LP relaxation of the exact MIP, the three-superblock
 "bottleneck" MIP (sec. 3.2), "bottleneck-guess" (sec. 3.3: k independent MIPs, min over
-the guesses, run concurrently in local processes) and the exact MIP's dual bound, each
+the guesses, run concurrently in local processes unless they are quick) and the exact MIP's dual bound, each
 with its wall time, next to the best solution found (topo, dp where it is exact, the
 exact MIP's incumbent).
 
@@ -114,29 +114,48 @@ def _guess(spec: Spec, j: int, deadline: float, solver: str | None, threads: int
     return j, mip_bound(out, L), out.status in (Status.OPTIMAL, Status.INFEASIBLE), time.monotonic() - t
 
 
+SPAWN_SECONDS = 1.0  # about what a spawned worker takes to start (Python, NumPy, SciPy, partdsl)
+
+
 def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | None = None,
                      threads: int | None = None, workers: int | None = None,
                      progress: Callable[[str], None] | None = None, floor: float = -math.inf,
                      executor: Executor | None = None) -> tuple[float, bool, float]:
     """min_j LB_j over the k guesses, whether all were solved, and their seconds summed.
     The k MIPs run on `executor` if given (any concurrent.futures Executor: threads,
-    processes, a cluster's), else in `workers` local processes (default: the cores; 1: in
-    this process). `time_limit` is the wall-clock
-    budget of the whole set. `floor`: a proven bound of the three-superblock MIP, which
-    every LB_j meets (each LB_j MIP is that MIP with more constraints and a larger
-    objective), so a guess stopped by the limit never reports less."""
+    processes, a cluster's), else in `workers` local processes (1: in this process; by
+    default the first guess runs here, and the others too where, one after another, they
+    would take less than starting processes for them (`quick`), else one per core).
+    `time_limit` is the wall-clock budget of the whole set. `floor`: a proven bound of the
+    three-superblock MIP, which every LB_j meets (each LB_j MIP is that MIP with more
+    constraints and a larger objective), so a guess stopped by the limit never reports less."""
     k = spec.platform.classes[0].count
     deadline = time.time() + time_limit if time_limit is not None else math.inf
-    workers = min(workers or os.cpu_count() or 1, k)
-    per_threads = threads if threads is not None else (1 if workers > 1 or executor else None)
     results: dict[int, tuple[float, bool, float]] = {}
-    jobs = [(spec, j, deadline, solver, per_threads, floor) for j in range(1, k + 1)]
-    for _, (j, b, ok, secs) in run_all(_guess, jobs, workers, executor):
+
+    def record(j: int, b: float, ok: bool, secs: float) -> None:
         results[j] = (b, ok, secs)
         if progress:
             progress(f"bottleneck-guess j={j} done ({len(results)}/{k}): {b:.6g}")
+
+    first = 1
+    if executor is None and workers is None and k > 1:
+        record(*_guess(spec, 1, deadline, solver, threads, floor))
+        first, workers = 2, 1 if quick(results[1][2], k - 1) else None
+    workers = min(workers or os.cpu_count() or 1, k)
+    per_threads = threads if threads is not None else (1 if workers > 1 or executor else None)
+    jobs = [(spec, j, deadline, solver, per_threads, floor) for j in range(first, k + 1)]
+    for _, out in run_all(_guess, jobs, workers, executor):
+        record(*out)
     return (min(b for b, _, _ in results.values()), all(ok for _, ok, _ in results.values()),
             sum(s for _, _, s in results.values()))
+
+
+def quick(seconds: float, left: int) -> bool:
+    """Whether `left` more MIPs of `seconds` each take no longer here, one after another,
+    than on one process per core once those have started (SPAWN_SECONDS)."""
+    cores = os.cpu_count() or 1
+    return left * seconds * (1 - 1 / cores) <= SPAWN_SECONDS
 
 
 def without_acyclic(spec: Spec) -> Spec | None:

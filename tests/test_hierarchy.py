@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
+import os
 import time
 
 import numpy as np
@@ -15,7 +17,7 @@ from partdsl import evaluate, parse, solve
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Platform, Spec, Work
 from partdsl.dsl.regal import regal_spec
 from partdsl.methods.exact import solve_mtpp_variant
-from partdsl.methods.hierarchy import bottleneck_guess, hierarchy, lp_bound, mip_bound, without_acyclic
+from partdsl.methods.hierarchy import bottleneck_guess, hierarchy, lp_bound, mip_bound, quick, without_acyclic
 from partdsl.models import mtpp
 from partdsl.solvers.highs_matrix import solve_highs
 
@@ -107,6 +109,24 @@ def test_guesses_run_in_processes_and_agree_with_one_process() -> None:
         three, ok3, _ = bottleneck_guess(spec, executor=pool)
         assert ok3 and math.isclose(one, three, rel_tol=1e-9)
         assert pool.submit(lambda: 7).result() == 7
+
+
+def test_quick_guesses_run_here_and_slow_ones_on_the_cores() -> None:
+    """By default the first guess runs here and times the rest: MIPs of milliseconds run here
+    too (no process started: starting them would take longer than the MIPs), and with two
+    workers asked for, on two new processes; the same bound either way."""
+    spec = regal_spec(14, 4, seed=7)
+    before = len(multiprocessing.active_children())
+    children: dict[str, list[int]] = {"default": [], "workers=2": []}
+    default, ok, _ = bottleneck_guess(spec, progress=lambda _m: children["default"].append(
+        len(multiprocessing.active_children())))
+    two, ok2, _ = bottleneck_guess(spec, workers=2, progress=lambda _m: children["workers=2"].append(
+        len(multiprocessing.active_children())))
+    assert ok and ok2 and math.isclose(default, two, rel_tol=1e-9)
+    assert children["default"] == [before] * 4, children
+    assert max(children["workers=2"]) == before + 2, children
+    assert quick(0.01, 63)
+    assert quick(1.0, 3) == ((os.cpu_count() or 1) == 1)  # 3 s of MIPs: on the cores, if there are two
 
 
 def test_hierarchy_on_a_regal_graph_reports_every_bound_below_the_best() -> None:
