@@ -124,8 +124,9 @@ def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | 
     """min_j LB_j over the k guesses, whether all were solved, and their seconds summed.
     The k MIPs run on `executor` if given (any concurrent.futures Executor: threads,
     processes, a cluster's), else in `workers` local processes (1: in this process; by
-    default the first guess runs here, and the others too where, one after another, they
-    would take less than starting processes for them (`quick`), else one per core).
+    default the first guess runs here for up to SPAWN_SECONDS, and where it was solved in
+    that time the others run here too if, one after another, they would take less than
+    starting processes for them (`quick`); else on one process per core).
     `time_limit` is the wall-clock budget of the whole set. `floor`: a proven bound of the
     three-superblock MIP, which every LB_j meets (each LB_j MIP is that MIP with more
     constraints and a larger objective), so a guess stopped by the limit never reports less."""
@@ -138,15 +139,20 @@ def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | 
         if progress:
             progress(f"bottleneck-guess j={j} done ({len(results)}/{k}): {b:.6g}")
 
-    first = 1
-    if executor is None and workers is None and k > 1:
-        record(*_guess(spec, 1, deadline, solver, threads, floor))
-        first, workers = 2, 1 if quick(results[1][2], k - 1) else None
+    first, probed = 1, (-math.inf, 0.0)
+    if executor is None and workers is None and k > 1:  # the probe: guess 1 here, for at most SPAWN_SECONDS
+        probe = min(deadline, time.time() + SPAWN_SECONDS)
+        _, b, ok, secs = _guess(spec, 1, probe, solver, threads, floor)
+        if ok or probe >= deadline:  # solved, or stopped by the set's own limit
+            record(1, b, ok, secs)
+            first, workers = 2, 1 if quick(secs, k - 1) else None
+        else:  # stopped by the probe's: guess 1 runs again with the others, and keeps the better dual bound
+            probed = (b, secs)
     workers = min(workers or os.cpu_count() or 1, k)
     per_threads = threads if threads is not None else (1 if workers > 1 or executor else None)
     jobs = [(spec, j, deadline, solver, per_threads, floor) for j in range(first, k + 1)]
-    for _, out in run_all(_guess, jobs, workers, executor):
-        record(*out)
+    for _, (j, b, ok, secs) in run_all(_guess, jobs, workers, executor):
+        record(j, *((max(b, probed[0]), ok, secs + probed[1]) if j == 1 else (b, ok, secs)))
     return (min(b for b, _, _ in results.values()), all(ok for _, ok, _ in results.values()),
             sum(s for _, _, s in results.values()))
 

@@ -129,6 +129,20 @@ def test_quick_guesses_run_here_and_slow_ones_on_the_cores() -> None:
     assert quick(1.0, 3) == ((os.cpu_count() or 1) == 1)  # 3 s of MIPs: on the cores, if there are two
 
 
+def test_a_slow_first_guess_is_stopped_and_run_again_on_the_cores() -> None:
+    """A first guess not solved in SPAWN_SECONDS (here about 1.5 s) is not left to eat the
+    set's budget: it stops, and all four run on the cores in what is left; the bound stays
+    a proven bound, above the simple one and below the best solution."""
+    spec = regal_spec(90, 4, seed=3)
+    before = len(multiprocessing.active_children())
+    seen: list[int] = []
+    got, _, _ = bottleneck_guess(spec, time_limit=3, progress=lambda _m: seen.append(
+        len(multiprocessing.active_children())))
+    assert len(seen) == 4 and min(seen) == before + min(os.cpu_count() or 1, 4), seen
+    best = solve(spec, method="topo").objective
+    assert mtpp.simple_bound(spec) <= got <= best * (1 + 1e-9), (mtpp.simple_bound(spec), got, best)
+
+
 def test_hierarchy_on_a_regal_graph_reports_every_bound_below_the_best() -> None:
     spec = regal_spec(12, 3, seed=2)
     h = hierarchy(spec, time_limit=60, workers=2)
