@@ -124,9 +124,9 @@ def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | 
     """min_j LB_j over the k guesses, whether all were solved, and their seconds summed.
     The k MIPs run on `executor` if given (any concurrent.futures Executor: threads,
     processes, a cluster's), else in `workers` local processes (1: in this process; by
-    default the first guess runs here for up to SPAWN_SECONDS, and where it was solved in
-    that time the others run here too if, one after another, they would take less than
-    starting processes for them (`quick`); else on one process per core).
+    default they run here one after another for up to SPAWN_SECONDS, about what starting
+    processes for them would take, and those left, with the one the probe stopped, on one
+    process per core).
     `time_limit` is the wall-clock budget of the whole set. `floor`: a proven bound of the
     three-superblock MIP, which every LB_j meets (each LB_j MIP is that MIP with more
     constraints and a larger objective), so a guess stopped by the limit never reports less."""
@@ -139,29 +139,23 @@ def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | 
         if progress:
             progress(f"bottleneck-guess j={j} done ({len(results)}/{k}): {b:.6g}")
 
-    first, probed = 1, (-math.inf, 0.0)
-    if executor is None and workers is None and k > 1:  # the probe: guess 1 here, for at most SPAWN_SECONDS
+    first, probed = 1, (0, -math.inf, 0.0)
+    if executor is None and workers is None:  # the probe: guesses here, one after another, for SPAWN_SECONDS
         probe = min(deadline, time.time() + SPAWN_SECONDS)
-        _, b, ok, secs = _guess(spec, 1, probe, solver, threads, floor)
-        if ok or probe >= deadline:  # solved, or stopped by the set's own limit
-            record(1, b, ok, secs)
-            first, workers = 2, 1 if quick(secs, k - 1) else None
-        else:  # stopped by the probe's: guess 1 runs again with the others, and keeps the better dual bound
-            probed = (b, secs)
+        while first <= k:
+            _, b, ok, secs = _guess(spec, first, probe, solver, threads, floor)
+            if not (ok or probe >= deadline or interrupt.requested()):  # stopped by the probe: to the cores
+                probed = (first, b, secs)  # it runs again with the others, keeping the better dual bound
+                break
+            record(first, b, ok, secs)  # after Ctrl-C all run here, where the flag stops each at once
+            first += 1
     workers = min(workers or os.cpu_count() or 1, k)
     per_threads = threads if threads is not None else (1 if workers > 1 or executor else None)
     jobs = [(spec, j, deadline, solver, per_threads, floor) for j in range(first, k + 1)]
     for _, (j, b, ok, secs) in run_all(_guess, jobs, workers, executor):
-        record(j, *((max(b, probed[0]), ok, secs + probed[1]) if j == 1 else (b, ok, secs)))
+        record(j, *((max(b, probed[1]), ok, secs + probed[2]) if j == probed[0] else (b, ok, secs)))
     return (min(b for b, _, _ in results.values()), all(ok for _, ok, _ in results.values()),
             sum(s for _, _, s in results.values()))
-
-
-def quick(seconds: float, left: int) -> bool:
-    """Whether `left` more MIPs of `seconds` each take no longer here, one after another,
-    than on one process per core once those have started (SPAWN_SECONDS)."""
-    cores = os.cpu_count() or 1
-    return left * seconds * (1 - 1 / cores) <= SPAWN_SECONDS
 
 
 def without_acyclic(spec: Spec) -> Spec | None:

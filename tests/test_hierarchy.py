@@ -17,7 +17,7 @@ from partdsl import evaluate, parse, solve
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Platform, Spec, Work
 from partdsl.dsl.regal import regal_spec
 from partdsl.methods.exact import solve_mtpp_variant
-from partdsl.methods.hierarchy import bottleneck_guess, hierarchy, lp_bound, mip_bound, quick, without_acyclic
+from partdsl.methods.hierarchy import bottleneck_guess, hierarchy, lp_bound, mip_bound, without_acyclic
 from partdsl.models import mtpp
 from partdsl.solvers.highs_matrix import solve_highs
 
@@ -111,9 +111,9 @@ def test_guesses_run_in_processes_and_agree_with_one_process() -> None:
         assert pool.submit(lambda: 7).result() == 7
 
 
-def test_quick_guesses_run_here_and_slow_ones_on_the_cores() -> None:
-    """By default the first guess runs here and times the rest: MIPs of milliseconds run here
-    too (no process started: starting them would take longer than the MIPs), and with two
+def test_quick_guesses_run_here_and_with_workers_on_new_processes() -> None:
+    """By default the guesses run here for up to a second: MIPs of milliseconds all run here
+    (no process started: starting them would take longer than the MIPs), and with two
     workers asked for, on two new processes; the same bound either way."""
     spec = regal_spec(14, 4, seed=7)
     before = len(multiprocessing.active_children())
@@ -125,13 +125,11 @@ def test_quick_guesses_run_here_and_slow_ones_on_the_cores() -> None:
     assert ok and ok2 and math.isclose(default, two, rel_tol=1e-9)
     assert children["default"] == [before] * 4, children
     assert max(children["workers=2"]) == before + 2, children
-    assert quick(0.01, 63)
-    assert quick(1.0, 3) == ((os.cpu_count() or 1) == 1)  # 3 s of MIPs: on the cores, if there are two
 
 
 def test_a_slow_first_guess_is_stopped_and_run_again_on_the_cores() -> None:
     """A first guess not solved in SPAWN_SECONDS (here about 1.5 s) is not left to eat the
-    set's budget: it stops, and all four run on the cores in what is left; the bound stays
+    set's budget on one core: the probe stops it, and all four run on the cores in what is left; the bound stays
     a proven bound, above the simple one and below the best solution."""
     spec = regal_spec(90, 4, seed=3)
     before = len(multiprocessing.active_children())

@@ -97,3 +97,15 @@ def test_ctrl_c_in_part_bound_keeps_the_bounds_computed(tmp_path: Path) -> None:
     assert values["simple"] is not None and values["lp"] is not None
     assert all(v is None or v <= h["best"] * (1 + 1e-9) for v in values.values())
     assert h["bounds"]["exact"]["value"] is None and h["bounds"]["exact"]["note"] == "not computed: interrupted"
+
+
+def test_ctrl_c_in_bottleneck_guess_probe_starts_no_processes(tmp_path: Path) -> None:
+    """Ctrl-C while the first guess runs here (the probe, default --workers): the others run
+    here too, where the flag stops each at once, not on new processes that never saw it."""
+    spec = tmp_path / "regal.part"
+    spec.write_text(to_part(regal_spec(120, 8, "ba", seed=3)))
+    code, out, err, took = interrupted(["bound", str(spec), "--time-limit", "300", "--only", "bottleneck_guess",
+                                        "--json"], "best heuristic:", delay=0.3)
+    assert code == 130 and took < 30, err
+    h = json.loads(out)
+    assert h["interrupted"] and h["bounds"]["bottleneck_guess"]["solved"] is False
