@@ -25,8 +25,9 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("--time-limit", type=float, metavar="SECONDS", help="budget of each MIP (bottleneck-guess: of all k)")
     p.add_argument("--solver", help="MIP backend of the MIP bounds: " + solver_names() + " (the LP bound is HiGHS's simplex)")
     p.add_argument("--threads", type=int, metavar="N")
-    p.add_argument("--workers", type=int, metavar="N", help="processes for the bottleneck-guess MIPs (default: this process where they are quick, "
-                   "else one per core)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="processes for the bottleneck-guess MIPs (default: this process for the first second, "
+                   "then one per core)")
     p.add_argument("--only", metavar="LIST", help="a comma-separated subset of simple,lp,bottleneck,bottleneck_guess,exact")
     p.add_argument("--plot", metavar="FILE", help="also draw the bounds as fractions of the best solution (png, svg, pdf)")
     p.add_argument("--seed", type=int, metavar="N")
