@@ -1,9 +1,9 @@
 """The lower-bound hierarchy of Archer et al. sec. 3 (`part bound`), as in their Table 1:
 simple (Lemma 3.3), the LP relaxation of the exact MIP, the three-superblock
 "bottleneck" MIP (sec. 3.2), "bottleneck-guess" (sec. 3.3: k independent MIPs, min over
-the guesses, run concurrently in local processes unless they are quick) and the exact MIP's dual bound, each
-with its wall time, next to the best solution found (topo, dp where it is exact, the
-exact MIP's incumbent).
+the guesses; those a 1 s probe here leaves run concurrently in local processes) and the
+exact MIP's dual bound, each with its wall time, next to the best solution found (topo,
+dp where it is exact, the exact MIP's incumbent).
 
 Every number is a proven lower bound: a MIP stopped by its time limit contributes its
 dual bound, never its incumbent; a relaxation that could not be solved is reported as
@@ -14,7 +14,6 @@ superblock bounds say why they do not apply.
 from __future__ import annotations
 
 import math
-import os
 import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
@@ -29,7 +28,7 @@ from partdsl.methods.exact import solve_mtpp_variant
 from partdsl.models import mtpp
 from partdsl.models.formulations import MTPP, formulation_for
 from partdsl.runtime import interrupt
-from partdsl.runtime.executor import run_all
+from partdsl.runtime.executor import job_threads, run_all
 from partdsl.solvers.highs_matrix import solve_highs
 from partdsl.solvers.outcome import MipOutcome
 from partdsl.solvers.registry import require
@@ -149,9 +148,9 @@ def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | 
                 break
             record(first, b, ok, secs)  # after Ctrl-C all run here, where the flag stops each at once
             first += 1
-    workers = min(workers or os.cpu_count() or 1, k)
-    per_threads = threads if threads is not None else (1 if workers > 1 or executor else None)
-    jobs = [(spec, j, deadline, solver, per_threads, floor) for j in range(first, k + 1)]
+    left = range(first, k + 1)
+    per_threads = job_threads(threads, workers, executor, len(left))
+    jobs = [(spec, j, deadline, solver, per_threads, floor) for j in left]
     for _, (j, b, ok, secs) in run_all(_guess, jobs, workers, executor):
         record(j, *((max(b, probed[1]), ok, secs + probed[2]) if j == probed[0] else (b, ok, secs)))
     return (min(b for b, _, _ in results.values()), all(ok for _, ok, _ in results.values()),

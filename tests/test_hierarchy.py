@@ -129,8 +129,8 @@ def test_quick_guesses_run_here_and_with_workers_on_new_processes() -> None:
 
 def test_a_slow_first_guess_is_stopped_and_run_again_on_the_cores() -> None:
     """A first guess not solved in SPAWN_SECONDS (here about 1.5 s) is not left to eat the
-    set's budget on one core: the probe stops it, and all four run on the cores in what is left; the bound stays
-    a proven bound, above the simple one and below the best solution."""
+    set's budget on one core: the probe stops it, and all four run on the cores in what is
+    left; the bound stays a proven bound, above the simple one and below the best solution."""
     spec = regal_spec(90, 4, seed=3)
     before = len(multiprocessing.active_children())
     seen: list[int] = []
