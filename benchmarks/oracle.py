@@ -24,7 +24,7 @@ import needs_partdsl  # noqa: F401  (a plain message when partdsl is not install
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-KINDS = ("bottleneck", "latency", "task_latency", "throughput")
+KINDS = ("bottleneck", "latency", "task_latency", "throughput", "training")
 COLUMNS = ("cases", "runs", "false optimal", "invalid bound", "wrong side", "error")
 
 

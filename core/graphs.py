@@ -1,9 +1,10 @@
 """Graph helpers over index arrays shared by the evaluator, the schedule checks and the
-kernels: a cycle of a directed graph, a cycle of a quotient graph, the device link table."""
+kernels: a cycle of a directed graph, a cycle of a quotient graph, the stages of the
+`acyclic` rule, the device link table."""
 from __future__ import annotations
 
 import numpy as np
-from partdsl.core.dense import adjacency, topological_order
+from partdsl.core.dense import Dense, adjacency, topological_order
 
 
 def quotient_cycle(k: int, pairs: np.ndarray) -> list[int] | None:
@@ -13,6 +14,34 @@ def quotient_cycle(k: int, pairs: np.ndarray) -> list[int] | None:
     if topological_order(k, src, dst) is not None:
         return None
     return find_cycle(k, src.tolist(), dst.tolist())
+
+
+def stage_labels(dense: Dense, dev: np.ndarray) -> tuple[np.ndarray, int]:
+    """The stages `acyclic` orders (Archer sec. 2; docs/language.md), per node, and their
+    count: a device; on a training graph a device's forward part and its backward part,
+    separately (label 2 d + 1 for the backward part). The one definition the evaluator,
+    the MIPs and brute force share: `acyclic` holds iff `stage_cycle` finds no cycle."""
+    if dense.backward.any():
+        return dev * 2 + dense.backward.astype(np.int64), 2 * dense.D
+    return dev, dense.D
+
+
+def stage_cycle(dense: Dense, dev: np.ndarray) -> list[int] | None:
+    """A cycle of the quotient graph over `stage_labels`, or None: `acyclic` holds."""
+    lab, k = stage_labels(dense, dev)
+    cross = lab[dense.src] != lab[dense.dst]
+    return quotient_cycle(k, np.stack([lab[dense.src][cross], lab[dense.dst][cross]], axis=1))
+
+
+def forward_edges(dense: Dense) -> np.ndarray:
+    """[edges] the edges a numbering of the devices in DAG order must follow: every edge,
+    or on a training graph those between two forward nodes. A split whose stages
+    (`stage_labels`) are acyclic has an acyclic forward quotient, so rows on these edges
+    alone (Archer's DAG rows, eq. 8) keep every feasible split: a relaxation, exact when
+    no backward edge closes a cycle of the backward parts, which the evaluator checks."""
+    if not dense.backward.any():
+        return np.ones(len(dense.src), dtype=bool)
+    return ~dense.backward[dense.src] & ~dense.backward[dense.dst]
 
 
 def find_cycle(n: int, src: list[int], dst: list[int]) -> list[int]:

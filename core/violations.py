@@ -8,7 +8,7 @@ import numpy as np
 from partdsl.core import activations, subgraphs
 from partdsl.core.dense import Dense, group_runs
 from partdsl.core.evaluation import Violation, short_list
-from partdsl.core.graphs import quotient_cycle
+from partdsl.core.graphs import stage_cycle, stage_labels
 from partdsl.core.ir import Spec
 
 
@@ -22,7 +22,7 @@ def memory_used(dense: Dense, dev: np.ndarray) -> np.ndarray:
 
 
 def _label_bits(dense: Dense, dev: np.ndarray, training: bool) -> np.ndarray:
-    return dev * 2 + dense.backward.astype(np.int64) if training else dev
+    return stage_labels(dense, dev)[0] if training else dev
 
 
 def non_contiguous(dense: Dense, dev: np.ndarray, training: bool) -> list[tuple[int, int]]:
@@ -92,10 +92,7 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, units: subgraphs.Subgr
             out.append(Violation("contiguous", f"{devices[d]}{part} is not contiguous: a path "
                                  f"leaves it and comes back at {names[v]}", (names[v],), devices[d]))
     if c.acyclic:
-        lab = _label_bits(dense, dev, training)
-        cross = lab[dense.src] != lab[dense.dst]
-        k = dense.D * (2 if training else 1)
-        cyc = quotient_cycle(k, np.stack([lab[dense.src][cross], lab[dense.dst][cross]], axis=1))
+        cyc = stage_cycle(dense, dev)
         if cyc:
             txt = " -> ".join(devices[x // 2 if training else x] for x in cyc)
             out.append(Violation("acyclic", f"the stages form a cycle: {txt}"))

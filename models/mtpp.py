@@ -7,7 +7,7 @@ K blocks numbered in DAG order; y[v, b] = 1 iff node v is in block b or before
 node u's tensor enters or leaves block b (counted once however many consumers):
 
   min t  s.t.  t >= sum_v work(v) x[v,b] + sum_u io(u) c[u,b] + ov[b]             (6, 7)
-               y[u,b] >= y[v,b]                       for (u, v) in E      (8, DAG)
+               y[u,b] >= y[v,b]                       for (u, v) in E_fw   (8, DAG)
                c[u,b] >= y[u,b-1] + x[v,b] - 1        for (u, v) in E      (9, cut in)
                c[u,b] >= x[u,b] - y[v,b]              for (u, v) in E      (10, cut out)
                y[v,b-1] <= y[v,b],  y[v,K] = 1,  y binary, c >= 0         (11, 12)
@@ -18,6 +18,13 @@ at least L units of work (eq. 14, L of Lemma 3.3). guess j: as bottleneck, plus
 j = 1 or j = k); min_j LB_j <= OPT. From the spec: hard memory per block (a superblock of
 r blocks gets r times the memory), colocation (y[u,.] = y[v,.]), and with `memory
 overflow` the term of eq. 2 linearized: ov[b] >= (params(b) - M_b) / B, ov[b] >= 0.
+
+E_fw is every edge, or on a training graph the edges between forward nodes: `acyclic`
+orders a device's forward and backward parts separately (core/graphs.stage_labels), and
+one numbering of the blocks cannot follow both orders, so the backward parts are left to
+the evaluator. The MIP is then a relaxation (its bound holds); its optimum is a proven
+one where the evaluator accepts the solution, as it does when each backward node is
+colocated with its forward twin and the backward edges mirror the forward ones.
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from partdsl.core.errors import PartError
+from partdsl.core.graphs import forward_edges
 from partdsl.core.ir import Spec
 from partdsl.models.matrix import ColumnNames, MatrixMIP, Rows
 from partdsl.models.memory import treatment
@@ -85,8 +93,8 @@ def check(spec: Spec) -> None:
     why = None
     if len(p.classes) != 1 or p.classes[0].host:
         why = "it needs one class of identical, non-host devices (pipeline stages)"
-    elif o.kind != "bottleneck" or o.training or o.overlap:
-        why = "it minimizes the plain bottleneck (no training form, no overlap)"
+    elif o.kind != "bottleneck" or o.training == "gpipe" or o.overlap:
+        why = "it minimizes the plain bottleneck (PipeDream's load under training; no gpipe, no overlap)"
     elif not c.acyclic:
         why = "its blocks are numbered in DAG order: add `acyclic` to the constraints"
     elif c.max_stages is not None or any(t.name in p.devices for _, ts in c.pins + c.forbids for t in ts):
@@ -128,12 +136,14 @@ def build(spec: Spec, variant: Variant = EXACT) -> tuple[MatrixMIP, VarMap]:
         vv, bb = np.meshgrid(V, B[1:], indexing="ij")
         rows.family("monotone", lambda j, v=vv.ravel(), b=bb.ravel(): (N[v[j]], int(b[j])))
         rows.add([vm.y(vv, bb - 1).ravel(), vm.y(vv, bb).ravel()], [1.0, -1.0], -np.inf, 0.0)
-    # (8) DAG: y[v,b] - y[u,b] <= 0
     ee, bb = np.meshgrid(np.arange(len(src)), B, indexing="ij")
     ee, bb = ee.ravel(), bb.ravel()
     u, v, pu = src[ee], dst[ee], ppos[ee]
-    rows.family("dag", lambda j, u=u, v=v, b=bb: (N[u[j]], N[v[j]], int(b[j])))
-    rows.add([vm.y(v, bb), vm.y(u, bb)], [1.0, -1.0], -np.inf, 0.0)
+    # (8) DAG: y[v,b] - y[u,b] <= 0, on the edges the stage order follows (forward edges
+    # of a training graph: core/graphs.forward_edges; its backward parts are the evaluator's)
+    fw = forward_edges(d)[ee]
+    rows.family("dag", lambda j, u=u[fw], v=v[fw], b=bb[fw]: (N[u[j]], N[v[j]], int(b[j])))
+    rows.add([vm.y(v[fw], bb[fw]), vm.y(u[fw], bb[fw])], [1.0, -1.0], -np.inf, 0.0)
     # (9) cut in, b >= 2: y[u,b-1] + y[v,b] - y[v,b-1] - c[u,b] <= 1
     m2 = bb >= 2
     rows.family("cut_in", lambda j, u=u[m2], v=v[m2], b=bb[m2]: (N[u[j]], N[v[j]], int(b[j])))
@@ -220,16 +230,18 @@ def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> np.ndarray:
 
 
 def dag_blocks(spec: Spec, dev: np.ndarray) -> np.ndarray | None:
-    """Blocks 1..k numbered in DAG order of the quotient graph, or None if it is cyclic."""
-    from partdsl.core.graphs import quotient_cycle
+    """Blocks 1..k numbered in DAG order of the (forward) quotient graph, or None if the
+    stages are cyclic (core/graphs.stage_cycle)."""
+    from partdsl.core.graphs import stage_cycle
     from partdsl.kernels.graph.orders import kahn
 
     d = spec.dense
-    cross = dev[d.src] != dev[d.dst]
+    if stage_cycle(d, dev) is not None:
+        return None
+    fw = forward_edges(d)
+    cross = fw & (dev[d.src] != dev[d.dst])
     pairs = np.unique(np.stack([dev[d.src][cross], dev[d.dst][cross]], axis=1), axis=0) if cross.any() \
         else np.zeros((0, 2), np.int64)
-    if quotient_cycle(d.D, pairs) is not None:
-        return None
     rank = np.empty(d.D, dtype=np.int64)
     rank[kahn(d.D, pairs[:, 0], pairs[:, 1])] = np.arange(d.D)
     return rank[dev] + 1

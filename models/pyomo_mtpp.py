@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyomo.environ as pyo
+from partdsl.core.graphs import forward_edges
 from partdsl.core.ir import Spec
 from partdsl.models.memory import treatment
 from partdsl.models.mtpp import EXACT, Variant, check, simple_bound
@@ -31,6 +32,8 @@ def build(spec: Spec, variant: Variant = EXACT) -> pyo.ConcreteModel:
     m.V = pyo.RangeSet(0, d.n - 1)
     m.B = pyo.RangeSet(1, K)
     m.E = pyo.Set(initialize=list(zip(d.src.tolist(), d.dst.tolist())), dimen=2)
+    fw = forward_edges(d)  # the edges the stage order follows (models/mtpp.py: E_fw)
+    m.EF = pyo.Set(initialize=list(zip(d.src[fw].tolist(), d.dst[fw].tolist())), dimen=2)
     m.U = pyo.Set(initialize=sorted(set(d.src.tolist())))  # tensor producers
     m.y = pyo.Var(m.V, m.B, within=pyo.Binary)  # v in block b or before
     m.c = pyo.Var(m.U, m.B, bounds=(0, 1))  # u's tensor enters or leaves block b
@@ -43,7 +46,7 @@ def build(spec: Spec, variant: Variant = EXACT) -> pyo.ConcreteModel:
     m.last = constraint(m.V, rule=lambda m, v: m.y[v, K] == 1)
     m.monotone = constraint(m.V, m.B, rule=lambda m, v, b: m.y[v, b - 1] <= m.y[v, b] if b > 1
                                 else pyo.Constraint.Skip)
-    m.dag = constraint(m.E, m.B, rule=lambda m, u, v, b: m.y[u, b] >= m.y[v, b])  # (8)
+    m.dag = constraint(m.EF, m.B, rule=lambda m, u, v, b: m.y[u, b] >= m.y[v, b])  # (8)
     m.cut_in = constraint(m.E, m.B, rule=lambda m, u, v, b: m.c[u, b] >= m.y[u, b - 1] + x(v, b) - 1
                               if b > 1 else pyo.Constraint.Skip)  # (9)
     m.cut_out = constraint(m.E, m.B, rule=lambda m, u, v, b: m.c[u, b] >= x(u, b) - m.y[v, b])  # (10)

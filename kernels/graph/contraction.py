@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from partdsl.core.dense import Dense, groups
+from partdsl.core.graphs import forward_edges
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
@@ -107,7 +108,7 @@ def contract(dense: Dense, absorb: list[tuple[int, int]] | None = None) -> Contr
     src, dst = dense.src, dense.dst
     if dense.backward.any():
         has_fw = has_forward(dense, comp)
-        fw_edge = ~dense.backward[src] & ~dense.backward[dst]
+        fw_edge = forward_edges(dense)  # the order `acyclic` follows (core/graphs.py)
         orphan_edge = dense.backward[src] & dense.backward[dst] & (~has_fw[comp[src]] | ~has_fw[comp[dst]])
         a = np.concatenate([comp[src[fw_edge]], comp[dst[orphan_edge]]])
         b = np.concatenate([comp[dst[fw_edge]], comp[src[orphan_edge]]])
