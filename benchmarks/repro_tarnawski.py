@@ -34,8 +34,8 @@ def expert(spec: Any, stem: str) -> Run | str | None:
     """The human-expert split of the data folder, scored by the evaluator (no search); the
     reason if it does not fit the spec's platform."""
     from partdsl import evaluate
-    from partdsl.core.assignment import read_assignment
     from partdsl.core.errors import PartError
+    from partdsl.runtime.files import read_assignment
 
     path = DATA / "human-experts" / f"{stem}_expert.json"
     if not path.exists():

@@ -34,6 +34,7 @@ from tests.mutants import KINDS, mutate, run_case, write_case  # noqa: E402
 EDITS = tuple(k for k in KINDS if k != "big_graph")  # big graphs take seconds: one case in 80
 EXTRAS = ("onnx", "matplotlib", "distributed", "dask", "pymetis", "pyscotch", "mtkahypar")  # the optional packages
 PEERS = ("metis", "scotch", "kahypar")
+MEMORY_MB = 1024  # a case that takes a worker past this is a finding (issue 69: /dev/zero read 2.1 GB)
 
 
 def _without_extras() -> None:
@@ -70,6 +71,13 @@ def partition_file(folder: Path) -> Path:
     return f
 
 
+def peak_rss_mb() -> float:
+    """This worker's peak resident memory so far (MB): the campaign's memory check."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def run_chunk(args: tuple[int, list[int], float, str]) -> list[tuple[int, str, list[str], float]]:
     seed, ids, timeout, keep = args
     try:
@@ -96,6 +104,8 @@ def run_chunk(args: tuple[int, list[int], float, str]) -> list[tuple[int, str, l
             finally:
                 signal.alarm(0)
             dt = time.monotonic() - t
+            if peak_rss_mb() > MEMORY_MB:
+                problems = problems + [f"memory: the worker's peak RSS passed {MEMORY_MB} MB ({peak_rss_mb():.0f} MB)"]
             if problems and keep:
                 dest = Path(keep) / f"case-{i}"
                 shutil.rmtree(dest, ignore_errors=True)
@@ -155,8 +165,10 @@ def main() -> int:
           f"in {time.monotonic() - t0:.0f} s; slowest case {slowest[1]} took {slowest[0]:.1f} s")
     tracebacks = sum(any("exit 1" in p or "escaped" in p for p in ps) for _, _, ps in bad)
     hangs = sum(any(p.startswith("hang") for p in ps) for _, _, ps in bad)
+    memory = sum(any(p.startswith("memory") for p in ps) for _, _, ps in bad)
     unlocated = sum(any("without file:line:column" in p for p in ps) for _, _, ps in bad)
-    print(f"tracebacks {tracebacks}, hangs {hangs}, errors without file:line:column {unlocated}")
+    print(f"tracebacks {tracebacks}, hangs {hangs}, errors without file:line:column {unlocated}, "
+          f"cases past {MEMORY_MB} MB of a worker's memory {memory}")
     for i, kind, problems in bad[:30]:
         print(f"case {i} ({kind}): " + " | ".join(problems))
     return 1 if bad else 0

@@ -122,11 +122,13 @@ def method_options(opts: dict[str, str]) -> dict[str, float | str | tuple[str, .
 def read_order(path: Path) -> tuple[str, ...]:
     """A node order: names one a line (blank lines and # comments skipped), or a JSON list."""
     from partdsl.core.errors import PartError
+    from partdsl.core.limits import MAX_SMALL_FILE_BYTES
+    from partdsl.runtime.files import read_limited
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise PartError(f"-O order={path}: cannot read it ({getattr(e, 'strerror', None) or e})", None,
+        text = read_limited(path, MAX_SMALL_FILE_BYTES, "a file of node names", regular=False).decode("utf-8")
+    except (PartError, UnicodeDecodeError) as e:
+        raise PartError(f"-O order={path}: cannot read it ({getattr(e, 'message', None) or e})", None,
                         "give a file of node names, one a line") from None
     if path.suffix == ".json":
         try:

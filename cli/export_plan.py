@@ -12,11 +12,11 @@ from partdsl.core.errors import PartError
 
 def export_plan(args: argparse.Namespace, spec) -> tuple[dict, str]:  # type: ignore[no-untyped-def]
     from partdsl.cli.common import evaluate_file
-    from partdsl.core.assignment import read_json
     from partdsl.core.layers import layer_pattern
     from partdsl.plans.formats import WRITERS, text
     from partdsl.plans.stages import pipeline
     from partdsl.plans.units import units
+    from partdsl.runtime.files import read_json
 
     if args.format is None:
         raise PartError("--plan needs --format", None, "give --format " + " | ".join(WRITERS))

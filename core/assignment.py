@@ -11,8 +11,6 @@ given as the imported names (n12) or as the bare ids (12). `order_keys` reads a 
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -150,24 +148,6 @@ def subgraph_map(spec: Spec, dev: np.ndarray, sub: np.ndarray | None) -> dict[st
     acc = ~d.host[d.dev_class[dev]]
     acc[d.tensor_source >= 0] = False  # carriers ride with their sources
     return {d.names[i]: int(sub[i]) for i in np.flatnonzero(acc)}
-
-
-def read_assignment(spec: Spec, path: str | Path) -> np.ndarray:
-    return read_partition(spec, path)[0]
-
-
-def read_json(path: str | Path) -> Any:
-    p = Path(path)
-    try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PartError(f"no such file: {p}", None) from None
-    except json.JSONDecodeError as e:
-        raise PartError(f"{p} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})", None) from None
-
-
-def read_partition(spec: Spec, path: str | Path) -> tuple[np.ndarray, np.ndarray | None]:
-    return parse_partition(spec, read_json(path), str(path))
 
 
 def order_keys(spec: Spec, names: Sequence[str], where: str = "order") -> np.ndarray:

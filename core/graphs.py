@@ -27,9 +27,15 @@ def stage_labels(dense: Dense, dev: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def stage_cycle(dense: Dense, dev: np.ndarray) -> list[int] | None:
-    """A cycle of the quotient graph over `stage_labels`, or None: `acyclic` holds."""
+    """A cycle of the quotient graph over `stage_labels`, or None: `acyclic` holds. On a
+    training graph the forward part's quotient (over forward edges) and the backward
+    part's (over backward edges) separately, as docs/language.md says: an edge between a
+    forward and a backward node orders no stages (else a backward node feeding a forward
+    one made a cycle of a single device)."""
     lab, k = stage_labels(dense, dev)
     cross = lab[dense.src] != lab[dense.dst]
+    if dense.backward.any():
+        cross &= dense.backward[dense.src] == dense.backward[dense.dst]
     return quotient_cycle(k, np.stack([lab[dense.src][cross], lab[dense.dst][cross]], axis=1))
 
 

@@ -14,7 +14,7 @@ from partdsl.core.dense import group_runs, topological_order
 from partdsl.core.errors import PartError, did_you_mean
 from partdsl.core.graphs import find_cycle
 from partdsl.core.ir import GENERIC, Spec, Target
-from partdsl.core.limits import MAX_SUBGRAPHS
+from partdsl.core.limits import MAX_SUBGRAPHS, MAX_TOTAL
 from partdsl.core.quantities import human_size
 
 
@@ -123,6 +123,7 @@ def validate(spec: Spec) -> None:
     needs_link = np.array([nd.comm is None and bool(nd.out) for nd in g.nodes])
     has_succ = np.bincount(dense.src, minlength=dense.n) > 0
     check_routes(spec)
+    _check_totals(spec)
     for ci, k in enumerate(p.classes):
         if k.host or k.link is not None:
             continue
@@ -235,6 +236,37 @@ def _check_batches(spec: Spec) -> None:
                             "and no sum of its batch sizes makes any of those: it could never run anything",
                             k.span, f"add a batch size that divides {chunk} (e.g. `batch 1, {chunk}`), "
                             f"or change the split")
+
+
+def _check_totals(spec: Spec) -> None:
+    """Times and sizes whose sums would leave the float range are refused, naming the
+    largest nodes: four nodes of 1e308 ms once added up to inf, and the evaluator then
+    "proved" the spec infeasible (issue 69). Every time of a node (its work on any class,
+    at any batch size, and its transfers at the slowest bandwidth) and every size, added
+    up over the graph, must stay below MAX_TOTAL, so that any load, latency, schedule or
+    memory total the evaluator forms stays finite."""
+    d, g = spec.dense, spec.graph
+    p = spec.platform
+    speed = min(k.speed for k in p.classes)
+    bws = [x for x in [k.link for k in p.classes] + [s.link for s in p.servers] + [p.link]
+           + [ln.bandwidth for ln in p.links] if x]
+    slowest = min(bws) if bws else math.inf
+    with np.errstate(over="ignore", invalid="ignore"):
+        raw = np.array([max((w.time for w in nd.work), default=0.0) / speed for nd in g.nodes])
+        fin = np.where(np.isfinite(d.work), d.work, 0.0).max(axis=1, initial=0.0)
+        comm = np.where(np.isfinite(d.comm), d.comm, 0.0).max(axis=1, initial=0.0)
+        sent = d.out_bytes / slowest * 1e3 if math.isfinite(slowest) else 0.0
+        per_node = np.maximum(raw, fin) + 2.0 * np.maximum(comm, sent)
+        for what, vals, unit in (("times", per_node, "ms"), ("parameter sizes", d.params, "bytes"),
+                                 ("tensor sizes", d.out_bytes, "bytes")):
+            if float(np.sum(vals)) < MAX_TOTAL:
+                continue
+            top = np.argsort(-vals, kind="stable")[:3]
+            names = ", ".join(f"'{d.names[i]}' ({vals[i]:.3g} {unit})" for i in top)
+            raise PartError(f"the graph's {what} add up to more than {MAX_TOTAL:.0e} {unit}, beyond what "
+                            f"sums of floats hold exactly: the largest are {names}", g.nodes[int(top[0])].span
+                            or g.span, "give times in ms and sizes in bytes of a real model (a transfer counts "
+                            "at the slowest bandwidth, in and out)")
 
 
 def _check_memory(spec: Spec) -> None:

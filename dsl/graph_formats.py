@@ -21,7 +21,7 @@ from partdsl.core.ir import Graph, Node, Work
 from partdsl.core.limits import MAX_JSON_DEPTH, check_count
 from partdsl.dsl.assemble import EdgeTensor, assemble_graph
 from partdsl.dsl.import_options import ImportOptions
-from partdsl.dsl.import_text import read_import_text
+from partdsl.dsl.import_text import check_import_file, read_import_text
 
 FORMATS = ("dnn-partitioning", "partdsl", "onnx", "onnx-fused", "torch-export", "regal")
 ACC, CPU = "acc", "cpu"
@@ -64,6 +64,7 @@ def detect_format(data: Any) -> str:
 
 def import_graph(path: Path, fmt: str | None, name: str, span: Span | None = None,
                  options: ImportOptions = ImportOptions()) -> Graph:
+    check_import_file(path, span)  # a regular file within the size cap, before any reader opens it
     if fmt in ("onnx", "onnx-fused") or (fmt is None and path.suffix.lower() == ".onnx"):
         from partdsl.dsl.onnx_import import import_onnx
 

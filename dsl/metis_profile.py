@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from partdsl.core.errors import PartError
+from partdsl.dsl.import_text import read_import_text
 
 FILE = re.compile(r"DeviceType\.(.+)_tp(\d+)_bs(\d+)\.json")
 
@@ -79,8 +80,8 @@ def metis_layers(folder: Path, tp: int, mbs: int, output_bytes: float, counts: d
     per: dict[str, tuple[list[float], list[float]]] = {}
     for gpu, path in files.items():
         try:
-            doc = json.loads(path.read_text())
-        except (OSError, ValueError) as e:
+            doc = json.loads(read_import_text(path, None, "a Metis profile (JSON)"))
+        except ValueError as e:
             raise _bad(path.name, f"not JSON ({e})") from None
         per[gpu] = (_list(doc, ("execution_time", "layer_compute_total_ms"), path.name),
                     _list(doc, ("execution_memory", "layer_memory_total_mb"), path.name))

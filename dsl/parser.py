@@ -9,16 +9,19 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+import numpy as np
 from lark import Lark, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 from partdsl.core.errors import PartError, Span, did_you_mean
 from partdsl.core.ir import Constraints, Graph, Objective, Platform, SolveOptions, Spec
+from partdsl.core.limits import MAX_NESTING, MAX_SPEC_BYTES
 from partdsl.core.quantities import UNITS, Quantity, make_quantity
 from partdsl.core.solver_errors import SolverUnavailable
 from partdsl.core.validate import validate
 from partdsl.dsl.fast_lines import splice
 from partdsl.dsl.import_options import ImportOptions
 from partdsl.dsl.transformer import ToIR
+from partdsl.runtime.files import read_limited
 
 Override = Quantity | str | int | float
 
@@ -108,6 +111,33 @@ def parse_override(name: str, value: Override) -> Quantity | str:
     return make_quantity(float(m.group(1)), unit)
 
 
+_QUOTED_OR_COMMENT = re.compile(r'"([^"\\\n]|\\.)*"|#[^\n]*|//[^\n]*')
+_DEPTH = {ord(c): 1 for c in "{(["} | {ord(c): -1 for c in "})]"}
+
+
+def check_nesting(text: str, file: str) -> None:
+    """Blocks and brackets nested deeper than MAX_NESTING are a located error before Lark
+    and the Transformer, which recurse per level, see them (about 500 nested `server`
+    blocks ended in a RecursionError). One linear pass over the text, strings and comments
+    blanked out."""
+    if text.count("{") + text.count("(") + text.count("[") <= MAX_NESTING:
+        return
+    blank = _QUOTED_OR_COMMENT.sub(lambda m: " " * len(m.group()), text)
+    codes = np.frombuffer(blank.encode("utf-32-le"), dtype=np.uint32)
+    step = np.zeros(len(codes), dtype=np.int32)
+    for code, d in _DEPTH.items():
+        step[codes == code] = d
+    depth = np.cumsum(step)
+    if len(depth) == 0 or depth.max() <= MAX_NESTING:
+        return
+    pos = int(np.argmax(depth > MAX_NESTING))
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    raise PartError(f"blocks nested more than {MAX_NESTING} deep here", Span(file, line, col, line, col + 1),
+                    "a spec nests a few levels (platform, racks, servers, devices): flatten the servers, e.g. "
+                    "one `server node[8]` instead of a server in each server", text, "syntax")
+
+
 def parse_tree(text: str, file: str = "<spec>") -> Tree:
     try:
         return grammar().parse(text)
@@ -121,6 +151,7 @@ def parse(text: str, file: str = "<spec>", overrides: Mapping[str, Override] | N
     how imported models are read (dsl/import_options.py). `fast=False`: Lark reads every
     line (the reference the fast path of dsl/fast_lines.py is tested against)."""
     ov = {k: parse_override(k, v) for k, v in (overrides or {}).items()}
+    check_nesting(text, file)
     with no_gc():
         return _parse(text, file, ov, imports, fast)
 
@@ -162,12 +193,7 @@ def _parse(text: str, file: str, ov: dict[str, Quantity | str], imports: ImportO
 def parse_file(path: str | Path, overrides: Mapping[str, Override] | None = None,
                imports: ImportOptions = ImportOptions()) -> Spec:
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise PartError(f"no such file: {p}", None, "check the path") from None
-    except OSError as e:
-        raise PartError(f"cannot read {p}: {e.strerror or e}", None, "check the path and its permissions") from None
+    data = read_limited(p, MAX_SPEC_BYTES, "a .part spec", regular=False)  # a pipe too: part solve <(gen)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:  # point at the first byte that is not UTF-8

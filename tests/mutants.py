@@ -24,7 +24,8 @@ TOKENS = (b"{", b"}", b"[", b"]", b"->", b"...", b";", b",", b"..", b"node", b"g
           b"param", b"import", b"minimize", b"maximize", b"subject to", b"solve", b"work", b"ms", b"GB",
           b"GB/s", b"host", b"only", b"pin", b"colocate", b"batch", b"x", b'"', b"#", b"=", b"1..3", b"k",
           b"\x00", b"\xff\xfe", b"\xc3\x28", b"latency", b"throughput", b"bottleneck", b"memory")
-KINDS = ("delete", "insert", "swap", "duplicate", "number", "bytes", "big_graph", "import")
+KINDS = ("delete", "insert", "swap", "duplicate", "number", "bytes", "big_graph", "import", "extreme")
+FIFO, SPARSE = b"<fifo>", b"<sparse 600 MiB>"  # written by write_case as a named pipe, a sparse file
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ def mutate(rng: random.Random, kind: str | None = None) -> Case:
         return Case(kind, big_graph(10_000 if rng.random() < 0.1 else rng.choice((500, 2_000)), rng))
     if kind == "import":
         return import_case(rng)
+    if kind == "extreme":
+        return extreme_case(rng, text)
     for _ in range(rng.randint(1, 3)):
         text = _edit(rng, kind, text)
     if "bert24_training" in src.name:  # its import is relative to examples/: point at the vendored file
@@ -90,11 +93,42 @@ def big_graph(n: int, rng: random.Random) -> bytes:
     return "\n".join(lines).encode()
 
 
+def extreme_case(rng: random.Random, text: bytes) -> Case:
+    """Issue 69's shapes: blocks, servers or parentheses nested 50 to 3,000 deep, and times
+    or sizes scaled toward the float limit (1e290 to 1e308), in a bundled example."""
+    if rng.random() < 0.5:
+        depth = rng.choice((50, 101, 495, 3_000))
+        which = rng.choice(("server", "paren", "brace"))
+        if which == "server":
+            inner = b"".join(b"server s%d[1] {\n" % i for i in range(depth)) + b"device gpu[1] { link 1 GB/s }\n"
+            return Case("extreme", b"graph g { node a { work 1 ms } }\nplatform {\n" + inner + b"}\n" * depth + b"}\n")
+        if which == "paren":
+            return Case("extreme", text + b"\nparam deep = " + b"(" * depth + b"1" + b")" * depth + b"\n")
+        return Case("extreme", text.replace(b"graph ", b"{" * depth + b"graph ", 1))
+    scale = rng.choice((b"1e290", b"1e300", b"1e307", b"1.7e308"))
+    for _ in range(rng.randint(1, 6)):
+        nums = list(NUMBER.finditer(text))
+        if not nums:
+            break
+        m = rng.choice(nums)
+        text = text[:m.start()] + scale + text[m.end():]
+    return Case("extreme", text)
+
+
 def import_case(rng: random.Random) -> Case:
     """Imports gone wrong: missing, unreadable, a folder, the spec itself (a cycle: it is
-    not JSON), a .part file, deeply nested JSON, non-UTF-8, broken dnn-partitioning data."""
+    not JSON), a .part file, deeply nested JSON, non-UTF-8, broken dnn-partitioning data,
+    and files that are no regular files or too large to read (/dev/zero, a FIFO with no
+    writer, a sparse file over the cap: issue 69)."""
     head = b'graph g = import "%s" as dnn-partitioning\nplatform { device acc[2] { memory 16 GiB } device cpu[1] { host } }\n'
-    which = rng.choice(("missing", "self", "part", "nested", "bytes", "folder", "broken", "unreadable"))
+    which = rng.choice(("missing", "self", "part", "nested", "bytes", "folder", "broken", "unreadable",
+                        "device", "fifo", "huge"))
+    if which == "device":
+        return Case("import", (head % b"/dev/zero").replace(b"dnn-partitioning", rng.choice((b"partdsl", b"onnx"))))
+    if which == "fifo":
+        return Case("import", head % b"pipe.json", (("pipe.json", FIFO),))
+    if which == "huge":
+        return Case("import", head % b"huge.json", (("huge.json", SPARSE),))
     if which == "missing":
         return Case("import", head % b"nowhere.json")
     if which == "self":
@@ -132,6 +166,13 @@ def write_case(case: Case, folder: Path) -> Path:
     for rel, content in case.extra:
         f = folder / rel
         f.parent.mkdir(parents=True, exist_ok=True)
+        if content == FIFO:
+            os.mkfifo(f)
+            continue
+        if content == SPARSE:
+            with open(f, "wb") as out:
+                out.truncate(600 * 2**20)
+            continue
         f.write_bytes(content)
         if rel == "locked.json":
             os.chmod(f, 0)

@@ -48,8 +48,8 @@ def tiny_specs(draw, kinds: tuple[str, ...] = KINDS) -> Spec:  # type: ignore[no
     language has drawn at random (tests/strategies.py), one in four on server levels or
     direct links, one in four bottleneck/latency cases with activation memory."""
     kind = draw(st.sampled_from(kinds))
-    if kind == "training":
-        return draw(training_specs())
+    if kind == "training":  # training graphs: the bottleneck under `acyclic`, or latency
+        return draw(training_specs() if draw(st.integers(0, 2)) else latency_training_specs())
     scheduled = kind in ("task_latency", "throughput")
     spec = draw(specs(max_nodes=3 if scheduled else 4, kinds=(kind,), max_devices=2 if scheduled else 3))
     if kind == "latency":
@@ -107,6 +107,20 @@ def training_specs(draw) -> Spec:  # type: ignore[no-untyped-def]
                 Constraints(acyclic=True, contiguous=draw(st.booleans()),
                             memory=draw(st.sampled_from(["hard", "ignore", "overflow"])),
                             colocate=draw(st.integers(0, 3)) > 0))
+    try:
+        validate(spec)
+    except PartError:
+        assume(False)
+    return spec
+
+
+@st.composite
+def latency_training_specs(draw) -> Spec:  # type: ignore[no-untyped-def]
+    """training_specs under single-stream latency: 1 or 2 subgraphs an accelerator, with
+    and without `acyclic` (which the latency IP refuses by name)."""
+    spec = draw(training_specs())
+    c = replace(spec.constraints, subgraphs=draw(st.sampled_from([1, 2])), acyclic=draw(st.booleans()))
+    spec = replace(spec, objective=Objective("latency"), constraints=c)
     try:
         validate(spec)
     except PartError:

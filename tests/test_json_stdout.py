@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from partdsl.cli.main import main
 from partdsl import parse_file
+from partdsl.cli.main import main
 from partdsl.methods.capabilities import unmodelled
 from partdsl.methods.registry import METHODS
 from partdsl.solvers.registry import DISPLAY_NAMES as SOLVERS

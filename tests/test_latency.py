@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from effort import examples
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
-from effort import examples
 from partdsl.cli.convert import dnn_partitioning_to_part
 from partdsl.core.errors import PartError
 from partdsl.core.evaluate import evaluate
@@ -617,7 +617,6 @@ def test_the_path_only_bound_on_generated_decoders_with_tight_memory_is_its_defi
     the path, a CPU host), with GPU memory from ample to smaller than the embedding, so
     that runs are cut by memory and by nodes the GPU cannot hold."""
     import re
-
     import tempfile
 
     from partdsl.cli.main import main

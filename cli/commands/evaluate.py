@@ -16,7 +16,8 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
 
 def run(args: argparse.Namespace) -> int:
     from partdsl.cli.report import evaluation_report
-    from partdsl.core.assignment import read_json, subgraph_map
+    from partdsl.core.assignment import subgraph_map
+    from partdsl.runtime.files import read_json
 
     spec = load_spec(args)
     data = read_json(args.partition)

@@ -20,8 +20,8 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
 
 def run(args: argparse.Namespace) -> int:
     """The graph colored by device, with the load bars or the Gantt chart below it."""
-    from partdsl.core.assignment import read_json
     from partdsl.core.errors import PartError
+    from partdsl.runtime.files import read_json
 
     figures = load_figures()
     spec = load_spec(args)

@@ -30,6 +30,7 @@ from partdsl.kernels.bottleneck.coarse_order import coarsen
 from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.graph.contraction import contract
 from partdsl.kernels.graph.orders import dfs_order, kahn, levels
+from partdsl.kernels.latency.starts import starts
 from partdsl.runtime.deadline import NEVER, Deadline
 
 
@@ -159,20 +160,22 @@ class Search:
         except ValueError:
             pass
 
-    def host_start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """Every node on a host device that may run it, with the positions of Kahn's order
-        (for the kicks), if that is feasible; else None."""
-        d = self.d
-        hosts = np.flatnonzero(d.host[d.dev_class])
-        ok = d.allowed[:, hosts] if len(hosts) else np.zeros((d.n, 0), bool)
-        if not len(hosts) or not ok.any(axis=1).all():
+    def fallback(self) -> Iterator:
+        """The best feasible start of kernels/latency/starts.py, yielded as a candidate and
+        returned with Kahn's positions (for the kicks); None, with a note naming the
+        constraints the starts broke, when none is feasible."""
+        best, broken = None, set()
+        for name, dev, sub in starts(self.spec, self.u):
+            ev = evaluate(self.spec, dev, sub)
+            if ev.feasible and ev.objective < self.best:
+                self.best, best = ev.objective, (name, dev, sub)
+            broken |= {v.kind for v in ev.violations}
+        if best is None:
+            yield Progress("latency search: no chain DP split and no fallback start meets the constraints"
+                           + (f" (they break: {', '.join(sorted(broken))})" if broken else ""))
             return None
-        dev = hosts[ok.argmax(axis=1)].astype(np.int64)
-        sub = np.zeros(d.n, dtype=np.int64)
-        v = self.score(dev, sub)
-        if not math.isfinite(v):
-            return None
-        self.best = v
+        name, dev, sub = best
+        yield Candidate(f"{name} (no chain DP split is feasible)", dev, sub)
         return dev, sub, self.positions(kahn(self.u.count, self.u.src, self.u.dst))
 
     def score(self, dev: np.ndarray, sub: np.ndarray) -> float:
@@ -313,10 +316,9 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
         if progress and i % 20 == 19:
             progress(f"latency search: {i + 1} orders, best {s.best:.6g}")
     if start is None:  # no chain DP split is feasible (e.g. colocated forward and backward nodes that
-        start = s.host_start()  # need two subgraphs): the local search starts from all on the hosts
+        start = yield from s.fallback()  # need two subgraphs): the best whole plan of kernels/latency/starts.py
         if start is None:
             return
-        yield Candidate("all on the hosts (no chain DP split is feasible)", start[0], start[1])
     dev, sub, pos = start
     yield Progress(f"local search from the best chain DP split ({s.best:.6g})")
     cur, dev, sub = s.polish(dev.copy(), sub.copy(), deadline)
