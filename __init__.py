@@ -6,7 +6,6 @@ partition you can afford, with a certificate (incumbent, lower bound, gap).
     result = solve(spec)
 """
 from partdsl.core.errors import PartError, Span
-from partdsl.core.evaluate import evaluate
 from partdsl.core.evaluation import Evaluation, Violation
 from partdsl.core.ir import (
     Constraints,
@@ -26,6 +25,7 @@ from partdsl.dsl.builder import GraphBuilder, SpecBuilder
 from partdsl.dsl.import_options import ImportOptions, UncostedOperators
 from partdsl.dsl.parser import parse, parse_file
 from partdsl.dsl.printer import to_part
+from partdsl.evaluator.evaluate import evaluate
 
 __all__ = ["PartError", "Span", "Evaluation", "Violation", "evaluate", "Constraints", "DeviceClass",
            "Graph", "Link", "Node", "Objective", "Platform", "SolveOptions", "Spec", "Target", "Work",

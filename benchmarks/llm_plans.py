@@ -43,9 +43,9 @@ def main() -> None:
                     "(its objective and platform are used)")
     args = ap.parse_args()
 
-    from partdsl.core.evaluate import evaluate
     from partdsl.dsl.builder import SpecBuilder
     from partdsl.dsl.decoder_graph import Decoder, decoder_graph
+    from partdsl.evaluator.evaluate import evaluate
     from partdsl.methods.solve import solve
     from partdsl.plans.baselines import BASELINES, baseline
     from partdsl.plans.formats import fqn, megatron

@@ -26,7 +26,7 @@ stages in device order, proven optimal where its bound (each stage at its cheape
 placement) meets its value. `--machines 2x2x2 --bandwidths B1,B2,B3` runs
 three levels. A stage of PipeDream's plan runs on its own factor times the factors of the
 stages that hold it at the levels above (`stage_factors`); its first top-level stage on
-several servers syncs as partdsl's hierarchical AllReduce does (core/replicas.py), and
+several servers syncs as partdsl's hierarchical AllReduce does (evaluator/replicas.py), and
 "rel diff" shows any plan whose cost differs (docs/importers.md).
 
     python benchmarks/pipedream_peer.py --pipedream /path/to/pipedream
@@ -133,8 +133,8 @@ def main() -> None:
 def compare(args: argparse.Namespace, name: str, graph: Path, machines: list[int], bw: list[float], tmp: Path) -> None:
     """One row: PipeDream's run, our evaluator on its plan, `topo` (one level) and `dp`."""
     from partdsl import solve
-    from partdsl.core.evaluate import evaluate
     from partdsl.dsl.pipedream_profile import pipedream_spec, plan
+    from partdsl.evaluator.evaluate import evaluate
 
     label = "x".join(map(str, machines))
     try:

@@ -50,7 +50,7 @@ def replicate(whole, part, sched):  # type: ignore[no-untyped-def]
     server j for the layers of sixth j, list-scheduled on the whole spec."""
     servers = whole.platform.servers[0].count
     from partdsl.core.schedule import Piece, Schedule
-    from partdsl.core.schedule_eval import list_schedule
+    from partdsl.evaluator.schedule_eval import list_schedule
 
     per = sum(nd.name.endswith("_ln1") for nd in part.graph.nodes)
     index = whole.graph.index
@@ -68,7 +68,7 @@ def replicate(whole, part, sched):  # type: ignore[no-untyped-def]
 def single_node(whole, part, method: str, cap: float) -> Run:  # type: ignore[no-untyped-def]
     from partdsl import solve
     from partdsl.core.schedule import from_json
-    from partdsl.core.schedule_eval import evaluate_schedule
+    from partdsl.evaluator.schedule_eval import evaluate_schedule
 
     t = time.monotonic()
     r = solve(part, method=method, seed=0, time_limit=cap, options={"workers": 1} if method == "milp_split" else None)

@@ -165,9 +165,9 @@ def evaluate_file(spec, path: str, data):  # type: ignore[no-untyped-def]
     """Score a partition or schedule file: (Evaluation, device per node, subgraphs)."""
     from partdsl.core.assignment import parse_partition, replica_factors
     from partdsl.core.errors import PartError
-    from partdsl.core.evaluate import evaluate
     from partdsl.core.schedule import from_json as schedule_from_json
-    from partdsl.core.schedule_eval import evaluate_schedule
+    from partdsl.evaluator.evaluate import evaluate
+    from partdsl.evaluator.schedule_eval import evaluate_schedule
 
     if isinstance(data, dict) and "schedule" in data and data["schedule"] is not None:  # DiviML: pieces and starts
         if not spec.objective.scheduled:

@@ -123,7 +123,7 @@ def parse_partition(spec: Spec, data: Any, where: str = "assignment") -> tuple[n
 
 def replica_factors(spec: Spec, data: Any, where: str = "assignment") -> np.ndarray | None:
     """The `replicas` of a `part solve --json` result ({lead device: factor}) as a factor per
-    device (core/replicas.py), or None when it has none."""
+    device (evaluator/replicas.py), or None when it has none."""
     reps = data.get("replicas") if isinstance(data, dict) else None
     if reps is None:
         return None

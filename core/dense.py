@@ -130,7 +130,7 @@ class Dense:
     path_bw: np.ndarray | None = None  # [D, D] slowest fabric between devices (core/server_paths.py), None: flat
     direct_bw: np.ndarray | None = None  # [D, D] declared direct links' B/s, 0 where none; None: no links
     tensor_source: np.ndarray | None = None  # [n] a sized edge tensor's source node (Node.tensor_of), -1 for operators
-    activations: bool = False  # memory counts peak live activations (core/activations.py)
+    activations: bool = False  # memory counts peak live activations (evaluator/activations.py)
     stash: bool = False  # and, training under PipeDream's schedule, the activations of micro-batches in flight
 
     @cached_property
@@ -140,7 +140,7 @@ class Dense:
 
     @cached_property
     def sync_memo(self) -> dict[tuple[int, int], float]:
-        """core/replicas.span_rate per (device, replicas), each computed once."""
+        """evaluator/replicas.span_rate per (device, replicas), each computed once."""
         return {}
 
     @cached_property
@@ -161,7 +161,7 @@ class Dense:
     @cached_property
     def pair_bw(self) -> tuple[np.ndarray, np.ndarray] | None:
         """On a hierarchical platform, [D, D] twice: the bandwidth the sender and the receiver
-        of a transfer a -> b pay at, min(own port, path) (core/levels.py); None when flat."""
+        of a transfer a -> b pay at, min(own port, path) (evaluator/levels.py); None when flat."""
         if self.path_bw is None:
             return None
         own = np.where(self.host, INF, self.link)[self.dev_class]
@@ -170,7 +170,7 @@ class Dense:
     @cached_property
     def cheapest_comm(self) -> np.ndarray:
         """[n, C] a lower bound on what a device of each class pays for each tensor on any
-        route (core/levels.py): `comm`, or less over a direct link faster than the port.
+        route (evaluator/levels.py): `comm`, or less over a direct link faster than the port.
         What the bounds that charge transfers may charge."""
         if self.direct_bw is None:
             return self.comm

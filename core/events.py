@@ -50,7 +50,7 @@ class Candidate:
     subgraphs: np.ndarray | None = None
     schedule: Schedule | None = None
     method: str = ""  # the portfolio member that found it (method `auto`)
-    replicas: np.ndarray | None = None  # per device: its stage's replication factor (core/replicas.py)
+    replicas: np.ndarray | None = None  # per device: its stage's replication factor (evaluator/replicas.py)
 
     def __post_init__(self) -> None:
         if (self.devices is None) == (self.schedule is None):

@@ -122,7 +122,7 @@ class Server:
     """A level of a hierarchical platform (Tarnawski App. C.3, PipeDream's levels): `count`
     identical servers, each holding the device classes and servers declared inside it.
     `link` is the bandwidth of the fabric between its children (B/s); a transfer pays the
-    slowest fabric it crosses (core/levels.py). `parent`: the enclosing level, or None."""
+    slowest fabric it crosses (evaluator/levels.py). `parent`: the enclosing level, or None."""
 
     name: str
     count: int = 1
@@ -170,7 +170,7 @@ class Platform:
 
     @property
     def routed(self) -> bool:
-        """A transfer's cost depends on its pair of devices: levels, or direct links (core/levels.py)."""
+        """A transfer's cost depends on its pair of devices: levels, or direct links (evaluator/levels.py)."""
         return self.hierarchical or bool(self.links)
 
     @property

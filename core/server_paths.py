@@ -1,4 +1,4 @@
-"""The slowest fabric between two devices of a hierarchical platform (core/levels.py has
+"""The slowest fabric between two devices of a hierarchical platform (evaluator/levels.py has
 the cost semantics), and the declared direct links between devices, computed once per
 spec into `Dense.path_bw` and `Dense.direct_bw`."""
 from __future__ import annotations

@@ -291,7 +291,7 @@ def _check_memory(spec: Spec) -> None:
 
 
 def check_routes(spec: Spec) -> None:
-    """Server levels and direct links (core/levels.py): positive fabrics, and a size for
+    """Server levels and direct links (evaluator/levels.py): positive fabrics, and a size for
     every tensor whose time depends on the route."""
     p, g = spec.platform, spec.graph
     for s in p.servers:

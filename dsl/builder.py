@@ -157,7 +157,7 @@ class SpecBuilder:
     def server(self, name: str, count: int = 1, *, link: Amount | None = None,
                within: str | None = None) -> "SpecBuilder":
         """A level of servers (`server name[count] { ...; link 10 GB/s }`), inside the level
-        `within` if given; `link` is its fabric (core/levels.py)."""
+        `within` if given; `link` is its fabric (evaluator/levels.py)."""
         self._servers.append(Server(name, int(count), _value(link, BANDWIDTH, "link"), within))
         return self
 

@@ -19,7 +19,7 @@ output, sent over the platform's link. The platform: `machines` devices with a l
 constrained without it, as PipeDream's --use_memory_constraint is off by default).
 
 Several levels (`machines` [4, 2], innermost first, with a bandwidth each, as PipeDream's
--n 4 2 -b B1 B2) become server levels (core/levels.py): `server node[2] { device gpu[4]
+-n 4 2 -b B1 B2) become server levels (evaluator/levels.py): `server node[2] { device gpu[4]
 { link B1 }; link B1 }; link B2`, a third level `rack`, then `pod`. Their cost is
 partdsl's, not PipeDream's recursive one (a top-level stage's cross-server sync of its
 whole segment added to the inner pipeline's time): a replicated stage syncs over the

@@ -38,7 +38,7 @@ def count(spec: Spec) -> int:
 
 
 def replica_choices(spec: Spec, dev: np.ndarray) -> Iterator[np.ndarray | None]:
-    """Every replication factor of the stages of `dev` (core/replicas.py) whose devices fit
+    """Every replication factor of the stages of `dev` (evaluator/replicas.py) whose devices fit
     in their classes; None alone without `replicate <= r`."""
     k = spec.constraints.replicate
     if k == 1:

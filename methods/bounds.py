@@ -35,7 +35,7 @@ import weakref
 import numpy as np
 from partdsl.core.dense import INF, work_time
 from partdsl.core.ir import Spec
-from partdsl.core.schedule_eval import as_objective
+from partdsl.evaluator.schedule_eval import as_objective
 from partdsl.kernels.graph.orders import kahn, successors
 from partdsl.methods.cut_bound import crossing_bound
 from partdsl.runtime.deadline import NEVER, Deadline
@@ -88,7 +88,7 @@ def _bound(spec: Spec, deadline: Deadline) -> float:
         _, comp = np.unique(d.colo, return_inverse=True)
         per = np.zeros((comp.max() + 1, d.D))
         np.add.at(per, comp, t)
-        # a stage of r replicas has load >= its compute / r (core/replicas.py)
+        # a stage of r replicas has load >= its compute / r (evaluator/replicas.py)
         most = np.minimum(spec.constraints.replicate, np.bincount(d.dev_class)[d.dev_class])
         return float(max((per / most).min(axis=1).max(), _spread(spec, _cheapest(spec, d.work)), class_spread(spec),
                          crossing_bound(spec, deadline)))

@@ -9,7 +9,7 @@ being near 128.6). This bound charges the crossings.
 For class weights lambda_c >= 0 with sum_c k_c lambda_c = 1 (k_c devices of class c),
 every device's load is <= T, so T >= sum_c lambda_c (total load of class c). A class's
 total load holds the compute of its nodes and, under the evaluator's cost semantics
-(core/evaluate.py: a tensor once per sending device and at least once per receiving
+(evaluator/evaluate.py: a tensor once per sending device and at least once per receiving
 device), every tensor that leaves the class (comm[u, a] out) and enters the other
 (comm[u, b] in). With two classes the charge of node u's tensor, when u and some
 consumer sit on different classes, is h_u = lambda_0 comm[u, 0] + lambda_1 comm[u, 1]

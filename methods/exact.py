@@ -101,7 +101,7 @@ def _proof(spec: Spec, f: Formulation, out: MipOutcome, found: Candidate | None,
     C = min(float(out.bound), value)
     if f.name == "latency":
         return Proven(C, f"{name} dual bound ({out.why})")
-    from partdsl.core.schedule_eval import as_makespan, as_objective, evaluate_schedule
+    from partdsl.evaluator.schedule_eval import as_makespan, as_objective, evaluate_schedule
 
     if out.status == Status.OPTIMAL and found is not None:  # optimal within the solver's tolerance (1e-6 ms)
         ev = evaluate_schedule(spec, found.schedule)

@@ -30,8 +30,8 @@ from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Progress, Proven
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule
-from partdsl.core.schedule_checks import sample_bytes
-from partdsl.core.schedule_eval import as_objective, list_schedule, transfer_time
+from partdsl.evaluator.schedule_checks import sample_bytes
+from partdsl.evaluator.schedule_eval import as_objective, list_schedule, transfer_time
 from partdsl.kernels.graph.modules import restrict
 from partdsl.kernels.schedule import list_schedulers
 from partdsl.methods.milp_split_modules import (

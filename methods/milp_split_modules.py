@@ -25,7 +25,7 @@ from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
 from partdsl.core.result import Status
 from partdsl.core.schedule import Piece, Schedule
-from partdsl.core.schedule_eval import as_makespan, evaluate_schedule, list_schedule
+from partdsl.evaluator.schedule_eval import as_makespan, evaluate_schedule, list_schedule
 from partdsl.kernels.graph.modules import Split, boundary_edges, chain, restrict, split_articulations
 from partdsl.kernels.schedule import list_schedulers
 from partdsl.methods.bounds import makespan_bound

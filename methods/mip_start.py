@@ -17,9 +17,9 @@ import math
 from typing import Callable, Generator
 
 import numpy as np
-from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate, Event
 from partdsl.core.ir import Spec
+from partdsl.evaluator.evaluate import evaluate
 from partdsl.kernels.bottleneck import ideal_dp, load_search
 from partdsl.kernels.bottleneck.ideals import too_big
 from partdsl.kernels.bottleneck.topo_split import best_candidate
@@ -108,7 +108,7 @@ def schedule_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray 
                    progress: Callable[[str], None] | None) -> Generator[Event, None, tuple[Candidate | None, float]]:
     """The DiviML MILP's start and horizon: the best of HEFT, Greedy (EFT) and the biased
     (1+1) EA; returns it and its makespan (ms; inf if none is feasible)."""
-    from partdsl.core.schedule_eval import as_makespan, evaluate_schedule
+    from partdsl.evaluator.schedule_eval import as_makespan, evaluate_schedule
     from partdsl.kernels.schedule import list_schedulers
     from partdsl.kernels.schedule import search as schedule_search
 

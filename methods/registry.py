@@ -131,7 +131,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "biased string (each chunk where it runs fastest); until the time limit unless -O iterations=N "
            "(baseline)", ("iterations",), objectives=SCHEDULED),
 )}
-# data-parallel stages (`replicate <= r`, core/replicas.py): the methods that choose replication factors
+# data-parallel stages (`replicate <= r`, evaluator/replicas.py): the methods that choose replication factors
 REPLICATING = frozenset({"auto", "topo", "dp", "brute", "exact", "load_search"})
 METHODS = {k: m if k in REPLICATING else replace(m, ignores=m.ignores + (("replication", None),))
            for k, m in METHODS.items()}
@@ -143,7 +143,7 @@ METHODS["dp"] = replace(METHODS["dp"], ignores=METHODS["dp"].ignores + (("replic
 # exact: Tarnawski's max-load IP models replicas (models/maxload_replicas.py); Archer's MTPP MIP, the row for
 # `acyclic`, does not
 METHODS["exact"] = replace(METHODS["exact"], ignores=METHODS["exact"].ignores + (("replicas with acyclic", None),))
-# server levels and direct links (core/levels.py) under bottleneck and latency: the methods that score every
+# server levels and direct links (evaluator/levels.py) under bottleneck and latency: the methods that score every
 # move with the evaluator (or do not look at transfers at all); the others' kernels and models cost transfers flat
 ROUTED = frozenset({"auto", "brute", "single", "greedy", "local_search", "load_search", "fill", "latency_search"})
 METHODS = {k: m if k in ROUTED else replace(m, ignores=m.ignores + (("server levels or direct links", None),))
@@ -159,7 +159,7 @@ METHODS["dp"] = replace(METHODS["dp"], ignores=tuple(f for f in METHODS["dp"].ig
 METHODS["exact"] = replace(METHODS["exact"], ignores=tuple(f for f in METHODS["exact"].ignores
                                                             if f[0] != "server levels or direct links") + (
     ("levels or links with acyclic", None),))
-# peak activations in memory (core/activations.py): the methods that vet every move with the evaluator
+# peak activations in memory (evaluator/activations.py): the methods that vet every move with the evaluator
 ACTIVE = frozenset({"auto", "brute", "single", "local_search", "latency_search", "load_search"})
 METHODS = {k: m if k in ACTIVE else replace(m, ignores=m.ignores + (("activation memory", None),))
            for k, m in METHODS.items()}

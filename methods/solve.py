@@ -1,8 +1,8 @@
 """`solve(spec, method=...)`: the one entry point for Python users and the CLI.
 
 A method is looked up in the method table (methods/registry.py); it yields events
-(core/events.py). Every Candidate is re-scored by the evaluator (core/evaluate.py,
-core/schedule_eval.py); the best feasible one becomes the incumbent, certified against
+(core/events.py). Every Candidate is re-scored by the evaluator (evaluator/evaluate.py,
+evaluator/schedule_eval.py); the best feasible one becomes the incumbent, certified against
 the best proven bound. The wall-clock budget is one Deadline, enforced here, not trusted
 to a backend.
 """
@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from partdsl.core.assignment import subgraph_map, to_array
 from partdsl.core.errors import PartError
-from partdsl.core.evaluate import evaluate
 from partdsl.core.evaluation import Evaluation
 from partdsl.core.events import BudgetSpent, Candidate, Event, Progress, Proven, SolverLog
 from partdsl.core.ir import SolveOptions, Spec
-from partdsl.core.replicas import factors as replica_factors
 from partdsl.core.result import Result, Status, Termination, relative_gap
-from partdsl.core.schedule_eval import evaluate_schedule
 from partdsl.core.validate import check_routes
+from partdsl.evaluator.evaluate import evaluate
+from partdsl.evaluator.replicas import factors as replica_factors
+from partdsl.evaluator.schedule_eval import evaluate_schedule
 from partdsl.methods import capabilities
 from partdsl.methods.bounds import bound as trivial_bound
 from partdsl.methods.registry import KERNEL_SOLVER, METHODS, Method, lookup

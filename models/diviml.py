@@ -27,8 +27,8 @@ import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split, share_times
-from partdsl.core.schedule_checks import sample_bytes
-from partdsl.core.schedule_eval import list_schedule, transfer_time
+from partdsl.evaluator.schedule_checks import sample_bytes
+from partdsl.evaluator.schedule_eval import list_schedule, transfer_time
 from partdsl.models.diviml_symmetry import add_rows
 from partdsl.models.matrix import MatrixMIP, Rows, keyed
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from partdsl.core import levels
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
+from partdsl.evaluator import levels
 from partdsl.models import latency_routes
 from partdsl.models.latency_routes import SlotRoutes
 from partdsl.models.matrix import ColumnNames, MatrixMIP, Rows
@@ -311,8 +311,8 @@ def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def encode(spec: Spec, vm: VarMap, dev: np.ndarray, sub: np.ndarray | None) -> np.ndarray | None:
     """A complete MIP start from a split (None if it does not fit the slots: a pair not
     allowed, more than q subgraphs on a device, or a deadlock)."""
-    from partdsl.core import subgraphs
-    from partdsl.core.evaluate import evaluate
+    from partdsl.evaluator import subgraphs
+    from partdsl.evaluator.evaluate import evaluate
 
     d = spec.dense
     ev = evaluate(spec, dev, sub)

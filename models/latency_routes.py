@@ -1,5 +1,5 @@
 """Server levels and direct links in Tarnawski's latency IP (Figs. 3-4 with App. C.3's
-routes, under the cost semantics of core/levels.py and core/subgraphs.py): a transfer's
+routes, under the cost semantics of evaluator/levels.py and evaluator/subgraphs.py): a transfer's
 price depends on both devices, so the per-slot CommIn/CommOut charges of constraint (7)
 become per pair of places. A place is an accelerator's subgraph slot or, on a routed
 platform, one host device (host devices differ by their routes).
@@ -11,7 +11,7 @@ platform, one host device (host devices differ by their routes).
   its receivers, host devices included).
 
 recv and send are the evaluator's (levels.receive_ms, levels.send_route_ms). Host
-devices pay no transfers (core/subgraphs.timed: a host node starts when its inputs are
+devices pay no transfers (evaluator/subgraphs.timed: a host node starts when its inputs are
 ready), as in the flat IP. CommIn keeps its role in the start rows (6); its flat charge
 is dropped. Pairs priced 0 get no column.
 """
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from partdsl.core import levels
 from partdsl.core.ir import Spec
+from partdsl.evaluator import levels
 from partdsl.models.matrix import Rows
 
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from partdsl.core import levels
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
+from partdsl.evaluator import levels
 from partdsl.models import maxload_replicas as replicas
 from partdsl.models import maxload_routes as routes
 from partdsl.models import maxload_symmetry as symmetry_rows
@@ -280,7 +280,7 @@ def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def encode(spec: Spec, vm: VarMap, dev: np.ndarray, factors: np.ndarray | None = None) -> np.ndarray | None:
     """A complete MIP start from an assignment and its replication factors (None if it uses
     a forbidden pair)."""
-    from partdsl.core.evaluate import overflow
+    from partdsl.evaluator.evaluate import overflow
 
     d = spec.dense
     dev, factors = symmetry_rows.canonical(spec, vm.groups, dev, factors)
@@ -339,7 +339,7 @@ def reaches(spec: Spec, dev: np.ndarray, i: int, part: int | None) -> np.ndarray
 
 def max_loads(spec: Spec, dev: np.ndarray, factors: np.ndarray | None = None) -> tuple[float, ...]:
     """MaxLoad of an assignment (FW and BW maxima under GPipe), per the evaluator."""
-    from partdsl.core.evaluate import evaluate
+    from partdsl.evaluator.evaluate import evaluate
 
     ev = evaluate(spec, dev, replicas_of=factors)
     if spec.objective.training == "gpipe":

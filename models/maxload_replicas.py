@@ -1,5 +1,5 @@
 """Data-parallel stages in Tarnawski's max-load IP (App. C.2, with the cost model of
-core/replicas.py): binaries y[i, r] = 1 iff the stage on device i runs on r >= 2 devices
+evaluator/replicas.py): binaries y[i, r] = 1 iff the stage on device i runs on r >= 2 devices
 of its class (r <= `replicate` and the class's size), u[i] >= x[v, i] marks a used device,
 sum_r y[i, r] <= u[i], and per class sum_i u[i] + sum_r (r - 1) y[i, r] <= its devices.
 Each load row E <= MaxLoad of device i becomes one row per factor, relaxed by big-M when
@@ -10,17 +10,17 @@ W_i = sum_v |w_v| x[v, i] the stage's parameters and s_r = 4 (r - 1) / (r B) ms 
 PipeDream's AllReduce (optimizer_graph_hierarchical.py), added to the row that holds the
 transfers in (under GPipe, the backward phase's), as the evaluator adds it. M bounds the
 row's left side from the columns' upper bounds. On server levels the replicas are placed
-as the evaluator places them (core/replicas.py): the stage on device i with r replicas
+as the evaluator places them (evaluator/replicas.py): the stage on device i with r replicas
 takes devices i .. i + r - 1, which hold no stage (y[i, r] + u[j] <= 1), and syncs over
-them (core/replicas.span_rate), so each (i, r) has its own rate.
+them (evaluator/replicas.span_rate), so each (i, r) has its own rate.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
-from partdsl.core import replicas as core_replicas
 from partdsl.core.ir import Spec
+from partdsl.evaluator import replicas as core_replicas
 from partdsl.models.matrix import Rows
 
 
@@ -37,7 +37,7 @@ NONE = Replicas({}, {}, {})
 def columns(spec: Spec, nc: int) -> tuple[Replicas, int]:
     """Allocate y and u from column `nc` (none without `replicate`); the next free column.
     On levels a factor r is offered to device i only if devices i .. i + r - 1 can hold its
-    replicas (core/replicas.placeable), at their sync rate (span_rate), and every
+    replicas (evaluator/replicas.placeable), at their sync rate (span_rate), and every
     device gets a u (a replica's device may hold no stage)."""
     d = spec.dense
     k = spec.constraints.replicate

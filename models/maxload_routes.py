@@ -1,5 +1,5 @@
 """Server levels and direct links in Tarnawski's max-load IP (App. C.3, with the cost
-semantics of core/levels.py): a transfer's price depends on both devices, so the
+semantics of evaluator/levels.py): a transfer's price depends on both devices, so the
 per-device CommIn/CommOut of Fig. 6 become per pair. w[u, a, d, q] >= x[u, a] + x[v, d] - 1
 for every edge (u, v) with v in phase q (w = 1 iff u runs on a and a consumer of phase q
 runs on d != a); device d pays sum_{u, a} recv(u, a, d) w[u, a, d, q] in phase q, each
@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from partdsl.core import levels
 from partdsl.core.ir import Spec
+from partdsl.evaluator import levels
 from partdsl.models.matrix import Rows
 
 

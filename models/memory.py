@@ -1,5 +1,5 @@
 """How a device's memory enters a model, one rule for every formulation (the evaluator's
-semantics, core/evaluate.py): a knapsack under `memory hard`; Archer's eq. 2 overflow term
+semantics, evaluator/evaluate.py): a knapsack under `memory hard`; Archer's eq. 2 overflow term
 under `memory overflow` when there is a link to stream over (with no link at all the excess
 cannot be streamed, so the limit is hard; with an unlimited link overflow costs nothing);
 nothing under `memory ignore` or unlimited memory."""

@@ -249,7 +249,7 @@ def dag_blocks(spec: Spec, dev: np.ndarray) -> np.ndarray | None:
 
 def encode(spec: Spec, vm: VarMap, dev: np.ndarray) -> np.ndarray | None:
     """A MIP start from an assignment whose devices can be ordered along the DAG, or None."""
-    from partdsl.core.evaluate import evaluate, overflow
+    from partdsl.evaluator.evaluate import evaluate, overflow
 
     d = spec.dense
     block = dag_blocks(spec, dev)

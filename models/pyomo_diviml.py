@@ -7,8 +7,8 @@ import numpy as np
 import pyomo.environ as pyo
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Schedule, share_times
-from partdsl.core.schedule_checks import sample_bytes
-from partdsl.core.schedule_eval import transfer_time
+from partdsl.evaluator.schedule_checks import sample_bytes
+from partdsl.evaluator.schedule_eval import transfer_time
 from partdsl.models.diviml import check, pieces_of_shares, reachable
 from partdsl.models.pyomo_rules import constraint
 

@@ -96,13 +96,13 @@ def decode(spec: Spec, m: pyo.ConcreteModel) -> tuple[np.ndarray, np.ndarray]:
 
 def warm_start(spec: Spec, m: pyo.ConcreteModel, dev: np.ndarray, sub: np.ndarray | None) -> bool:
     """Load x from a split (the solver completes the rest); False if it does not fit."""
-    from partdsl.core.evaluate import evaluate
+    from partdsl.evaluator.evaluate import evaluate
 
     d = spec.dense
     ev = evaluate(spec, dev, sub)
     if not ev.feasible:
         return False
-    from partdsl.core.subgraphs import units
+    from partdsl.evaluator.subgraphs import units
 
     u = units(d, dev, ev.subgraph)
     for v in range(d.n):

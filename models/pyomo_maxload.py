@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyomo.environ as pyo
-from partdsl.core import replicas as core_replicas
 from partdsl.core.ir import Spec
+from partdsl.evaluator import replicas as core_replicas
 from partdsl.models.maxload import check
 from partdsl.models.memory import treatment
 from partdsl.models.pyomo_rules import constraint, flat_only
@@ -155,7 +155,7 @@ def decode(spec: Spec, m: pyo.ConcreteModel) -> tuple[np.ndarray, np.ndarray | N
 def warm_start(spec: Spec, m: pyo.ConcreteModel, dev: np.ndarray, factors: np.ndarray | None = None) -> bool:
     """Load a complete start (x, transfers, overflow, z, replicas, MaxLoad) from an
     assignment and its factors; False if it uses a forbidden pair."""
-    from partdsl.core.evaluate import overflow
+    from partdsl.evaluator.evaluate import overflow
     from partdsl.models.maxload import max_loads, reaches
 
     d = spec.dense

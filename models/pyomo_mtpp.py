@@ -95,7 +95,7 @@ def decode(spec: Spec, m: pyo.ConcreteModel) -> np.ndarray:
 def warm_start(spec: Spec, m: pyo.ConcreteModel, dev: np.ndarray) -> bool:
     """Load an exact-MIP start (y, c, ov, t) from an assignment; False if its blocks cannot
     be numbered in DAG order."""
-    from partdsl.core.evaluate import overflow
+    from partdsl.evaluator.evaluate import overflow
     from partdsl.models.mtpp import dag_blocks
 
     d = spec.dense

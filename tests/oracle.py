@@ -57,10 +57,10 @@ def tiny_specs(draw, kinds: tuple[str, ...] = KINDS) -> Spec:  # type: ignore[no
     if scheduled and spec.objective.batch > 4:
         spec = replace(spec, objective=replace(spec.objective, batch=4, split=min(spec.objective.split, 2)))
     spec = replace(spec, solve=replace(spec.solve, method=None, options=(), time_limit=None, gap=None))
-    if draw(st.integers(0, 3)) == 0:  # one case in four on server levels (core/levels.py)
+    if draw(st.integers(0, 3)) == 0:  # one case in four on server levels (evaluator/levels.py)
         spec = draw(on_levels(spec))
     if not scheduled and spec.constraints.memory != "ignore" and draw(st.integers(0, 3)) == 0:
-        spec = replace(spec, constraints=replace(spec.constraints, activations=True))  # core/activations.py
+        spec = replace(spec, constraints=replace(spec.constraints, activations=True))  # evaluator/activations.py
     try:
         validate(spec)
     except PartError:
@@ -229,7 +229,7 @@ def check_load_search(spec: Spec, seconds: float = 5.0) -> None:
     the best (solve would drop a violating one silently), is one the evaluator accepts with
     its replication factors, none beats brute force, and it answers whenever brute force
     finds a feasible split."""
-    from partdsl.core.evaluate import evaluate
+    from partdsl.evaluator.evaluate import evaluate
     from partdsl.kernels.bottleneck import load_search
     from partdsl.runtime.deadline import Deadline
 

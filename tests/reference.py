@@ -234,7 +234,7 @@ def interleaved(pieces: list[tuple[int, int]], start: list[float], finish: list[
 
 def peak_activations(spec: Spec, assign: list[int]) -> list[float]:
     """Per device, the most activation bytes live at one step of its nodes run in the
-    spec's topological order (Archer eq. 2's peak; the rules in core/activations.py),
+    spec's topological order (Archer eq. 2's peak; the rules in evaluator/activations.py),
     step by step with plain loops."""
     g = spec.graph
     n, D = len(g.nodes), len(spec.platform.devices)

@@ -161,7 +161,7 @@ def mtpp_specs(draw, max_nodes: int = 6, max_k: int = 3) -> Spec:
 
 @st.composite
 def on_levels(draw, spec: Spec) -> Spec:  # type: ignore[no-untyped-def]
-    """`spec` on random routes (core/levels.py): server levels (servers of one or two
+    """`spec` on random routes (evaluator/levels.py): server levels (servers of one or two
     instances, maybe in a rack, each class in a server or not, random fabrics) and/or a
     direct link from acc[0] to the other accelerators; tensors given as times (`comm`)
     become sizes (a time is not allowed where the route decides it)."""

@@ -1,4 +1,4 @@
-"""Activation memory (`subject to { activations }`, Archer eq. 2, core/activations.py): a
+"""Activation memory (`subject to { activations }`, Archer eq. 2, evaluator/activations.py): a
 worked example by hand, the vectorized peak against a step-by-step reference on random
 specs, hard limits and overflow, the refusals, and solve against brute force."""
 from __future__ import annotations
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from partdsl.core.activations import peak, stash
 from partdsl.core.errors import PartError
-from partdsl.core.evaluate import evaluate
 from partdsl.dsl.parser import parse
 from partdsl.dsl.printer import to_part
+from partdsl.evaluator.activations import peak, stash
+from partdsl.evaluator.evaluate import evaluate
 from partdsl.kernels import single_device
 from partdsl.methods.solve import solve
 

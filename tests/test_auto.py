@@ -172,8 +172,8 @@ def test_the_dp_seeded_with_an_incumbent_proves_the_brute_force_optimum(spec: Sp
     optimum over the evaluator's whole space (the brute force); it never claims less."""
     from dataclasses import replace
 
-    from partdsl.core.evaluate import evaluate
     from partdsl.core.events import Candidate, Proven
+    from partdsl.evaluator.evaluate import evaluate
     from partdsl.kernels.bottleneck import ideal_dp
     from partdsl.methods import capabilities
 

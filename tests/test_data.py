@@ -222,7 +222,7 @@ def test_every_example_checks_and_solves(example: str) -> None:
     assert out["status"] in ("optimal", "feasible")
     if spec.objective.scheduled:  # a DiviML schedule (a node may be split over devices)
         from partdsl.core.schedule import from_json
-        from partdsl.core.schedule_eval import evaluate_schedule
+        from partdsl.evaluator.schedule_eval import evaluate_schedule
 
         ev = evaluate_schedule(spec, from_json(spec, out["schedule"]))
     else:

@@ -17,7 +17,7 @@ from effort import examples
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, Spec, Work
-from partdsl.core.schedule_eval import evaluate_schedule
+from partdsl.evaluator.schedule_eval import evaluate_schedule
 from partdsl.kernels.schedule import brute
 from partdsl.methods.solve import solve
 
@@ -212,7 +212,7 @@ def test_a_schedule_mip_stopped_with_a_dual_bound_proves_that_bound_as_throughpu
     from conftest import EXAMPLES
     from partdsl import parse_file
     from partdsl.core.result import Status
-    from partdsl.core.schedule_eval import as_objective
+    from partdsl.evaluator.schedule_eval import as_objective
     from partdsl.methods.exact import _proof
     from partdsl.models.formulations import formulation_for
     from partdsl.solvers.outcome import MipOutcome

@@ -60,8 +60,8 @@ def test_exported_names_map_the_solvers_answer_back(tmp_path) -> None:  # type: 
     """Issue 32, item 5: rows and columns are named after nodes, devices and constraints,
     so a solver's answer read from the file maps back to a partition (scored here by the
     evaluator to the file's optimum)."""
-    from partdsl.core.evaluate import evaluate
     from partdsl.dsl.parser import parse
+    from partdsl.evaluator.evaluate import evaluate
     from partdsl.methods.solve import assignment_array
 
     text = (EXAMPLES / "tiny.part").read_text().replace("acyclic; ", "")  # the max-load IP's spec

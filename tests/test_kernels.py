@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from partdsl import evaluate
 from partdsl.core.assignment import to_array
-from partdsl.core.evaluate import bottleneck_loads
 from partdsl.core.ir import Spec
+from partdsl.evaluator.evaluate import bottleneck_loads
 from partdsl.kernels.bottleneck.coarse_order import coarsen, crossing
 from partdsl.kernels.bottleneck.load_table import LoadTable
 from partdsl.kernels.bottleneck.segment_dp import split_dp
@@ -316,7 +316,7 @@ def test_compiled_load_table_equals_the_evaluator(data) -> None:
     if data.draw(st.booleans()):  # peak activations in the overflow: the table is the evaluator's own
         spec = tight_memory(spec, 0.3, "overflow")
     dev = np.array(data.draw(assignments(spec)), dtype=np.int64)
-    # replication factors (core/replicas.py): the sync in the transfers in (backward under GPipe), then / r
+    # replication factors (evaluator/replicas.py): the sync in the transfers in (backward under GPipe), then / r
     r = np.array(data.draw(st.lists(st.sampled_from([1, 1, 2, 3]), min_size=spec.dense.D, max_size=spec.dense.D)))
     for factors in (None, r):
         value, table = LoadTable(spec)(dev, factors)

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from partdsl.cli.convert import dnn_partitioning_to_part
 from partdsl.core.errors import PartError
-from partdsl.core.evaluate import evaluate
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Platform, Spec, Work
 from partdsl.core.validate import validate
 from partdsl.dsl.parser import parse, parse_file
+from partdsl.evaluator.evaluate import evaluate
 from partdsl.kernels.latency.path_bound import longest_path, path_bound
 from partdsl.methods.solve import solve
 from partdsl.models import latency as latency_ip

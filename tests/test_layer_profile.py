@@ -101,9 +101,9 @@ def test_mistakes_name_the_file_and_the_field(tmp_path: Path, doc: dict, says: s
 
 def test_every_gpu_generation_has_a_cited_profile_and_mixes_in_one_platform() -> None:
     import numpy as np
-    from partdsl.core.evaluate import evaluate
     from partdsl.dsl.cost_model import names
     from partdsl.dsl.parser import parse
+    from partdsl.evaluator.evaluate import evaluate
 
     kinds = ["a100", "a100_80", "h100", "h200", "l4", "l40s", "v100", "mi250x", "mi300x"]
     assert set(kinds) <= set(names())

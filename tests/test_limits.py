@@ -13,7 +13,7 @@ import pytest
 from effort import examples
 from hypothesis import HealthCheck, given, settings
 from partdsl import PartError, parse
-from partdsl.core.evaluate import evaluate
+from partdsl.evaluator.evaluate import evaluate
 from partdsl.methods.solve import solve
 
 from tests.conftest import run_part

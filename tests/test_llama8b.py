@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import EXAMPLES, run_part
-from partdsl.core.evaluate import evaluate
 from partdsl.dsl.parser import parse_file
+from partdsl.evaluator.evaluate import evaluate
 
 DEVICES = "h100=4,a100=4"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import EXAMPLES, run_part
-from partdsl.core.evaluate import evaluate
 from partdsl.dsl.memory_model import factor, with_optimizer
 from partdsl.dsl.parser import parse_file
+from partdsl.evaluator.evaluate import evaluate
 from test_layer_profile import PROFILE, convert
 
 

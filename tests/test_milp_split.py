@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from partdsl.core.errors import PartError
 from partdsl.core.result import Status
 from partdsl.core.schedule import from_json
-from partdsl.core.schedule_eval import evaluate_schedule
 from partdsl.dsl.randwire import RandWire, randwire_spec
+from partdsl.evaluator.schedule_eval import evaluate_schedule
 from partdsl.methods.solve import solve
 
 TOL = 1e-6
@@ -209,7 +209,7 @@ def test_a_module_milp_built_past_its_limit_is_not_run() -> None:
     largest module took 2 s to build, and MILP-SPLIT ended 1 s past --time-limit 10.)"""
     import time
 
-    from partdsl.core.schedule_eval import evaluate_schedule
+    from partdsl.evaluator.schedule_eval import evaluate_schedule
     from partdsl.kernels.schedule import list_schedulers
     from partdsl.methods.milp_split_modules import solve_module
     from partdsl.models import diviml

@@ -79,7 +79,7 @@ def test_golden_spec_means_what_it_says() -> None:
 
 
 def test_links_parse_and_a_tensor_they_carry_needs_its_size() -> None:
-    """Declared links are modelled by every objective (core/levels.py); a tensor given only
+    """Declared links are modelled by every objective (evaluator/levels.py); a tensor given only
     as a time (`comm`) has no time over a direct link, so it is refused, located, instead of
     crossing the link for free (issue 30)."""
     assert LINKS in WITH_LINKS and OBJECTIVE in WITH_LINKS

@@ -14,8 +14,8 @@ from conftest import EXAMPLES, run_part
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from partdsl import PartError, parse, parse_file, solve
-from partdsl.core.evaluate import evaluate
 from partdsl.core.result import Status
+from partdsl.evaluator.evaluate import evaluate
 from partdsl.kernels.peers import PEERS
 from partdsl.kernels.peers.graph import peer_graph
 from partdsl.kernels.peers.runners import bottleneck_assignment

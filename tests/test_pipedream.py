@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from partdsl import PartError, parse, solve
-from partdsl.core.evaluate import evaluate
 from partdsl.dsl.pipedream_profile import pipedream_spec, plan, read_profile
+from partdsl.evaluator.evaluate import evaluate
 
 from tests.conftest import run_part
 
@@ -46,7 +46,7 @@ def test_pipedreams_plans_on_levels_score_at_its_value_and_dp_is_at_most_it(run:
     the servers in order, and the evaluator scores its plan at the time per stage it
     printed, also where its first top-level stage is replicated across servers (vgg16 on 4
     servers of 2 GPUs: 4 replicas on 2 servers; squeezenet1_0: 6 on 3; alexnet on three
-    levels), whose hierarchical AllReduce PipeDream charges (core/replicas.allreduce_rate).
+    levels), whose hierarchical AllReduce PipeDream charges (evaluator/replicas.allreduce_rate).
     The DP over ideals places stages in device order on levels, a superset of those plans:
     at most PipeDream's value (squeezenet1_0 on 8 x 2: 17.9407 ms against its 18.0978); its
     bound is the DP's relaxation to each stage's cheapest placement."""

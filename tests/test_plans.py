@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from conftest import run_part
 from partdsl.core.errors import PartError
-from partdsl.core.evaluate import evaluate
 from partdsl.dsl.builder import GraphBuilder, SpecBuilder
 from partdsl.dsl.decoder_graph import Decoder, decoder_spec
+from partdsl.evaluator.evaluate import evaluate
 from partdsl.plans.formats import WRITERS, deepspeed, fqn, megatron, vllm
 from partdsl.plans.grouping import group_by
 from partdsl.plans.stages import pipeline

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from partdsl import GraphBuilder, PartError, SpecBuilder, parse, solve
 from partdsl.core.assignment import to_array
-from partdsl.core.evaluate import evaluate
 from partdsl.core.validate import validate
+from partdsl.evaluator.evaluate import evaluate
 
 from tests.conftest import run_part
 
@@ -182,7 +182,7 @@ def test_the_load_search_merges_a_pipeline_into_one_replicated_stage(platform: s
 def test_the_load_search_answers_with_valid_replicas_never_below_the_optimum(data) -> None:  # type: ignore
     """On random specs with `replicate` (a third on server levels or direct links, where the
     replicas are placed), every answer of the load search is one the evaluator accepts with
-    its factors (its layout keeps core/replicas.py's rules), and none beats brute force."""
+    its factors (its layout keeps evaluator/replicas.py's rules), and none beats brute force."""
     from tests.oracle import check_load_search
     from tests.strategies import on_levels, specs
 

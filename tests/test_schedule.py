@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from partdsl.core.errors import PartError
-from partdsl.core.evaluate import evaluate
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, from_json, whole_batches
-from partdsl.core.schedule_eval import evaluate_schedule, list_schedule
 from partdsl.dsl.parser import parse
+from partdsl.evaluator.evaluate import evaluate
+from partdsl.evaluator.schedule_eval import evaluate_schedule, list_schedule
 from partdsl.methods.bounds import bound
 from strategies import assignments, specs
 
@@ -362,7 +362,7 @@ def test_the_one_go_check_is_its_definition(raw: list[tuple[int, int, int, int]]
     definition finds, and names a piece of another node on that device starting inside."""
     import numpy as np
     from partdsl.core.schedule import Piece, Schedule
-    from partdsl.core.schedule_checks import _interleaved
+    from partdsl.evaluator.schedule_checks import _interleaved
 
     from tests.reference import interleaved
 

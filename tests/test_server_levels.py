@@ -1,4 +1,4 @@
-"""Server levels (Tarnawski App. C.3, core/levels.py): `server node[2] { device gpu[2] {...};
+"""Server levels (Tarnawski App. C.3, evaluator/levels.py): `server node[2] { device gpu[2] {...};
 link 10 GB/s }; link 1 GB/s`. Hand-computed charges in every objective, the evaluator
 against the naive reference (tests/reference.py) on random specs put on random levels,
 flat bounds staying bounds, the DiviML MILP against brute force with levels, the language
@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from partdsl.core import levels
 from partdsl.core.assignment import to_array
 from partdsl.core.errors import PartError
-from partdsl.core.evaluate import evaluate
 from partdsl.core.ir import Spec
-from partdsl.core.schedule_eval import transfer_time
 from partdsl.core.validate import validate
 from partdsl.dsl.builder import GraphBuilder, SpecBuilder
 from partdsl.dsl.parser import parse
 from partdsl.dsl.printer import to_part
+from partdsl.evaluator import levels
+from partdsl.evaluator.evaluate import evaluate
+from partdsl.evaluator.schedule_eval import transfer_time
 from partdsl.methods.solve import solve
 
 from tests import reference

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from partdsl import parse, solve
 from partdsl.core.dense import topological_order
-from partdsl.core.evaluate import evaluate
 from partdsl.core.ir import Spec
+from partdsl.evaluator.evaluate import evaluate
 
 from tests.conftest import run_part
 from tests.strategies import mtpp_specs

@@ -254,7 +254,7 @@ def test_result_reports_bounds_in_the_objective_direction() -> None:
     d = r.to_json()
     assert d["lower_bound"] <= d["upper_bound"]
     from partdsl.core.schedule import from_json
-    from partdsl.core.schedule_eval import evaluate_schedule
+    from partdsl.evaluator.schedule_eval import evaluate_schedule
 
     assert r.method == "auto" and r.chosen in ("heft", "eft", "met", "milp_split", "exact")  # the default
     assert evaluate_schedule(spec, from_json(spec, r.schedule)).objective == r.objective  # its schedule, as given

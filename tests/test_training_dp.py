@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from oracle import oracle
 from partdsl.core.errors import PartError
-from partdsl.core.evaluate import evaluate
 from partdsl.core.validate import validate
+from partdsl.evaluator.evaluate import evaluate
 from partdsl.kernels.bottleneck.ideal_dp import exact_for, ideal_split
 from partdsl.methods.solve import ABS_TOL, solve
 

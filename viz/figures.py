@@ -215,7 +215,7 @@ def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | Non
     colors = device_colors(spec)
     texts: list = []  # type: ignore[type-arg]
     if ev.schedule is not None:
-        from partdsl.core.schedule_eval import timeline
+        from partdsl.evaluator.schedule_eval import timeline
 
         start, finish, moves = timeline(spec, ev.schedule)
         for k, p in enumerate(ev.schedule.pieces):
@@ -229,7 +229,7 @@ def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | Non
         ax.plot([], [], color="#c44e52", label="transfer")
         end = float(finish.max()) if len(finish) else 0.0
     else:
-        from partdsl.core import subgraphs
+        from partdsl.evaluator import subgraphs
 
         u = subgraphs.units(d, dev, sub if sub is not None else subgraphs.resolve(d, dev, None,
                                                                               spec.constraints.subgraphs))

@@ -17,7 +17,7 @@ optimal. Under `training gpipe` the objective is max FW + max BW (Tarnawski App.
 which no single max-load DP minimizes: `_gpipe_sweep` runs the DP for the least max FW
 under a falling cap on every stage's BW, over the Pareto front of the two maxima.
 
-On server levels (core/levels.py) without tensors to send (PipeDream's profiles, whose
+On server levels (evaluator/levels.py) without tensors to send (PipeDream's profiles, whose
 optimizer charges no activation transfers) a stage's load depends on where its replicas
 sit: the state's device counts place each class's stages in device order
 (kernels/bottleneck/replicated.placed_rates), a device left unused where that keeps the
@@ -238,7 +238,7 @@ def _gpipe_sweep(spec: Spec, chains: Chains, incumbent: float, deadline: Deadlin
     of at least F), until no split is left or F + B0 cannot beat the best. Every split of
     the optimum's BW or less is under some cap whose DP finds a max FW at most the
     optimum's: the sweep walks the Pareto front of (max FW, max BW) down to it."""
-    from partdsl.core.evaluate import bottleneck_loads
+    from partdsl.evaluator.evaluate import bottleneck_loads
 
     best, best_arr = incumbent, None
     # a split that beats the best has max FW + max BW below it, and so has each stage's FW + BW

@@ -92,7 +92,7 @@ def _frontiers(bits, prod_unit, prod_cons, w_lo, w_hi, inward):  # pragma: no co
 
 @njit
 def _combine(comp, tin, tout, ov, overlap):  # pragma: no cover - compiled
-    """A segment's load, as core/evaluate.py `combine` (no overlap, simplex, duplex)."""
+    """A segment's load, as evaluator/evaluate.py `combine` (no overlap, simplex, duplex)."""
     if overlap == 0:
         return comp + tin + tout + ov
     if overlap == 1:

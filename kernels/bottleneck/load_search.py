@@ -29,11 +29,11 @@ import time
 from typing import Callable, Iterator
 
 import numpy as np
-from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
-from partdsl.core.replicas import used_devices
-from partdsl.core.violations import memory_used, violations
+from partdsl.evaluator.evaluate import evaluate
+from partdsl.evaluator.replicas import used_devices
+from partdsl.evaluator.violations import memory_used, violations
 from partdsl.kernels.bottleneck.coarse_order import COARSE_POSITIONS
 from partdsl.kernels.bottleneck.load_table import LoadTable
 from partdsl.kernels.bottleneck.local_search import local_search
@@ -65,7 +65,7 @@ class Search:
         hard = spec.constraints.memory == "hard"
         self.cap = d.memory[d.dev_class] * (1 + 1e-12) if hard else np.full(d.D, np.inf)
         c = spec.constraints
-        # peak activations (core/activations.py) are not additive: the parameters screen a move,
+        # peak activations (evaluator/activations.py) are not additive: the parameters screen a move,
         # the evaluator's memory rule vets it
         self.vetted = bool(c.contiguous or c.acyclic or c.max_stages is not None or (c.activations and hard))
         self.loads = LoadTable(spec)

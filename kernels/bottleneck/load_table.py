@@ -14,10 +14,10 @@ instead of O(n + m); on BERT-L-12's 2,012 operators a move fell from 12 us to ab
 from __future__ import annotations
 
 import numpy as np
-from partdsl.core.evaluate import bottleneck_loads
 from partdsl.core.ir import Spec
-from partdsl.core.levels import routed
-from partdsl.core.replicas import span_rates
+from partdsl.evaluator.evaluate import bottleneck_loads
+from partdsl.evaluator.levels import routed
+from partdsl.evaluator.replicas import span_rates
 from partdsl.kernels.jit import HAVE_NUMBA, njit, njit_inline
 
 OVERLAP = {None: 0, "duplex": 1, "simplex": 2}
@@ -205,7 +205,7 @@ class LoadTable:
 
     def replicas(self, r: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(ms of sync per byte of parameters, the divisor) per device for factors r
-        (core/replicas.py); none and one for r None."""
+        (evaluator/replicas.py); none and one for r None."""
         if r is None:
             return self.none
         rf = r.astype(np.float64)

@@ -12,9 +12,9 @@ The returned assignment is re-scored by the evaluator either way (methods/run.py
 from __future__ import annotations
 
 import numpy as np
-from partdsl.core.evaluate import evaluate
 from partdsl.core.ir import Spec
-from partdsl.core.levels import routed
+from partdsl.evaluator.evaluate import evaluate
+from partdsl.evaluator.levels import routed
 from partdsl.kernels.bottleneck.load_table import LoadTable
 from partdsl.kernels.graph.contraction import Contraction
 

@@ -16,9 +16,9 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from partdsl.core.assignment import order_keys
-from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
+from partdsl.evaluator.evaluate import evaluate
 from partdsl.kernels.bottleneck.order_split import split_order
 from partdsl.kernels.bottleneck.segment_dp import Split
 from partdsl.kernels.bottleneck.topo_split import assign

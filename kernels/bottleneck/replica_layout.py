@@ -1,5 +1,5 @@
 """Which devices the load search's data-parallel stages take (Tarnawski App. C.2, the rules
-of core/replicas.py): a replication factor per lead device (the one that holds the stage's
+of evaluator/replicas.py): a replication factor per lead device (the one that holds the stage's
 nodes) and, for each other device, the lead whose replica it is (-1: none).
 
 On server levels a stage on device j with r replicas takes devices j .. j + r - 1, so its
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 from partdsl.core.dense import Dense
-from partdsl.core.replicas import placeable, used_devices
+from partdsl.evaluator.replicas import placeable, used_devices
 
 
 class Layout:
@@ -96,7 +96,7 @@ class Layout:
             self.r[j] = 1
 
     def factors(self, used: np.ndarray) -> np.ndarray:
-        """Each used device's factor, 1 elsewhere (core/replicas.factors' form)."""
+        """Each used device's factor, 1 elsewhere (evaluator/replicas.factors' form)."""
         return np.where(used, self.r, 1)
 
 

@@ -1,12 +1,12 @@
 """Segment costs with data-parallel replicas (Tarnawski App. C.2): the DP over an order
 chooses, with each segment's class, how many devices of it the stage takes, r = 1 ..
-`replicate`, at the load core/replicas.py defines, (cost + 4 (r - 1) |w| / (r B)) / r for
+`replicate`, at the load evaluator/replicas.py defines, (cost + 4 (r - 1) |w| / (r B)) / r for
 the segment's one-device cost and parameters |w|. Each (class, r) is one kind of segment
 of the segmentation DP (segment_dp.split_dp's `steps`), which takes r devices of the class.
 Transfers not overlapped, PipeDream's load (not GPipe): topo refuses the other forms
 (methods/capabilities.py, `replicas with overlap or GPipe`).
 
-On server levels (core/levels.py) the sync's bandwidth depends on which devices the
+On server levels (evaluator/levels.py) the sync's bandwidth depends on which devices the
 replicas span. The DP over ideals then places its stages in device order, each class's
 stages on its devices one after the other (`placed_rates`), unused devices between them
 allowed, as PipeDream's hierarchical optimizer places its stages server by server.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 from partdsl.core.ir import Spec
-from partdsl.core.replicas import placeable, span_rate, sync_rate
+from partdsl.evaluator.replicas import placeable, span_rate, sync_rate
 from partdsl.runtime import memory
 
 
@@ -56,7 +56,7 @@ def placed_rates(spec: Spec, kinds: list[tuple[int, int]], states: list[tuple[in
     the sync rate of a stage of kind v = (c, r) that ends in state s. On a flat platform
     that is the kind's rate in every state. On server levels the stage takes class c's
     devices s[c] - r .. s[c] - 1 in device order, which must be consecutive devices
-    (core/replicas.placeable), and syncs over them (`span_rate`); prev[v, s]
+    (evaluator/replicas.placeable), and syncs over them (`span_rate`); prev[v, s]
     is -1 (no such step) where they are not."""
     d = spec.dense
     flat = sync_rates(spec, kinds)

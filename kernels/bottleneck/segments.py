@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 from partdsl.core.dense import INF
-from partdsl.core.evaluate import combine
 from partdsl.core.ir import Spec
+from partdsl.evaluator.evaluate import combine
 from partdsl.kernels.jit import HAVE_NUMBA, njit
 from partdsl.runtime import memory
 
@@ -65,7 +65,7 @@ def _rectangles(pos: np.ndarray, P: int, src: np.ndarray, dst: np.ndarray, w: np
 
 def phase_rectangles(spec: Spec, pos: np.ndarray, P: int, phase: int | None = None):  # type: ignore[no-untyped-def]
     """The in and out rectangles of every tensor, or under GPipe those one phase pays
-    (Tarnawski App. A, as core/evaluate.py charges them): a tensor in to the phase of its
+    (Tarnawski App. A, as evaluator/evaluate.py charges them): a tensor in to the phase of its
     consumer, out to the phase of its sender."""
     d = spec.dense
     if phase is None:
@@ -95,7 +95,7 @@ def segment_costs(spec: Spec, pos: np.ndarray, P: int, use_numba: bool = True, p
                   ) -> np.ndarray:
     """cost[C, P, P] for the order given by node positions `pos` (0 .. P-1); with `phase`
     (0 forward, 1 backward), the GPipe load of that phase alone: its nodes' compute, the
-    tensors it pays, overflow (core/evaluate._phase_loads). Quadratic in P: refused
+    tensors it pays, overflow (evaluator/evaluate._phase_loads). Quadratic in P: refused
     (runtime/memory.py) where the table and its temporaries would not fit."""
     d = spec.dense
     C = len(d.class_names)

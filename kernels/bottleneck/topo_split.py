@@ -118,7 +118,7 @@ def improving(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, n_random: i
               ) -> Iterator[tuple[float, Candidate]]:
     """(value, candidate) for each feasible `topo` candidate better than all before it, by
     the evaluator with its replicas: `load_search`'s starts as they come."""
-    from partdsl.core.evaluate import evaluate
+    from partdsl.evaluator.evaluate import evaluate
 
     best = float("inf")
     for cand in run(spec, seed, deadline, n_random):

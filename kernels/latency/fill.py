@@ -111,8 +111,8 @@ def maxload_dp(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress=N
     returns among the optimal ones (kernels/bottleneck/reference_dp.py); above, our DP over ideals,
     or DPL when there are too many ideals for it, as the paper's code falls back to."""
     from partdsl.core.errors import PartError
-    from partdsl.core.evaluate import evaluate
     from partdsl.core.events import Progress
+    from partdsl.evaluator.evaluate import evaluate
     from partdsl.kernels.bottleneck import reference_dp
     from partdsl.kernels.bottleneck.baselines import dpl
     from partdsl.kernels.bottleneck.ideal_dp import ideal_split

@@ -23,9 +23,9 @@ import math
 from typing import Callable, Iterator
 
 import numpy as np
-from partdsl.core.evaluate import evaluate
 from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
+from partdsl.evaluator.evaluate import evaluate
 from partdsl.kernels.bottleneck.coarse_order import coarsen
 from partdsl.kernels.bottleneck.segments import segment_costs
 from partdsl.kernels.graph.contraction import contract

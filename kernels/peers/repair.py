@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 from partdsl.core.dense import groups
-from partdsl.core.evaluate import evaluate
 from partdsl.core.ir import Spec
+from partdsl.evaluator.evaluate import evaluate
 
 FIXES = ("colocate", "placement", "unsupported", "memory")
 

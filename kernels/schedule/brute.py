@@ -26,7 +26,7 @@ from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, runnable
-from partdsl.core.schedule_eval import list_schedule
+from partdsl.evaluator.schedule_eval import list_schedule
 from partdsl.runtime.deadline import NEVER, Deadline
 
 LIMIT = 200_000  # schedules to time, at most (an estimate from above; larger specs are refused)

@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 import numpy as np
-from partdsl.core import levels
 from partdsl.core.dense import INF, work_time
 from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split, runnable
-from partdsl.core.schedule_checks import sample_bytes
-from partdsl.core.schedule_eval import transfer_time
+from partdsl.evaluator import levels
+from partdsl.evaluator.schedule_checks import sample_bytes
+from partdsl.evaluator.schedule_eval import transfer_time
 from partdsl.runtime.deadline import NEVER, Deadline
 
 SCAN = 16  # gaps checked one by one; a longer tail of a device's spans is checked in one NumPy pass
@@ -169,7 +169,7 @@ class _Board:
 
 
 class _Memory:
-    """Bytes held per device so far (eq. 6, as core/schedule_checks.memory counts them)."""
+    """Bytes held per device so far (eq. 6, as evaluator/schedule_checks.memory counts them)."""
 
     def __init__(self, spec: Spec) -> None:
         d = spec.dense

@@ -24,7 +24,7 @@ from partdsl.core.dense import work_time
 from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split, runnable
-from partdsl.core.schedule_eval import evaluate_schedule, list_schedule
+from partdsl.evaluator.schedule_eval import evaluate_schedule, list_schedule
 from partdsl.kernels.graph.orders import kahn, levels
 from partdsl.kernels.schedule.list_schedulers import schedule as list_scheduled
 from partdsl.runtime.deadline import NEVER, Deadline

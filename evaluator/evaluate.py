@@ -23,13 +23,13 @@ Cost semantics
 from __future__ import annotations
 
 import numpy as np
-from partdsl.core import levels, replicas, subgraphs
 from partdsl.core.dense import INF, Dense
 from partdsl.core.evaluation import Evaluation, Violation
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import whole_batches
-from partdsl.core.schedule_eval import evaluate_schedule
-from partdsl.core.violations import memory_used, violations
+from partdsl.evaluator import levels, replicas, subgraphs
+from partdsl.evaluator.schedule_eval import evaluate_schedule
+from partdsl.evaluator.violations import memory_used, violations
 
 # ----------------------------------------------------------------------------- loads
 
@@ -97,7 +97,7 @@ def bottleneck_loads(spec: Spec, dense: Dense, dev: np.ndarray, r: np.ndarray | 
     """The bottleneck objective and its load table: [D] loads, or [D, 2] forward and
     backward loads under GPipe (objective = max FW + max BW). Search kernels score moves
     with it, so they and the evaluator share one cost model. `r`: replication factors
-    ([D], core/replicas.py), each stage's load divided by its own."""
+    ([D], evaluator/replicas.py), each stage's load divided by its own."""
     ov = overflow(spec, dense, dev)
     sync = np.zeros(dense.D) if r is None else replicas.sync_time(dense, dev, r)
     if spec.objective.training == "gpipe":
@@ -148,7 +148,7 @@ def _bottleneck(spec: Spec, dense: Dense, dev: np.ndarray, r: np.ndarray) -> tup
 
 def _latency(spec: Spec, dense: Dense, dev: np.ndarray, u: subgraphs.SubgraphUnits
              ) -> tuple[float, dict, dict, list[Violation]]:
-    """Tarnawski sec. 4 on units (core/subgraphs.py): per device, its subgraphs' compute,
+    """Tarnawski sec. 4 on units (evaluator/subgraphs.py): per device, its subgraphs' compute,
     transfers, first start and last finish."""
     s = subgraphs.timed(dense, dev, u)
     D = dense.D
@@ -181,8 +181,8 @@ def _latency(spec: Spec, dense: Dense, dev: np.ndarray, u: subgraphs.SubgraphUni
 def evaluate(spec: Spec, assignment: np.ndarray, subgraph: np.ndarray | None = None,
              replicas_of: np.ndarray | None = None) -> Evaluation:
     """Score an assignment (int array: node index -> device index, -1 = unassigned). Under
-    latency, `subgraph` numbers each accelerator node's subgraph (core/subgraphs.py); without
-    it they are derived. `replicas_of`: each device's replication factor (core/replicas.py)."""
+    latency, `subgraph` numbers each accelerator node's subgraph (evaluator/subgraphs.py); without
+    it they are derived. `replicas_of`: each device's replication factor (evaluator/replicas.py)."""
     dense = spec.dense
     dev = np.asarray(assignment, dtype=np.int64)
     if spec.objective.scheduled and not (dev < 0).any():  # DiviML: the assignment's list schedule

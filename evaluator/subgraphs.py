@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from partdsl.core import levels
 from partdsl.core.dense import INF, Dense, topological_order
+from partdsl.evaluator import levels
 
 
 def derive_subgraphs(dense: Dense, dev: np.ndarray) -> np.ndarray:

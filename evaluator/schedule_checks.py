@@ -41,7 +41,7 @@ def _interleaved(s: Schedule, start: np.ndarray, finish: np.ndarray, eps: float)
 def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], start: np.ndarray,
                finish: np.ndarray, share_end: np.ndarray) -> list:
     from partdsl.core.evaluation import Violation, short_list
-    from partdsl.core.violations import violations as assignment_violations
+    from partdsl.evaluator.violations import violations as assignment_violations
 
     dense = spec.dense
     names, devices = dense.names, dense.devices

@@ -7,16 +7,16 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
-from partdsl.core import levels
 from partdsl.core.dense import INF, work_time
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Schedule
+from partdsl.evaluator import levels
 
 
 def transfer_time(spec: Spec, node: int, a: int, b: int) -> float:
     """One input's tensor of `node` from device a to device b (eq. 3): nothing on one device,
     over their direct link if there is one, else out to host memory and back in, over the
-    fabrics between them on a hierarchical platform (core/levels.pair_ms)."""
+    fabrics between them on a hierarchical platform (evaluator/levels.pair_ms)."""
     return levels.pair_ms(spec.dense, node, a, b)
 
 
@@ -94,7 +94,7 @@ def evaluate_schedule(spec: Spec, s: Schedule):  # type: ignore[no-untyped-def] 
     """Score a schedule (list-scheduled first if it has no times) and name every
     violation. Returns core.evaluate.Evaluation with the timed schedule."""
     from partdsl.core.evaluation import Evaluation
-    from partdsl.core.schedule_checks import violations
+    from partdsl.evaluator.schedule_checks import violations
 
     if not s.timed:
         s = list_schedule(spec, s)
@@ -110,7 +110,7 @@ def evaluate_schedule(spec: Spec, s: Schedule):  # type: ignore[no-untyped-def] 
     for k, p in enumerate(s.pieces):
         busy[p.device] += tm.duration[k]
         last[p.device] = max(last[p.device], finish[k])
-    from partdsl.core.schedule_checks import memory
+    from partdsl.evaluator.schedule_checks import memory
 
     used = memory(spec, s)
     parts = {d: {"busy": float(busy[j]), "finish": float(last[j]), "memory": float(used[j])}

@@ -1,20 +1,20 @@
 """Every violated constraint of an assignment (node -> device): placement, memory,
 colocation, contiguity (Tarnawski Def. 3.1), acyclic quotient (Archer sec. 2), stages,
-latency subgraphs. The evaluator (core/evaluate.py) and the schedule checks
-(core/schedule_checks.py) both call it."""
+latency subgraphs. The evaluator (evaluator/evaluate.py) and the schedule checks
+(evaluator/schedule_checks.py) both call it."""
 from __future__ import annotations
 
 import numpy as np
-from partdsl.core import activations, subgraphs
 from partdsl.core.dense import Dense, group_runs
 from partdsl.core.evaluation import Violation, short_list
 from partdsl.core.graphs import stage_cycle, stage_labels
 from partdsl.core.ir import Spec
+from partdsl.evaluator import activations, subgraphs
 
 
 def memory_used(dense: Dense, dev: np.ndarray) -> np.ndarray:
     """[D] bytes per device: its parameters, plus its peak live activations under
-    `activations` (Archer eq. 2, core/activations.py)."""
+    `activations` (Archer eq. 2, evaluator/activations.py)."""
     used = np.bincount(dev, weights=dense.params, minlength=dense.D)
     if not dense.activations:
         return used

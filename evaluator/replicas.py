@@ -6,7 +6,7 @@ AllReduce of the stage's parameters, 4 (r - 1) |w| / (r B) per step, B the class
 bandwidth, paid with the transfers in (and under GPipe in the backward phase). The other
 r - 1 devices hold nothing else; a stage without a factor has r = 1.
 
-On a platform with server levels (core/levels.py) the replicas are placed: the stage on
+On a platform with server levels (evaluator/levels.py) the replicas are placed: the stage on
 device j of a class with factor r runs on that class's devices j .. j + r - 1 (numbered
 server by server), none of which may hold another stage. Their AllReduce takes the cheaper
 of one ring at the slowest bandwidth between them (ports and fabrics) and a hierarchical
