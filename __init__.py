@@ -22,10 +22,10 @@ from partdsl.core.ir import (
 )
 from partdsl.core.result import Result, Status
 from partdsl.dsl.builder import GraphBuilder, SpecBuilder
-from partdsl.dsl.import_options import ImportOptions, UncostedOperators
 from partdsl.dsl.parser import parse, parse_file
 from partdsl.dsl.printer import to_part
 from partdsl.evaluator.evaluate import evaluate
+from partdsl.importers.import_options import ImportOptions, UncostedOperators
 
 __all__ = ["PartError", "Span", "Evaluation", "Violation", "evaluate", "Constraints", "DeviceClass",
            "Graph", "Link", "Node", "Objective", "Platform", "SolveOptions", "Spec", "Target", "Work",

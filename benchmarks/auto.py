@@ -27,9 +27,9 @@ SKIP = {"brute", "metis", "scotch", "kahypar"}  # exhaustive on tiny graphs only
 
 def workloads(tmp: Path, layers: int) -> dict[str, Path]:
     """name -> spec path: the examples, the vendored workloads as specs, a generated decoder."""
-    from partdsl.cli.convert import dnn_partitioning_to_part
-    from partdsl.dsl.decoder_graph import Decoder, decoder_spec
+    from partdsl.convert.to_part import dnn_partitioning_to_part
     from partdsl.dsl.printer import to_part
+    from partdsl.generators.decoder_graph import Decoder, decoder_spec
 
     out = {p.stem: p for p in sorted((ROOT / "examples").glob("*.part"))}
     data = ROOT / "data" / "dnn-partitioning"

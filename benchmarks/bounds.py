@@ -28,7 +28,7 @@ import needs_partdsl  # noqa: E402,F401  (a plain message if partdsl is missing)
 def measure(data: Path) -> dict[str, dict[str, float]]:
     """Each workload's bound (the path bound under latency), seconds, and the peak RSS after it."""
     from partdsl import parse_file
-    from partdsl.cli.convert import dnn_partitioning_to_part
+    from partdsl.convert.to_part import dnn_partitioning_to_part
     from partdsl.kernels.latency.path_bound import path_bound
     from partdsl.methods.bounds import bound
 

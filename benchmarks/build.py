@@ -80,7 +80,7 @@ def measure(name: str, spec, model, pyomo_model, pyomo: bool) -> dict[str, float
 
 def routed_spec(layers: int, objective: str):  # type: ignore[no-untyped-def]
     from partdsl.dsl.builder import SpecBuilder
-    from partdsl.dsl.decoder_graph import Decoder, decoder_graph
+    from partdsl.generators.decoder_graph import Decoder, decoder_graph
 
     m = Decoder(layers=layers, hidden=1024, heads=16, seq=512, vocab=32000, dtype="fp16")
     return (SpecBuilder(decoder_graph(m, "decoder")).server("node", 2, link="25 GB/s")
@@ -100,7 +100,7 @@ def main() -> None:
     ap.add_argument("--save-baseline", action="store_true")
     args = ap.parse_args()
     from partdsl import parse_file
-    from partdsl.cli.convert import dnn_partitioning_to_part
+    from partdsl.convert.to_part import dnn_partitioning_to_part
     from partdsl.models import latency, maxload, mtpp, pyomo_maxload, pyomo_mtpp
 
     tmp = Path(tempfile.mkdtemp())

@@ -1,5 +1,5 @@
 """DiviML benchmarks (Ghannane & Abdelfattah sec. V, Tables I, III, IV) on generated
-randomly wired networks (dsl/randwire.py) on the paper's platform (a Xeon CPU, a T4 and an
+randomly wired networks (generators/randwire.py) on the paper's platform (a Xeon CPU, a T4 and an
 A100 on PCIe 4.0 x16): the best single device, MET, Greedy (eft), HEFT, the biased (1+1)
 EA, SA, the full DiviML MILP (capped), MILP-SPLIT and its lower bound, with times; then the
 paper's claims as ratios measured here.
@@ -37,7 +37,7 @@ BASELINES = ("met", "eft", "heft")
 
 
 def network(name: str, batch: int, seed: int):  # type: ignore[no-untyped-def]
-    from partdsl.dsl.randwire import RandWire, randwire_spec
+    from partdsl.generators.randwire import RandWire, randwire_spec
 
     m = NET.match(name)
     if not m:

@@ -32,7 +32,7 @@ def main() -> None:
     if args.numpy:
         os.environ["PARTDSL_NO_NUMBA"] = "1"
     from partdsl import parse_file, solve
-    from partdsl.cli.convert import dnn_partitioning_to_part
+    from partdsl.convert.to_part import dnn_partitioning_to_part
 
     methods = [("exact", {}), ("topo", {}), ("dp", {}), ("dpl", {}), ("slicegraph", {}), ("random", {"samples": 100}),
                ("brkga", {"population": 20, "generations": 20}), ("mla_weighted", {}), ("pipedream", {}),
@@ -57,7 +57,7 @@ def main() -> None:
                 cells.append(f"{r.objective:9.2f} {time.perf_counter() - t:6.1f}s ")
         print(f"{name:22} {pub:9.2f} " + " ".join(cells), flush=True)
 
-    from partdsl.dsl.regal import regal_spec
+    from partdsl.generators.regal import regal_spec
     from partdsl.kernels.bottleneck.order_search import brkga, random_orders, slicegraph
 
     print("\nspeed targets on REGAL-style graphs (value, seconds)")

@@ -36,7 +36,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     from partdsl import parse_file, solve
-    from partdsl.cli.convert import dnn_partitioning_to_part
+    from partdsl.convert.to_part import dnn_partitioning_to_part
 
     tmp = Path(tempfile.mkdtemp())
     head = (f"{'workload':22} {'method':16} {'value':>9} {'bound':>9} {'gap':>7} {'time':>8} {'/ IP':>7}  "

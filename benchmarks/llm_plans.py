@@ -44,8 +44,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from partdsl.dsl.builder import SpecBuilder
-    from partdsl.dsl.decoder_graph import Decoder, decoder_graph
     from partdsl.evaluator.evaluate import evaluate
+    from partdsl.generators.decoder_graph import Decoder, decoder_graph
     from partdsl.methods.solve import solve
     from partdsl.plans.baselines import BASELINES, baseline
     from partdsl.plans.formats import fqn, megatron

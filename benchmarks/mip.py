@@ -50,7 +50,7 @@ def main() -> None:
         report([json.loads(line) for f in args.report.split(",") for line in Path(f).read_text().splitlines()])
         return
     from partdsl import parse_file, solve
-    from partdsl.cli.convert import dnn_partitioning_to_part
+    from partdsl.convert.to_part import dnn_partitioning_to_part
     from partdsl.models import maxload
 
     tmp = Path(tempfile.mkdtemp())

@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--moves", type=int, default=5000, help="moves per scan call")
     args = ap.parse_args()
     from partdsl import parse_file
-    from partdsl.cli.convert import dnn_partitioning_to_part
+    from partdsl.convert.to_part import dnn_partitioning_to_part
 
     print(f"{'graph':28s} {'nodes':>8} {'edges':>8} {'by parts /s':>14} {'whole /s':>14} {'ratio':>9}")
     tmp = Path(tempfile.mkdtemp())

@@ -45,10 +45,10 @@ SUBGRAPHS = 8
 
 def workloads(data: Path, tmp: Path, quick: bool) -> list[tuple[str, object]]:
     from partdsl import parse
-    from partdsl.cli.convert import dnn_partitioning_to_part
+    from partdsl.convert.to_part import dnn_partitioning_to_part
     from partdsl.core.ir import Constraints, Spec
-    from partdsl.dsl.randwire import RandWire, randwire_spec
-    from partdsl.dsl.regal import regal_spec
+    from partdsl.generators.randwire import RandWire, randwire_spec
+    from partdsl.generators.regal import regal_spec
 
     out: list[tuple[str, object]] = []
     for name in (THROUGHPUT[:1] + THROUGHPUT[3:5] if quick else THROUGHPUT):

@@ -133,7 +133,7 @@ def main() -> None:
 def compare(args: argparse.Namespace, name: str, graph: Path, machines: list[int], bw: list[float], tmp: Path) -> None:
     """One row: PipeDream's run, our evaluator on its plan, `topo` (one level) and `dp`."""
     from partdsl import solve
-    from partdsl.dsl.pipedream_profile import pipedream_spec, plan
+    from partdsl.convert.pipedream_profile import pipedream_spec, plan
     from partdsl.evaluator.evaluate import evaluate
 
     label = "x".join(map(str, machines))

@@ -25,7 +25,7 @@ def main() -> None:
     ap.add_argument("--models", default="er,ba,ws")
     ap.add_argument("--workers", type=int, default=None, help="processes for the guess MIPs (default: cores)")
     args = ap.parse_args()
-    from partdsl.dsl.regal import regal_spec
+    from partdsl.generators.regal import regal_spec
     from partdsl.methods.hierarchy import hierarchy
 
     models = args.models.split(",")

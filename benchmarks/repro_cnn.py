@@ -1,7 +1,7 @@
 """DiviML Figures 3 and 5 and Table II on a public substitute: the paper's torchvision models
 were profiled node by node on its own Xeon, T4 and A100 (sec. V), and those profiles are not
 published. Here the ONNX model zoo's CNNs (data/onnx-light) run on the same three devices with
-times from partdsl's device profiles (roofline + launch overhead, dsl/cost_model.py)."""
+times from partdsl's device profiles (roofline + launch overhead, importers/cost_model.py)."""
 from __future__ import annotations
 
 import math
@@ -33,9 +33,9 @@ def cnn_spec(model: str, objective: str, batch: int = 1, split: int = 1) -> Any:
     is limited at B = 1 only: DiviML's memory rule keeps every sample's tensors (sec. III),
     which at B = 128 puts ResNet-50 over the A100's 40 GB and DenseNet-121 over every device."""
     from partdsl.core.ir import Constraints, Objective, Spec
-    from partdsl.dsl.cost_model import apply
-    from partdsl.dsl.onnx_import import import_onnx
-    from partdsl.dsl.randwire import paper_platform
+    from partdsl.generators.randwire import paper_platform
+    from partdsl.importers.cost_model import apply
+    from partdsl.importers.onnx_import import import_onnx
 
     sizes = tuple(sorted({batch // split * m for m in range(1, split + 1)} | {1}))
     _, platform = paper_platform(sizes)

@@ -5,7 +5,7 @@ the same schedule copied onto the other five.
 
 The paper's GPT-3 graph, its profiled costs and Figure 8's servers are not published. The
 substitute: GPT-3's layer shape (hidden 12,288, 96 heads, 20 tokens an input, fp16) from
-`dsl/decoder_graph.py` (the layers only: embedding and head left out so the six sixths
+`generators/decoder_graph.py` (the layers only: embedding and head left out so the six sixths
 are alike), costs from the device profiles, and each server DiviML's sec. V node grown to
 a Xeon (the host), two T4s and two A100s (two pairs of identical devices: the paper's
 4^6 x 6! symmetry). Memory is not limited: MILP-SPLIT refuses limits that modules could
@@ -31,7 +31,7 @@ def gpt_spec(layers: int, batch: int, split: int, servers: int = SERVERS):  # ty
     """The layer stack on `servers` servers under `maximize throughput batch B split K`."""
     from partdsl.core.ir import Objective
     from partdsl.dsl.builder import SpecBuilder
-    from partdsl.dsl.decoder_graph import Decoder, decoder_graph
+    from partdsl.generators.decoder_graph import Decoder, decoder_graph
     from partdsl.kernels.graph.modules import restrict
 
     sizes = sorted({batch // split * j for j in range(1, split + 1)} | {1})

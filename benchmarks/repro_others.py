@@ -28,7 +28,7 @@ FIG7_AT = (0.01, 0.1, 0.5)  # fractions of the limit at which Figure 7's table r
 def kept_seed(n: int, model: str, seed: int, work: str, tries: int = 100) -> int | None:
     """The first of `tries` seeds from `seed` whose graph REGAL's filter keeps
     (kernels/schedule/room.py), or None."""
-    from partdsl.dsl.regal import regal_graph
+    from partdsl.generators.regal import regal_graph
     from partdsl.kernels.schedule.room import first_kept
 
     found = first_kept(lambda s: regal_graph(n, model, s, work=work), seed, tries)
@@ -56,7 +56,7 @@ def drawn(i: int, graphs: int, work: str, tries: int = 100) -> Drawn:
     """Slot i of `regal_seeds`: the first graph from seed 100 i that the filter keeps, of the
     slot's model, or where it keeps none of `tries` of those (WS graphs of 183 nodes with
     work ~ N(50, 10): their best schedules do not fit the memory), of the next model it keeps."""
-    from partdsl.dsl.regal import MODELS
+    from partdsl.generators.regal import MODELS
 
     j = i % len(MODELS)
     n, wanted = 50 + (150 * i) // max(graphs - 1, 1), MODELS[j]
@@ -82,10 +82,10 @@ def drawn_text(drawn: tuple[Drawn, ...]) -> str:
 def regal_set(graphs: int, k: int, folder: str | None = None, work: str = "appendix") -> list:  # type: ignore[type-arg]
     """The specs on k stages of `regal_seeds`' graphs, or of the first `graphs` REGAL files
     (`.pbtxt`) of `folder`, by name."""
-    from partdsl.dsl.regal import mtpp_spec, regal_spec
+    from partdsl.generators.regal import mtpp_spec, regal_spec
 
     if folder is not None:
-        from partdsl.dsl.regal_import import read_regal
+        from partdsl.importers.regal_import import read_regal
 
         files = sorted(Path(folder).rglob("*.pbtxt"))[:graphs]
         if not files:
@@ -279,7 +279,7 @@ def diviml(quick: bool, cap: float) -> list[Table]:
     """Tables I and IV, 1-channel column: latency (B = 1) and throughput (B = 128). The
     networks are new draws, so each value is shown relative to the best single device,
     as the paper's speedups are."""
-    from partdsl.dsl.randwire import RandWire, randwire_spec
+    from partdsl.generators.randwire import RandWire, randwire_spec
 
     t0 = time.monotonic()
     modules = 3 if quick else 10
@@ -321,7 +321,7 @@ def diviml(quick: bool, cap: float) -> list[Table]:
                 series[col] = steps + [(r.seconds, steps[-1][1])]  # drawn to the end of the run
                 at = [max((v for t, v in steps if t <= f * cap), default=None) for f in FIG7_AT]
                 fig.rows.append((col, *("-" if v is None else sig(v) for v in at), sig(r.value), f"{r.seconds:.1f}"))
-    tab.notes += ["Our generator's operator costs (dsl/randwire.py) are smaller than the paper's networks' "
+    tab.notes += ["Our generator's operator costs (generators/randwire.py) are smaller than the paper's networks' "
                   "(about 1.6 ms against 80-210 ms per image), so transfers weigh more and splitting gains less "
                   "over the best device than in the paper.",
                   "Greedy is `eft`; MET, Greedy and HEFT under a batch are the paper's bMET, bGreedy and bHEFT.",
@@ -334,7 +334,7 @@ def diviml_speedup(quick: bool, cap: float) -> Table:
     """Table III: seconds for the whole MILP and for MILP-SPLIT on latency, at 5, 10 and 20
     modules, strongly and weakly dependent; the factor is the MILP's time over MILP-SPLIT's
     (">=" where the MILP stopped at the limit)."""
-    from partdsl.dsl.randwire import RandWire, randwire_spec
+    from partdsl.generators.randwire import RandWire, randwire_spec
 
     t0 = time.monotonic()
     keys = [("sdep", 5)] if quick else sorted(DIVIML_T3, key=lambda k: (k[1], k[0]))

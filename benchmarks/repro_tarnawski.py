@@ -23,7 +23,7 @@ PUBLISHED_AS = {"pipedream_contracted": "pipedream"}  # our column -> the paper'
 
 def spec_for(folder: str, stem: str, objective: str, split: str, tmp: Path) -> Any:
     from partdsl import parse_file
-    from partdsl.cli.convert import dnn_partitioning_to_part
+    from partdsl.convert.to_part import dnn_partitioning_to_part
 
     out = tmp / f"{folder}-{stem}-{objective}-{split}.part"
     out.write_text(dnn_partitioning_to_part(DATA / folder / f"{stem}.json", objective, split=split, relative_to=tmp))

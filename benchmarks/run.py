@@ -19,7 +19,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 import needs_partdsl  # noqa: E402,F401  (a plain message if partdsl is missing)
 from partdsl import evaluate, parse_file, solve  # noqa: E402
-from partdsl.cli.convert import dnn_partitioning_to_part  # noqa: E402
+from partdsl.convert.to_part import dnn_partitioning_to_part  # noqa: E402
 from partdsl.core.dense import Dense  # noqa: E402
 from ratios import print_ratios  # noqa: E402
 

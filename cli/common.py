@@ -32,7 +32,7 @@ def spec_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def import_arguments(p: argparse.ArgumentParser) -> None:
-    """How imported models (ONNX) are read: dsl/import_options.py."""
+    """How imported models (ONNX) are read: importers/import_options.py."""
     p.add_argument("--unknown-ops", choices=("warn", "zero", "error"), default="warn",
                    help="ONNX operators the cost model cannot cost: warn (default: 0 FLOPs, listed on stderr), "
                         "zero (0 FLOPs, quietly) or error (exit 2)")
@@ -42,7 +42,7 @@ def import_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def import_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from partdsl.dsl.import_options import ImportOptions, input_shape
+    from partdsl.importers.import_options import ImportOptions, input_shape
 
     shapes = tuple(input_shape(x) for x in getattr(args, "input_shape", None) or [])
     return ImportOptions(getattr(args, "unknown_ops", "warn"), shapes)

@@ -39,7 +39,7 @@ from partdsl.cli.common import (
     EXIT_UNAVAILABLE,
     EXIT_USER,
 )
-from partdsl.dsl.import_options import UncostedOperators
+from partdsl.importers.import_options import UncostedOperators
 from partdsl.runtime.memory import SCALABLE
 
 COMMANDS = (check, evaluate, solve, export, bound, sweep, plot, report, convert, generate)  # in --help's order

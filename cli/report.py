@@ -36,15 +36,11 @@ def fmt(x: float, digits: int = 6) -> str:
 
 def objective_name(spec: Spec) -> str:
     o = spec.objective
-    if o.kind == "bottleneck":
-        extra = [f"training {o.training}"] if o.training else []
-        extra += [f"overlap {o.overlap}"] if o.overlap else []
-        return "bottleneck (max device load)" + (f", {', '.join(extra)}" if extra else "")
-    if o.kind == "latency":
-        return "latency (single stream, subgraph invocations)"
-    if o.kind == "task_latency":
-        return "latency (single stream, tasks scheduled on devices)"
-    return f"batched throughput, batch {o.batch}" + (f", split in {o.split}" if o.split > 1 else "")
+    extra = [f"training {o.training}"] if o.training else []
+    extra += [f"overlap {o.overlap}"] if o.overlap else []
+    if o.kind == "throughput":
+        extra = [f"batch {o.batch}"] + ([f"split in {o.split}"] if o.split > 1 else [])
+    return o.entity.title + (f", {', '.join(extra)}" if extra else "")
 
 
 def describe(spec: Spec, bound: float) -> str:
@@ -77,7 +73,7 @@ def describe(spec: Spec, bound: float) -> str:
     cons += [f"replicate <= {c.replicate}"] if c.replicate != 1 else []
     cons += ["activations"] if c.activations else []
     groups = len(np.unique(d.colo))
-    unit = "samples/s" if spec.objective.kind == "throughput" else "ms"
+    unit = spec.objective.unit
     which = "upper" if spec.objective.sense == "max" else "lower"
     from partdsl.methods.cut_bound import applies as crossings_apply
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from partdsl.cli.common import EXIT_INTERRUPTED, EXIT_OK, defines, emit, import_options
-from partdsl.dsl.import_options import ImportOptions
+from partdsl.importers.import_options import ImportOptions
 
 COLUMNS = ("spec", "params", "method", "solver", "seed", "status", "objective", "bound", "gap", "time",
            "stopped", "error")

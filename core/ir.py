@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from partdsl.core import objectives
 from partdsl.core.errors import Span
 from partdsl.core.quantities import Quantity
 
@@ -51,7 +52,7 @@ class Node:
     group: str | None = None
     only: tuple[str, ...] = ()
     forbid: tuple[str, ...] = ()
-    flops: float | None = None  # per sample: with a device profile, the cost model gives its work (dsl/cost_model.py)
+    flops: float | None = None  # per sample: with a device profile, the cost model gives its work (importers/cost_model.py)
     dtype: str | None = None  # of its arithmetic, for the profile's peak (fp32 when None)
     module: str | None = None  # its module path in the model (`model.layers.3.mlp`): imports keep it for plans
     tensor_of: str | None = None  # a tensor carrier: the node that sends it (see above)
@@ -111,7 +112,7 @@ class DeviceClass:
     host: bool = False
     speed: float = 1.0
     batches: tuple[int, ...] = ()
-    profile: str | None = None  # a device profile of the cost model (dsl/device_profiles.json)
+    profile: str | None = None  # a device profile of the cost model (importers/device_profiles.json)
     profile_fields: tuple[tuple[str, float], ...] = ()  # its fields overridden, in canonical units
     span: Span | None = field(default=None, compare=False, repr=False)
     server: str | None = None  # the innermost server level it is declared in; `count` is then the total
@@ -212,8 +213,7 @@ class Platform:
         return {c.name: i for i, c in enumerate(self.classes)}
 
 
-OBJECTIVES = ("bottleneck", "latency", "task_latency", "throughput")
-SCHEDULED = ("task_latency", "throughput")  # objectives scored on a schedule (DiviML, core/schedule.py)
+OBJECTIVES, SCHEDULED = objectives.NAMES, objectives.SCHEDULED  # core/objectives.py
 
 
 @dataclass(frozen=True)
@@ -236,13 +236,22 @@ class Objective:
     span: Span | None = field(default=None, compare=False, repr=False)
 
     @property
+    def entity(self) -> objectives.Kind:
+        """The kind's sense, unit, title, ... (core/objectives.py)."""
+        return objectives.kind(self.kind)
+
+    @property
     def scheduled(self) -> bool:
         """Scored on a schedule of pieces with start times (core/schedule.py)."""
-        return self.kind in SCHEDULED
+        return self.entity.scheduled
 
     @property
     def sense(self) -> str:
-        return "max" if self.kind == "throughput" else "min"
+        return self.entity.sense
+
+    @property
+    def unit(self) -> str:
+        return self.entity.unit
 
 
 @dataclass(frozen=True)

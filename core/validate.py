@@ -176,7 +176,7 @@ CARRIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?~[0-9]+")
 def _check_names(spec: Spec) -> None:
     """Names must be writable in .part text; numbers finite and non-negative."""
     for nd in spec.graph.nodes:
-        if nd.tensor_of is not None:  # a carrier (dsl/assemble.py): named source~k, of an operator
+        if nd.tensor_of is not None:  # a carrier (core/assemble.py): named source~k, of an operator
             src = spec.graph.index.get(nd.tensor_of)
             if src is None or spec.graph.nodes[src].tensor_of is not None or not CARRIER.fullmatch(nd.name) \
                     or nd.name.rsplit("~", 1)[0] != nd.tensor_of:

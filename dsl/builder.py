@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from partdsl.core.assemble import EdgeTensor, assemble_graph
 from partdsl.core.errors import PartError
 from partdsl.core.ir import (
     Constraints,
@@ -33,7 +34,6 @@ from partdsl.core.ir import (
 )
 from partdsl.core.quantities import BANDWIDTH, SIZE, TIME
 from partdsl.core.validate import validate
-from partdsl.dsl.assemble import EdgeTensor, assemble_graph
 
 Amount = float | int | str
 
@@ -140,7 +140,7 @@ class SpecBuilder:
         """`profile` names a device profile of the cost model (`profile_fields` override its
         fields, in FLOP/s, B/s, seconds). `server`: the server level it is in (see `server`);
         `count` is then per server, as written in `server node[2] { device gpu[4] }`."""
-        from partdsl.dsl.cost_model import FIELDS, names
+        from partdsl.importers.cost_model import FIELDS, names
 
         if profile is not None and profile not in names():
             raise PartError(f"unknown device profile '{profile}'", None, "profiles: " + ", ".join(names()))
@@ -207,8 +207,8 @@ class SpecBuilder:
         return self
 
     def build(self) -> Spec:
-        from partdsl.dsl.cost_model import apply
         from partdsl.dsl.platform_tree import platform as levels
+        from partdsl.importers.cost_model import apply
 
         flat = levels(self._classes, tuple(self._links), None, self._servers, self._fabric)
         graph, platform = apply(self.graph, flat, self._objective)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from lark import Token, v_args
+from partdsl.core.assemble import Edge, EdgeTensor, assemble_graph
 from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node, Work
 from partdsl.core.limits import MAX_NODES, check_count
 from partdsl.core.quantities import FLOPS, SIZE, TIME
-from partdsl.dsl.assemble import Edge, EdgeTensor, assemble_graph
 from partdsl.dsl.tokens import Ref, tok_span, unquote
 
 
@@ -63,7 +63,7 @@ class GraphRules:
         return ("flops", self.need(ch[0], FLOPS, "flops"))
 
     def dtype(self, ch: list) -> tuple[str, Any]:
-        from partdsl.dsl.cost_model import DTYPES
+        from partdsl.importers.cost_model import DTYPES
 
         name = str(ch[0])
         if name not in DTYPES:
@@ -199,7 +199,7 @@ class GraphRules:
 
     @v_args(meta=True)
     def graph_import(self, meta: Any, ch: list) -> Graph:
-        from partdsl.dsl.graph_formats import import_graph
+        from partdsl.importers.graph_formats import import_graph
 
         name, path_tok = str(ch[0]), ch[1]
         fmt = ch[2] if len(ch) > 2 else None

@@ -19,8 +19,8 @@ from partdsl.core.quantities import UNITS, Quantity, make_quantity
 from partdsl.core.solver_errors import SolverUnavailable
 from partdsl.core.validate import validate
 from partdsl.dsl.fast_lines import splice
-from partdsl.dsl.import_options import ImportOptions
 from partdsl.dsl.transformer import ToIR
+from partdsl.importers.import_options import ImportOptions
 from partdsl.runtime.files import read_limited
 
 Override = Quantity | str | int | float
@@ -148,7 +148,7 @@ def parse_tree(text: str, file: str = "<spec>") -> Tree:
 def parse(text: str, file: str = "<spec>", overrides: Mapping[str, Override] | None = None,
           imports: ImportOptions = ImportOptions(), fast: bool = True) -> Spec:
     """Parse and validate a `.part` spec; raises PartError for any mistake. `imports`:
-    how imported models are read (dsl/import_options.py). `fast=False`: Lark reads every
+    how imported models are read (importers/import_options.py). `fast=False`: Lark reads every
     line (the reference the fast path of dsl/fast_lines.py is tested against)."""
     ov = {k: parse_override(k, v) for k, v in (overrides or {}).items()}
     check_nesting(text, file)
@@ -237,7 +237,7 @@ def assemble_spec(tr: ToIR, items: list[Any], span: Span) -> Spec:
         name = next(iter(tr.overrides))
         raise PartError(f"-D {name}: the spec has no param named '{name}'", None,
                         did_you_mean(name, list(tr.values)))
-    from partdsl.dsl.cost_model import apply
+    from partdsl.importers.cost_model import apply
 
     objective = found.get(Objective, Objective())
     graph, platform = apply(found[Graph], found[Platform], objective)  # profiles -> work entries

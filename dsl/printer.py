@@ -74,7 +74,7 @@ def _device(k: DeviceClass, count: int | None = None, indent: str = "  ") -> str
     if k.batches:
         props.append("batch " + ", ".join(str(b) for b in k.batches))
     if k.profile:
-        from partdsl.dsl.cost_model import FIELDS
+        from partdsl.importers.cost_model import FIELDS
 
         units = {"overhead": (1e3, " ms")}  # the profile keeps seconds; the language writes ms
         fields = []
@@ -101,13 +101,9 @@ def _platform_items(p: Platform, server: str | None = None, indent: str = "  ") 
 
 
 def _objective(o: Objective) -> str:
-    if o.kind == "latency":
-        return "minimize latency"
-    if o.kind == "task_latency":
-        return "minimize latency by tasks"
+    s = o.entity.written  # core/objectives.py
     if o.kind == "throughput":
-        return f"maximize throughput batch {o.batch}" + (f" split {o.split}" if o.split != 1 else "")
-    s = "minimize bottleneck"
+        return f"{s} batch {o.batch}" + (f" split {o.split}" if o.split != 1 else "")
     if o.training:
         s += f" training {o.training}"
     if o.overlap:

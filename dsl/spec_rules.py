@@ -37,7 +37,7 @@ class SpecRules:
         return (str(ch[0]), ch[1], tok_span(self.file, ch[0]))
 
     def profile(self, ch: list) -> tuple[str, Any]:
-        from partdsl.dsl.cost_model import check_field, names
+        from partdsl.importers.cost_model import check_field, names
 
         name = str(ch[0])
         if name not in names():

@@ -15,9 +15,9 @@ from partdsl.core.errors import PartError, Span, did_you_mean
 from partdsl.core.limits import MAX_BATCH, check_count
 from partdsl.core.quantities import EXAMPLES, FRACTION, NUMBER, Quantity, make_quantity
 from partdsl.dsl.graph_rules import GraphRules
-from partdsl.dsl.import_options import ImportOptions
 from partdsl.dsl.spec_rules import SpecRules
 from partdsl.dsl.tokens import Q, canon_unit, unquote
+from partdsl.importers.import_options import ImportOptions
 
 
 class ToIR(GraphRules, SpecRules, Transformer):

@@ -209,4 +209,4 @@ def evaluate(spec: Spec, assignment: np.ndarray, subgraph: np.ndarray | None = N
 
 
 def _unit(spec: Spec) -> str:
-    return "samples/s" if spec.objective.kind == "throughput" else "ms"
+    return spec.objective.unit

@@ -115,7 +115,7 @@ def evaluate_schedule(spec: Spec, s: Schedule):  # type: ignore[no-untyped-def] 
     used = memory(spec, s)
     parts = {d: {"busy": float(busy[j]), "finish": float(last[j]), "memory": float(used[j])}
              for j, d in enumerate(dense.devices)}
-    unit = "samples/s" if spec.objective.kind == "throughput" else "ms"
+    unit = spec.objective.unit
     return Evaluation(value, spec.objective.sense, unit, {d: float(b) for d, b in zip(dense.devices, busy)},
                       parts, tuple(viol), schedule=s)
 

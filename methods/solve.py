@@ -245,7 +245,7 @@ def _result(run: _Run, method: str, solver: str, rel: float) -> Result:
     """The Result: what the run has (status, incumbent, bound, gap), kept apart from why it stopped."""
     spec, lb = run.spec, run.bound
     wall = time.monotonic() - run.t0
-    unit = "samples/s" if spec.objective.kind == "throughput" else "ms"
+    unit = spec.objective.unit
     sense = spec.objective.sense
     run.log.append(f"{run.count} candidates evaluated; stopped: {run.stopped.value}")
     logs = "\n".join(run.solver_logs)

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from hypothesis import assume
 from hypothesis import strategies as st
+from partdsl.core.assemble import EdgeTensor, assemble_graph
 from partdsl.core.errors import PartError
 from partdsl.core.ir import (
     Constraints,
@@ -23,7 +24,6 @@ from partdsl.core.ir import (
 )
 from partdsl.core.quantities import Quantity
 from partdsl.core.validate import validate
-from partdsl.dsl.assemble import EdgeTensor, assemble_graph
 
 times = st.floats(min_value=0.0, max_value=50.0, allow_nan=False, allow_infinity=False)
 sizes = st.one_of(st.just(0.0), st.floats(min_value=1.0, max_value=4e9, allow_nan=False))

@@ -217,7 +217,7 @@ def test_a_long_search_that_comes_first_leaves_the_others_time(tmp_path: Path) -
     densenet121 on 8 servers of 4 GPUs, 11.22 ms after 120 s where the DP alone finds
     10.38 in 1 s. Here: an 800-layer PipeDream profile on 4 servers of 4 GPUs, a 4 s limit."""
     import numpy as np
-    from partdsl.dsl.pipedream_profile import pipedream_spec
+    from partdsl.convert.pipedream_profile import pipedream_spec
     from partdsl.runtime.deadline import NEVER, Deadline
 
     search = auto.Member("load_search", 0.3, True, stall=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from partdsl import evaluate, parse, parse_file, solve, to_part
-from partdsl.cli.convert import dnn_partitioning_to_part
+from partdsl.convert.to_part import dnn_partitioning_to_part
 from partdsl.runtime.files import read_assignment
 
 from tests.conftest import EXAMPLES, logged_bounds, run_part

@@ -1,4 +1,4 @@
-"""`part generate transformer` (dsl/decoder_graph.py): the operator graph of a GPT-style
+"""`part generate transformer` (generators/decoder_graph.py): the operator graph of a GPT-style
 decoder, its FLOPs against the textbook count and its weights against GPT-2 small's
 published 124M parameters; the generated spec parses, round-trips and solves."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from partdsl import PartError, parse, parse_file, solve, to_part
-from partdsl.dsl.decoder_graph import OPS_PER_LAYER, Decoder, decoder_spec
+from partdsl.generators.decoder_graph import OPS_PER_LAYER, Decoder, decoder_spec
 
 from tests.conftest import run_part
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, Server, Spec, Target, Work
 from partdsl.core.schedule import Schedule, from_json
 from partdsl.core.validate import validate
-from partdsl.dsl.randwire import RandWire, randwire_spec
 from partdsl.evaluator.schedule_eval import evaluate_schedule
+from partdsl.generators.randwire import RandWire, randwire_spec
 from partdsl.kernels.schedule.list_schedulers import schedule
 from partdsl.methods.solve import solve
 from partdsl.models import diviml, diviml_symmetry

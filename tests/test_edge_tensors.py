@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 from partdsl import GraphBuilder, PartError, SpecBuilder, parse, solve, to_part
-from partdsl.cli.convert import onnx_to_part
+from partdsl.convert.to_part import onnx_to_part
 from partdsl.core.assignment import to_array
-from partdsl.dsl.graph_formats import graph_from_json, graph_to_json, import_graph
-from partdsl.dsl.onnx_import import import_onnx
 from partdsl.evaluator.evaluate import evaluate
+from partdsl.importers.graph_formats import graph_from_json, graph_to_json, import_graph
+from partdsl.importers.onnx_import import import_onnx
 
 from tests.conftest import run_part
 from tests.test_onnx_ops import _save

@@ -52,7 +52,7 @@ def test_exact_refuses_specs_outside_mtpp_with_a_reason() -> None:
 
 
 def test_exact_time_limit_keeps_the_start_and_a_valid_bound() -> None:
-    from partdsl.dsl.regal import regal_spec
+    from partdsl.generators.regal import regal_spec
 
     spec = regal_spec(60, 4, seed=3)
     r = solve(spec, method="exact", time_limit=3)
@@ -123,7 +123,7 @@ def test_a_long_mip_reports_its_incumbent_and_bound_as_it_runs(solver: str, monk
     seconds (10 s; 0.5 s here) in between; a run stopped by the wall clock says so."""
     import re
 
-    from partdsl.dsl.regal import regal_spec
+    from partdsl.generators.regal import regal_spec
     from partdsl.solvers import highs_matrix, scip_matrix
 
     monkeypatch.setattr(highs_matrix, "REPORT_EVERY", 0.5)
@@ -145,7 +145,7 @@ def test_a_mip_stops_once_the_users_gap_is_met(solver: str) -> None:
     At k = 12 the dual bound climbs slowly: the solvers' own 22.5% is far off when ours,
     44.5%, is met, so the stop is ours (SCIP had run 20 minutes at 0.84% of a 1% target)."""
     from partdsl.core.result import relative_gap
-    from partdsl.dsl.regal import regal_spec
+    from partdsl.generators.regal import regal_spec
     from partdsl.models import mtpp
     from partdsl.solvers.highs_matrix import solve_highs
     from partdsl.solvers.outcome import GAP_REACHED

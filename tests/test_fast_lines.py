@@ -145,9 +145,9 @@ def test_a_body_read_again_names_its_classes_where_this_line_writes_them() -> No
 
 
 def test_imported_names_avoid_what_the_lexer_reads_otherwise() -> None:
-    """dsl/names.py reads the keywords and units from the grammar file: the same verdict as
+    """core/names.py reads the keywords and units from the grammar file: the same verdict as
     the fast path's, which asks the Lark parser, on every keyword and unit and a few names."""
-    from partdsl.dsl.names import identifier, plain
+    from partdsl.core.names import identifier, plain
 
     pat = patterns(grammar())
     words = sorted(pat.keywords) + ["ms", "GB", "GiB/s", "TFLOP", "h", "s", "B", "add", "to_x", "node_1", "l3_q"]

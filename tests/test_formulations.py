@@ -87,7 +87,7 @@ def test_symmetry_breaking_keeps_the_optimum_and_the_start() -> None:
     """Four identical accelerators: with and without symmetry rows, one optimum; the
     canonical relabelling of any start satisfies the rows (HiGHS accepts it as is)."""
     from partdsl.core.ir import Constraints, DeviceClass, Objective, Platform
-    from partdsl.dsl.regal import regal_graph
+    from partdsl.generators.regal import regal_graph
 
     g = regal_graph(9, "er", 5)
     spec = Spec(g, Platform((DeviceClass("acc", 4, link=1e9),)), Objective("bottleneck"),

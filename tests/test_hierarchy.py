@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from partdsl import evaluate, parse, solve
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Platform, Spec, Work
-from partdsl.dsl.regal import regal_spec
+from partdsl.generators.regal import regal_spec
 from partdsl.methods.exact import solve_mtpp_variant
 from partdsl.methods.hierarchy import bottleneck_guess, hierarchy, lp_bound, mip_bound, without_acyclic
 from partdsl.models import mtpp

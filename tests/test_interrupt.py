@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from partdsl import to_part
-from partdsl.cli.convert import dnn_partitioning_to_part
-from partdsl.dsl.regal import regal_spec
+from partdsl.convert.to_part import dnn_partitioning_to_part
+from partdsl.generators.regal import regal_spec
 
 from tests.conftest import run_part
 

@@ -282,7 +282,7 @@ def test_contiguous_blocks_with_a_cyclic_quotient_are_not_a_chain_of_ideals() ->
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 10_000), st.integers(20, 300))
 def test_compiled_kahn_equals_the_reference(seed: int, n: int) -> None:
-    from partdsl.dsl.regal import regal_graph
+    from partdsl.generators.regal import regal_graph
     from partdsl.kernels.graph.kahn_keys import KahnCSR
 
     g = regal_graph(n, "ba", seed)

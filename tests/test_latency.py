@@ -15,7 +15,7 @@ import pytest
 from effort import examples
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
-from partdsl.cli.convert import dnn_partitioning_to_part
+from partdsl.convert.to_part import dnn_partitioning_to_part
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Platform, Spec, Work
 from partdsl.core.validate import validate

@@ -1,4 +1,4 @@
-"""Per-layer profiles in (dsl/layer_profile.py, `part convert profile.json --from layers`):
+"""Per-layer profiles in (convert/layer_profile.py, `part convert profile.json --from layers`):
 the spec they give, the plan that comes out with the profile's module names, and every
 mistake refused with the file and the field, exit 2, nothing written."""
 from __future__ import annotations
@@ -101,9 +101,9 @@ def test_mistakes_name_the_file_and_the_field(tmp_path: Path, doc: dict, says: s
 
 def test_every_gpu_generation_has_a_cited_profile_and_mixes_in_one_platform() -> None:
     import numpy as np
-    from partdsl.dsl.cost_model import names
     from partdsl.dsl.parser import parse
     from partdsl.evaluator.evaluate import evaluate
+    from partdsl.importers.cost_model import names
 
     kinds = ["a100", "a100_80", "h100", "h200", "l4", "l40s", "v100", "mi250x", "mi300x"]
     assert set(kinds) <= set(names())
@@ -173,7 +173,7 @@ def test_metis_mistakes(tmp_path: Path, args: list[str], says: str) -> None:
 
 def test_metis_files_that_disagree_or_lack_a_field(tmp_path: Path) -> None:
     from partdsl.core.errors import PartError
-    from partdsl.dsl.metis_profile import metis_layers
+    from partdsl.importers.metis_profile import metis_layers
 
     folder = tmp_path / "gpt"
     metis_files(folder)

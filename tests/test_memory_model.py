@@ -1,5 +1,5 @@
-"""Memory per device for LLM plans (issue 31, item 4; dsl/memory_model.py and the memory
-fields of dsl/layer_profile.py): the optimizer factor against ZeRO's count, a KV cache
+"""Memory per device for LLM plans (issue 31, item 4; importers/memory_model.py and the memory
+fields of convert/layer_profile.py): the optimizer factor against ZeRO's count, a KV cache
 for serving, tensor-parallel variants, and plans that change because of them."""
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import EXAMPLES, run_part
-from partdsl.dsl.memory_model import factor, with_optimizer
 from partdsl.dsl.parser import parse_file
 from partdsl.evaluator.evaluate import evaluate
+from partdsl.importers.memory_model import factor, with_optimizer
 from test_layer_profile import PROFILE, convert
 
 

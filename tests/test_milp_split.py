@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from partdsl.core.errors import PartError
 from partdsl.core.result import Status
 from partdsl.core.schedule import from_json
-from partdsl.dsl.randwire import RandWire, randwire_spec
 from partdsl.evaluator.schedule_eval import evaluate_schedule
+from partdsl.generators.randwire import RandWire, randwire_spec
 from partdsl.methods.solve import solve
 
 TOL = 1e-6

@@ -13,8 +13,8 @@ import pytest
 from conftest import EXAMPLES, ROOT, run_part
 from partdsl import parse, parse_file, solve
 from partdsl.core.errors import PartError
-from partdsl.dsl.cost_model import profile
-from partdsl.dsl.onnx_import import import_onnx
+from partdsl.importers.cost_model import profile
+from partdsl.importers.onnx_import import import_onnx
 
 sys.path.insert(0, str(ROOT / "examples"))
 import make_onnx_example as mk  # noqa: E402

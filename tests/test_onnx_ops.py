@@ -10,8 +10,8 @@ import onnx
 import pytest
 from onnx import TensorProto, defs, helper, numpy_helper
 from partdsl import ImportOptions, PartError, UncostedOperators, parse
-from partdsl.dsl import onnx_ops
-from partdsl.dsl.onnx_import import import_onnx
+from partdsl.importers import onnx_ops
+from partdsl.importers.onnx_import import import_onnx
 
 from tests.conftest import run_part
 

@@ -155,7 +155,7 @@ def test_pipedream_contracted_cuts_only_where_the_graph_is_a_path() -> None:
 def test_pipedream_contracted_gives_the_published_pipedream_values(data_dir: Path, tmp_path: Path, name: str,
                                                                    published: float) -> None:
     from partdsl import parse_file
-    from partdsl.cli.convert import dnn_partitioning_to_part
+    from partdsl.convert.to_part import dnn_partitioning_to_part
 
     out = tmp_path / f"{name}.part"
     out.write_text(dnn_partitioning_to_part(data_dir / "throughput" / f"{name}.json", relative_to=tmp_path))

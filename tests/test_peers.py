@@ -74,7 +74,7 @@ def test_peers_find_the_light_cut_and_are_rescored(name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_peers_are_seeded(name: str, data_dir) -> None:  # type: ignore[no-untyped-def]
-    from partdsl.cli.convert import dnn_partitioning_to_part
+    from partdsl.convert.to_part import dnn_partitioning_to_part
 
     spec = parse(dnn_partitioning_to_part(data_dir / "throughput" / "resnet50_inference.json", split="any",
                                           relative_to=data_dir / "throughput"), str(data_dir / "throughput" / "x.part"))
@@ -105,7 +105,7 @@ def test_repair_fixes_colocation_and_memory(name: str, data_dir) -> None:  # typ
     """BERT-24 training: forward and backward nodes colocated, which the raw peers do not
     model (refused, naming the repair); with a memory of a fifth of the parameters per
     accelerator, memory binds too."""
-    from partdsl.cli.convert import dnn_partitioning_to_part
+    from partdsl.convert.to_part import dnn_partitioning_to_part
 
     text = dnn_partitioning_to_part(data_dir / "throughput" / "bert24_training.json", split="any",
                                     relative_to=data_dir / "throughput")
@@ -159,7 +159,7 @@ def test_peer_from_the_language_and_the_command_line(tmp_path) -> None:  # type:
 def test_a_raw_peer_refuses_what_it_does_not_model_and_says_how(tmp_path, data_dir) -> None:  # type: ignore[no-untyped-def]
     """Issue 28: a feature a method does not model is refused by name (exit 2), never
     parsed and then ignored; the hint names the option that models it and other methods."""
-    from partdsl.cli.convert import dnn_partitioning_to_part
+    from partdsl.convert.to_part import dnn_partitioning_to_part
 
     f = tmp_path / "bert.part"
     f.write_text(dnn_partitioning_to_part(data_dir / "throughput" / "bert24_training.json", split="any",
@@ -176,7 +176,7 @@ def test_a_raw_peer_refuses_what_it_does_not_model_and_says_how(tmp_path, data_d
 def test_partdsl_is_at_least_as_good_as_every_feasible_peer(workload: str, data_dir) -> None:  # type: ignore[no-untyped-def]
     """The benchmark's claim on the two quick workloads (non-contiguous max load): load_search
     alone matches or beats every feasible peer answer, raw or repaired."""
-    from partdsl.cli.convert import dnn_partitioning_to_part
+    from partdsl.convert.to_part import dnn_partitioning_to_part
 
     spec = parse(dnn_partitioning_to_part(data_dir / "throughput" / f"{workload}.json", split="any",
                                           relative_to=data_dir / "throughput"), str(data_dir / "throughput" / "x.part"))

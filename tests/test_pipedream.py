@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from partdsl import PartError, parse, solve
-from partdsl.dsl.pipedream_profile import pipedream_spec, plan, read_profile
+from partdsl.convert.pipedream_profile import pipedream_spec, plan, read_profile
 from partdsl.evaluator.evaluate import evaluate
 
 from tests.conftest import run_part

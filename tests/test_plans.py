@@ -11,8 +11,8 @@ import pytest
 from conftest import run_part
 from partdsl.core.errors import PartError
 from partdsl.dsl.builder import GraphBuilder, SpecBuilder
-from partdsl.dsl.decoder_graph import Decoder, decoder_spec
 from partdsl.evaluator.evaluate import evaluate
+from partdsl.generators.decoder_graph import Decoder, decoder_spec
 from partdsl.plans.formats import WRITERS, deepspeed, fqn, megatron, vllm
 from partdsl.plans.grouping import group_by
 from partdsl.plans.stages import pipeline
@@ -323,7 +323,7 @@ def test_partdsl_is_never_worse_than_the_splits_people_make(objective: str) -> N
     """Two GPU generations, training throughput (bottleneck) and serving latency: the layer
     plan, proven optimal, against Megatron's uniform, vLLM's even and DeepSpeed's
     parameters splits over the same ranks, each scored by the evaluator."""
-    from partdsl.dsl.decoder_graph import decoder_graph
+    from partdsl.generators.decoder_graph import decoder_graph
     from partdsl.methods.solve import solve
     from partdsl.plans.baselines import BASELINES, baseline
 

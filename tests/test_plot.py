@@ -114,8 +114,8 @@ def test_a_2000_node_graph_is_drawn_by_layer_with_labels_that_do_not_overlap(obj
     """Issue 32, item 2: a generated decoder of 2,103 operators is drawn as its ~150 layers
     (`l17_q` ... `l17_add2` -> `l17`), colored by device, gray where a layer spans two;
     no two labels overlap; the proven bound is drawn on the load bars / the Gantt chart."""
-    from partdsl.dsl.decoder_graph import Decoder, decoder_spec
     from partdsl.evaluator.evaluate import evaluate
+    from partdsl.generators.decoder_graph import Decoder, decoder_spec
 
     spec = decoder_spec(Decoder(150), 8, "a100", objective)
     d = spec.dense
@@ -149,8 +149,8 @@ def test_a_2000_node_graph_is_drawn_by_layer_with_labels_that_do_not_overlap(obj
 def test_device_names_do_not_overlap_on_a_64_gpu_platform(objective: str) -> None:
     """Past 40 devices every k-th device name is shown: the load bars' and the Gantt
     chart's device labels stay apart."""
-    from partdsl.dsl.decoder_graph import Decoder, decoder_spec
     from partdsl.evaluator.evaluate import evaluate
+    from partdsl.generators.decoder_graph import Decoder, decoder_spec
 
     spec = decoder_spec(Decoder(12), 64, "a100", objective)
     dev = _gpu_chunks(spec)
@@ -173,8 +173,8 @@ def test_names_without_layers_are_drawn_in_bands_of_depth_per_device() -> None:
     layers are grouped by depth band and device, at most MAX_GROUPS markers."""
     from dataclasses import replace
 
-    from partdsl.dsl.decoder_graph import Decoder, decoder_spec
     from partdsl.evaluator.evaluate import evaluate
+    from partdsl.generators.decoder_graph import Decoder, decoder_spec
 
     spec = decoder_spec(Decoder(40), 4, "a100", "bottleneck")
     nodes = tuple(replace(nd, name=f"n{i}") for i, nd in enumerate(spec.graph.nodes))

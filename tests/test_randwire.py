@@ -1,4 +1,4 @@
-"""The RandWire generator (dsl/randwire.py), its cost model (dsl/cost_model.py) and the
+"""The RandWire generator (generators/randwire.py), its cost model (importers/cost_model.py) and the
 module decomposition of MILP-SPLIT (kernels/graph/modules.py)."""
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from partdsl.core.dense import work_time
 from partdsl.core.errors import PartError
 from partdsl.core.ir import DeviceClass, Graph, Node, Objective, Platform, Spec, Work
 from partdsl.core.validate import validate
-from partdsl.dsl.cost_model import names, profile
 from partdsl.dsl.parser import parse, parse_file
 from partdsl.dsl.printer import to_part
-from partdsl.dsl.randwire import RandWire, randwire_spec
+from partdsl.generators.randwire import RandWire, randwire_spec
+from partdsl.importers.cost_model import names, profile
 from partdsl.kernels.graph.modules import boundary_edges, chain, split_articulations
 
 

@@ -1,4 +1,4 @@
-"""`part generate regal` (Archer et al. App. C.2, dsl/regal.py): the spec it writes is the
+"""`part generate regal` (Archer et al. App. C.2, generators/regal.py): the spec it writes is the
 generator's, reads back as the same MTPP instance, and solves with a certificate."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from partdsl import evaluate, parse, solve
 from partdsl.cli.main import main
-from partdsl.dsl.regal import regal_spec
+from partdsl.generators.regal import regal_spec
 from partdsl.methods.solve import assignment_array
 
 

@@ -1,4 +1,4 @@
-"""REGAL's CostGraphDef text graphs (dsl/regal_import.py): work is compute_cost, the
+"""REGAL's CostGraphDef text graphs (importers/regal_import.py): work is compute_cost, the
 tensor is the first output's size, edges come from input_info and control_input, _SOURCE
 is left out; our REGAL-style generator written in that format reads back unchanged, and
 the imported spec's optimum is the brute force's."""
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from partdsl import PartError, parse_file, solve
 from partdsl.cli.main import main
-from partdsl.dsl.regal import MODELS, regal_graph
-from partdsl.dsl.regal_import import read_regal
+from partdsl.generators.regal import MODELS, regal_graph
+from partdsl.importers.regal_import import read_regal
 
 SMALL = """node {
   name: "_SOURCE"

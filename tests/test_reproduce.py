@@ -184,7 +184,7 @@ def test_archers_generated_graphs_pass_regals_filter(written: str) -> None:
     """Table 3's generated graphs are the first from seed 100 i that REGAL's filter keeps,
     named in the table; the rows on REGAL's work scale are bounds over the best (<= 1), and
     Table 2's, values over the simple bound (>= 1)."""
-    from partdsl.dsl.regal import MODELS, regal_graph
+    from partdsl.generators.regal import MODELS, regal_graph
     from partdsl.kernels.schedule.room import room
 
     rows = next(rs for t, rs in tables(written).items() if t.startswith("Archer et al., Table 3"))
@@ -223,7 +223,7 @@ def test_archers_figure_5_times_slicegraph_far_below_its_mips(written: str) -> N
 def test_archer_runs_on_regal_files(tmp_path: Path) -> None:
     """--regal DIR: Archer's Tables 3 and 2 on REGAL's own files (here our generator's graphs written
     in REGAL's format, tests/test_regal_import.py)."""
-    from partdsl.dsl.regal import regal_graph
+    from partdsl.generators.regal import regal_graph
 
     from tests.test_regal_import import as_pbtxt
 
@@ -284,7 +284,7 @@ def test_a_slot_the_filter_cannot_fill_takes_the_next_model() -> None:
     filter keeps none of its first seeds (their best schedules do not fit the memory), so
     the slot takes the first graph of the next model that the filter keeps, and the table
     says so."""
-    from partdsl.dsl.regal import MODELS, regal_graph
+    from partdsl.generators.regal import MODELS, regal_graph
     from partdsl.kernels.schedule.room import room
 
     sys.path.insert(0, str(BENCH))

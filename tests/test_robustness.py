@@ -94,7 +94,7 @@ def test_device_counts_and_imports_have_limits(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 1 << 22])
 def test_json_depth_is_counted_across_chunks(chunk: int) -> None:
-    from partdsl.dsl.graph_formats import _max_depth
+    from partdsl.importers.graph_formats import _max_depth
 
     for text, depth in [("", 0), ("[]", 1), ('{"a": [1, [2, {"b": [3]}]]}', 5), ("[" * 70 + "]" * 70 + "[[]]", 70)]:
         assert _max_depth(text, chunk) == depth

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from partdsl import parse
 from partdsl.cli.main import main
 from partdsl.core.ir import Graph, Node, Work
-from partdsl.dsl.regal import regal_graph, regal_spec
+from partdsl.generators.regal import regal_graph, regal_spec
 from partdsl.kernels.schedule.room import Arrays, Room, first_kept, room
 
 

@@ -413,7 +413,7 @@ def test_a_list_scheduler_past_its_time_limit_answers_nothing_and_says_so(method
     """The list schedulers keep --time-limit (a 20,000-task graph takes them seconds): past
     it they give no schedule, and the run says no solution within the limit, not a proof."""
     from partdsl.core.result import Status
-    from partdsl.dsl.randwire import RandWire, randwire_spec
+    from partdsl.generators.randwire import RandWire, randwire_spec
     from partdsl.methods.solve import solve
 
     rw = RandWire(model="er", size=32, modules=8, channels=1, variant="sdep", p=0.2, k=4, m=5, seed=0)

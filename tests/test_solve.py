@@ -279,7 +279,7 @@ def test_method_options_are_checked(tmp_path: Path) -> None:
 
 
 def test_order_search_improves_on_a_fixed_order() -> None:
-    from partdsl.dsl.regal import regal_spec
+    from partdsl.generators.regal import regal_spec
 
     spec = regal_spec(60, 4, seed=5)
     fixed = solve(spec, method="slicegraph")

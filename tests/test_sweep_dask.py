@@ -121,7 +121,7 @@ def test_milp_split_modules_on_dask(cluster) -> None:  # type: ignore[no-untyped
     from pathlib import Path
 
     from partdsl.dsl.printer import to_part
-    from partdsl.dsl.randwire import RandWire, randwire_spec
+    from partdsl.generators.randwire import RandWire, randwire_spec
 
     spec = randwire_spec(RandWire("er", 6, 3, seed=4), "latency")
     with tempfile.TemporaryDirectory() as tmp:

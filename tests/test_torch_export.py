@@ -1,4 +1,4 @@
-"""torch.export programs in, without torch (dsl/torch_export.py): examples/llama_tiny.pt2
+"""torch.export programs in, without torch (importers/torch_export.py): examples/llama_tiny.pt2
 is transformers' LlamaForCausalLM saved by torch.export.save (examples/make_llama_tiny.py
 regenerates it with torch, a dev-only tool). The import's FLOPs and parameter bytes against
 the model's analytic counts, module paths from nn_module_stack, the plan it leads to, and
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, run_part
 from partdsl import parse
-from partdsl.cli.convert import torch_export_to_part
+from partdsl.convert.to_part import torch_export_to_part
 from partdsl.core.errors import PartError
-from partdsl.dsl.import_options import ImportOptions, UncostedOperators
-from partdsl.dsl.torch_export import import_torch_export
+from partdsl.importers.import_options import ImportOptions, UncostedOperators
+from partdsl.importers.torch_export import import_torch_export
 
 PT2 = EXAMPLES / "llama_tiny.pt2"
 HIDDEN, FFN, LAYERS, VOCAB, SEQ = 32, 86, 4, 512, 16  # examples/make_llama_tiny.py

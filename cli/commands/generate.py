@@ -1,6 +1,6 @@
 """`part generate randwire|transformer|regal`: a RandWire network (DiviML's RWNNs,
-dsl/randwire.py), an LLM-like decoder's operator graph (dsl/decoder_graph.py) or a
-REGAL-style MTPP instance (Archer App. C.2, dsl/regal.py) as a .part spec."""
+generators/randwire.py), an LLM-like decoder's operator graph (generators/decoder_graph.py) or a
+REGAL-style MTPP instance (Archer App. C.2, generators/regal.py) as a .part spec."""
 from __future__ import annotations
 
 import argparse
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _transformer(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from partdsl.dsl.decoder_graph import Decoder, decoder_spec
+    from partdsl.generators.decoder_graph import Decoder, decoder_spec
 
     m = Decoder(args.layers, args.hidden, args.heads, args.seq, args.ffn, args.vocab, args.dtype)
     spec = decoder_spec(m, args.gpus, args.profile, args.objective or "bottleneck")
@@ -85,7 +85,7 @@ def _transformer(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _randwire(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from partdsl.dsl.randwire import RandWire, randwire_spec
+    from partdsl.generators.randwire import RandWire, randwire_spec
 
     args.objective = args.objective or "latency"
     if args.objective == "bottleneck":
@@ -106,7 +106,7 @@ def _randwire(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def _regal(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from partdsl.core.errors import PartError
-    from partdsl.dsl.regal import regal_spec
+    from partdsl.generators.regal import regal_spec
 
     n = 100 if args.size is None else args.size
     for flag, value, least in (("--size", n, 2), ("--stages", args.stages, 1), ("--tries", args.tries, 1)):
@@ -116,7 +116,7 @@ def _regal(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         raise PartError("regal specs are Archer et al.'s MTPP: --objective bottleneck (or leave it out)", None)
     seed, kept = args.seed, ""
     if args.filter:
-        from partdsl.dsl.regal import regal_graph
+        from partdsl.generators.regal import regal_graph
         from partdsl.kernels.schedule.room import first_kept
 
         found = first_kept(lambda s: regal_graph(n, args.model, s, args.degree, args.work), args.seed, args.tries,

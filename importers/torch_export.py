@@ -10,7 +10,7 @@ tensors' sizes and dtypes, parameter bytes from the parameters and buffers the c
 FLOPs from the same analytic rules as the ONNX import (a multiply-add counts 2; shape ops
 0; elementwise 1 per output element), its module path from the innermost entry of its
 `nn_module_stack`. An ATen operator the catalogue does not know is costed by
-`--unknown-ops` (dsl/import_options.py)."""
+`--unknown-ops` (importers/import_options.py)."""
 from __future__ import annotations
 
 import json
@@ -22,8 +22,8 @@ from typing import Any
 
 from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node
-from partdsl.dsl.import_options import ImportOptions, report_uncosted
-from partdsl.dsl.names import identifier
+from partdsl.core.names import identifier
+from partdsl.importers.import_options import ImportOptions, report_uncosted
 
 SCHEMA_MAJOR = 8  # torch 2.5 to 2.13 write 8.x
 BYTES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 2, 7: 4, 8: 8, 12: 1, 13: 2}  # serde ScalarType -> bytes
@@ -110,7 +110,7 @@ def _flops(op: str, ins: list[list[int]], outs: list[list[int]]) -> float | None
 
 def import_torch_export(path: Path, name: str, span: Span | None = None,
                         options: ImportOptions = ImportOptions()) -> Graph:
-    from partdsl.dsl.assemble import assemble_graph, output_tensors
+    from partdsl.core.assemble import assemble_graph, output_tensors
 
     module = _program(path, span)["graph_module"]
     g = module["graph"]
@@ -190,3 +190,9 @@ def _weights(signature: dict) -> set[str]:
             if kind in spec:
                 out.add(spec[kind]["arg"]["name"])
     return out
+
+
+def read_torch_export(path: Path, name: str, span: Span | None = None,
+                      options: ImportOptions = ImportOptions()) -> Graph:
+    """importers/formats.py's reader of `torch-export`."""
+    return import_torch_export(path, name, span, options=options)

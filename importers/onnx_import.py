@@ -3,14 +3,14 @@
 One node per operator (Constant nodes fold into their consumers); an edge from each
 tensor's producer to each consumer; per sample: output bytes from onnx's shape inference
 and dtypes, parameter bytes from the initializers an operator reads, and FLOPs from the
-operator catalogue (dsl/onnx_ops.py: every standard operator and the com.microsoft ones
+operator catalogue (importers/onnx_ops.py: every standard operator and the com.microsoft ones
 common in exported transformers, costed or listed as not modelled). An operator the
 catalogue cannot cost (not modelled, unknown, or shapes unknown) is reported by
-`options.unknown_ops` (dsl/import_options.py: warn, zero or error). The first dimension
+`options.unknown_ops` (importers/import_options.py: warn, zero or error). The first dimension
 of the graph inputs is the batch when it is symbolic (or 0): it is set to 1 before shape
 inference, so every number is per sample and the spec's batch scales it; any other
 symbolic input dimension is taken from `options.input_shapes` or refused by name. The
-work of a node then comes from the device profiles of the spec (dsl/cost_model.py).
+work of a node then comes from the device profiles of the spec (importers/cost_model.py).
 
 `fuse=True` merges the usual chains into one node, as DiviML's clustering step does:
 an operator from FUSABLE whose one graph input comes from an operator with no other
@@ -29,9 +29,9 @@ from pathlib import Path
 
 from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node
-from partdsl.dsl import onnx_ops
-from partdsl.dsl.import_options import ImportOptions, report_uncosted
-from partdsl.dsl.names import identifier
+from partdsl.core.names import identifier
+from partdsl.importers import onnx_ops
+from partdsl.importers.import_options import ImportOptions, report_uncosted
 
 FUSABLE = {"BatchNormalization", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Add", "Mul", "Gelu",
            "HardSigmoid", "HardSwish", "Erf", "Div"}
@@ -165,7 +165,7 @@ def _label(node) -> str:  # type: ignore[no-untyped-def]
 
 def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = False,
                 options: ImportOptions = ImportOptions()) -> Graph:
-    from partdsl.dsl.assemble import assemble_graph, output_tensors
+    from partdsl.core.assemble import assemble_graph, output_tensors
 
     onnx = _onnx()
     try:
@@ -254,7 +254,7 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
 def _readers(ins: list[list[str]], outs: list[list[str]], group: list[int], producer: dict[str, int],
              index: dict[int, int], heads: list[int], members_of: dict[int, list[int]]) -> dict[str, set[int]]:
     """The nodes (fused groups) reading each output of a node that has several, other than
-    the node itself: only those outputs can be tensors of their own (dsl/assemble.py
+    the node itself: only those outputs can be tensors of their own (core/assemble.py
     `output_tensors`)."""
     several = {o for h in heads for o in outs[members_of[h][-1]] if len(outs[members_of[h][-1]]) > 1}
     readers: dict[str, set[int]] = {}
@@ -263,3 +263,14 @@ def _readers(ins: list[list[str]], outs: list[list[str]], group: list[int], prod
             if x in several and group[i] != group[producer[x]]:
                 readers.setdefault(x, set()).add(index[group[i]])
     return readers
+
+
+def read_onnx(path: Path, name: str, span: Span | None = None, options: ImportOptions = ImportOptions()) -> Graph:
+    """importers/formats.py's reader of `onnx`."""
+    return import_onnx(path, name, span, options=options)
+
+
+def read_onnx_fused(path: Path, name: str, span: Span | None = None,
+                    options: ImportOptions = ImportOptions()) -> Graph:
+    """importers/formats.py's reader of `onnx-fused`: chains of operators fused."""
+    return import_onnx(path, name, span, fuse=True, options=options)

@@ -1,4 +1,4 @@
-"""Metis's per-layer profiles -> a partdsl-layers document (dsl/layer_profile.py). Metis
+"""Metis's per-layer profiles -> a partdsl-layers document (convert/layer_profile.py). Metis
 (Um et al., "Metis: Fast Automatic Distributed Training on Heterogeneous GPUs", USENIX ATC
 2024) profiles a model once per device type, tensor-parallel degree and micro-batch size,
 one JSON file each, `DeviceType.<GPU>_tp<T>_bs<B>.json` (the format its ProfileDataLoader
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from partdsl.core.errors import PartError
-from partdsl.dsl.import_text import read_import_text
+from partdsl.importers.import_text import read_import_text
 
 FILE = re.compile(r"DeviceType\.(.+)_tp(\d+)_bs(\d+)\.json")
 
@@ -51,7 +51,7 @@ def _list(doc: Any, keys: tuple[str, ...], name: str) -> list[float]:
 
 def _profile(gpu: str) -> dict:
     """A device profile of the same name (`A100-80` -> `a100_80`) gives memory and link."""
-    from partdsl.dsl.cost_model import names, profile_key
+    from partdsl.importers.cost_model import names, profile_key
 
     key = profile_key(gpu)
     return {"profile": key} if key in names() else {}

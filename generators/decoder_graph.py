@@ -1,8 +1,8 @@
 """LLM-like operator graphs: a decoder-only transformer (GPT-style, pre-norm) written out
 operator by operator, for the scale work (issue 29) and the LLM studies. Nobody's trace:
-the same analytic costs as the ONNX import (dsl/onnx_ops.py, a multiply-add counts 2),
+the same analytic costs as the ONNX import (importers/onnx_ops.py, a multiply-add counts 2),
 per sample of `seq` tokens, and the work of each node on each device class from the
-classes' device profiles (dsl/cost_model.py).
+classes' device profiles (importers/cost_model.py).
 
 Per layer, 14 operators (s = seq, h = hidden, f = ffn, a = heads):
     ln1 (8 s h) -> q, k, v (2 s h^2 each, weights h^2) -> scores = q k^T (2 s^2 h)

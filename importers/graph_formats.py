@@ -8,7 +8,7 @@
   Times are taken as milliseconds. Times are as profiled; a node not supported on
   accelerators gets `not acc`.
 - `partdsl`: the project's own JSON (see `graph_to_json`), a lossless dump of a Graph.
-- `regal`: REGAL's CostGraphDef text files (`.pbtxt`, dsl/regal_import.py).
+- `regal`: REGAL's CostGraphDef text files (`.pbtxt`, importers/regal_import.py).
 """
 from __future__ import annotations
 
@@ -16,14 +16,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from partdsl.core.assemble import EdgeTensor, assemble_graph
 from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node, Work
 from partdsl.core.limits import MAX_JSON_DEPTH, check_count
-from partdsl.dsl.assemble import EdgeTensor, assemble_graph
-from partdsl.dsl.import_options import ImportOptions
-from partdsl.dsl.import_text import check_import_file, read_import_text
+from partdsl.importers.import_options import ImportOptions
+from partdsl.importers.import_text import check_import_file, read_import_text
 
-FORMATS = ("dnn-partitioning", "partdsl", "onnx", "onnx-fused", "torch-export", "regal")
 ACC, CPU = "acc", "cpu"
 
 
@@ -62,25 +61,34 @@ def detect_format(data: Any) -> str:
     return "dnn-partitioning"
 
 
+JSON = ("dnn-partitioning", "partdsl")  # told apart by content when no format is named
+
+
 def import_graph(path: Path, fmt: str | None, name: str, span: Span | None = None,
                  options: ImportOptions = ImportOptions()) -> Graph:
+    """`import "path" as fmt`: the reader of importers/formats.py's row, or (no format
+    named, no telling suffix) the JSON formats by content."""
+    from partdsl.importers.formats import BY_NAME, IMPORTABLE, by_name, guess
+
     check_import_file(path, span)  # a regular file within the size cap, before any reader opens it
-    if fmt in ("onnx", "onnx-fused") or (fmt is None and path.suffix.lower() == ".onnx"):
-        from partdsl.dsl.onnx_import import import_onnx
-
-        return import_onnx(path, name, span, fuse=fmt == "onnx-fused", options=options)
-    if fmt == "torch-export" or (fmt is None and path.suffix.lower() == ".pt2"):
-        from partdsl.dsl.torch_export import import_torch_export
-
-        return import_torch_export(path, name, span, options=options)
-    if fmt == "regal" or (fmt is None and path.suffix.lower() == ".pbtxt"):
-        from partdsl.dsl.regal_import import read_regal
-
-        return read_regal(path, name, span)
+    f = by_name(fmt, span, IMPORTABLE, "import format") if fmt else guess(path, IMPORTABLE)
+    if f is not None and f.name not in JSON:
+        return f.reader()(path, name, span, options)
     data = load_json(path, span)
-    fmt = fmt or detect_format(data)
-    if fmt not in FORMATS:
-        raise PartError(f"unknown import format '{fmt}'", span, "formats: " + ", ".join(FORMATS))
+    return _from_json((f or BY_NAME[detect_format(data)]).name, data, path, name, span)
+
+
+def read_dnn_partitioning(path: Path, name: str, span: Span | None = None,
+                          options: ImportOptions = ImportOptions()) -> Graph:
+    return _from_json("dnn-partitioning", load_json(path, span), path, name, span)
+
+
+def read_graph_json(path: Path, name: str, span: Span | None = None,
+                    options: ImportOptions = ImportOptions()) -> Graph:
+    return _from_json("partdsl", load_json(path, span), path, name, span)
+
+
+def _from_json(fmt: str, data: Any, path: Path, name: str, span: Span | None) -> Graph:
     try:
         if fmt == "partdsl":
             return graph_from_json(data, name, span)

@@ -18,7 +18,7 @@ Either way every node is reachable from the stem and reaches the head, as in a r
 
 Every node is a RandWire node (weighted sum of its inputs, ReLU, 3x3 separable
 convolution, batch norm) at the module's width and resolution; per-device, per-batch-size
-times come from the analytic cost model (dsl/cost_model.py)."""
+times come from the analytic cost model (importers/cost_model.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,7 +27,7 @@ import networkx as nx
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Link, Node, Objective, Platform, Spec, Work
-from partdsl.dsl.cost_model import DeviceProfile, profile
+from partdsl.importers.cost_model import DeviceProfile, profile
 
 MODELS = ("er", "ws", "ba")
 VARIANTS = ("sdep", "wdep")

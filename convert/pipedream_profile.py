@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
+from partdsl.core.names import identifier
 from partdsl.dsl.builder import GraphBuilder, SpecBuilder
-from partdsl.dsl.import_text import read_import_text
-from partdsl.dsl.names import identifier
+from partdsl.importers.import_text import read_import_text
 
 HINT = "a PipeDream graph.txt: `nodeN -- desc -- forward_compute_time=..., ...` lines and `\\tnodeA -- nodeB` edges"
 FIELDS = ("forward_compute_time", "backward_compute_time", "activation_size", "parameter_size")

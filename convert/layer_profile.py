@@ -14,7 +14,7 @@ device type may give one per micro-batch size (`{"1": 0.7, "4": 2.5}`). With bac
 times, each layer gets a backward node in its group (Tarnawski et al.'s training graphs:
 backward layers in reverse order, after the last forward layer) and the spec asks for
 `colocate by group`. Memory: a forward node holds the layer's `params_bytes` (`part
-convert --optimizer adam` scales them, dsl/memory_model.py); under training its backward
+convert --optimizer adam` scales them, importers/memory_model.py); under training its backward
 node holds the `activation_bytes` the layer stashes for its backward pass; without
 backward times (serving) the forward node also holds the layer's `kv_cache_bytes`.
 `"dtype"` (top level, default bf16) is the weights' dtype, for the optimizer factor.
@@ -31,10 +31,10 @@ from typing import Any
 
 from partdsl.core.errors import PartError, Span, did_you_mean
 from partdsl.core.ir import Spec
+from partdsl.core.names import identifier
 from partdsl.dsl.builder import GraphBuilder, SpecBuilder
-from partdsl.dsl.cost_model import names as profile_names
-from partdsl.dsl.memory_model import DTYPE_BYTES
-from partdsl.dsl.names import identifier
+from partdsl.importers.cost_model import names as profile_names
+from partdsl.importers.memory_model import DTYPE_BYTES
 
 FORMAT, VERSION = "partdsl-layers", 1
 HINT = "see the partdsl-layers format in docs/importers.md"
@@ -82,7 +82,7 @@ def _work(times: dict[tuple[str, int], float], cls: dict[str, str]) -> dict:
 
 
 def _load(path: Path, span: Span | None) -> dict:
-    from partdsl.dsl.graph_formats import load_json
+    from partdsl.importers.graph_formats import load_json
 
     data = load_json(path, span)
     r = Reader(path, span)

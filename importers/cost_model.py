@@ -6,7 +6,7 @@ is a roofline plus a launch overhead,
 
 i.e. compute efficiency b / (b + batch_half) of the sustained rate grows with the batch
 (the batch-efficiency curve), and memory time counts the weights once per batch and each
-sample's activations. Profiles (dsl/device_profiles.json) carry vendor data-sheet values
+sample's activations. Profiles (importers/device_profiles.json) carry vendor data-sheet values
 and the calibrated model parameters; any field can be overridden."""
 from __future__ import annotations
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from partdsl.core.assemble import assemble_graph
 from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node, Work
-from partdsl.dsl.assemble import assemble_graph
-from partdsl.dsl.import_text import read_import_text
+from partdsl.importers.import_text import read_import_text
 
 TOKEN = re.compile(r'\s*(?:(#[^\n]*)|([A-Za-z_][\w]*)\s*(:)?|(\{)|(\})|("(?:[^"\\]|\\.)*")|([-+\w.]+))')
 Message = dict[str, list[object]]
@@ -72,7 +72,8 @@ def _number(msg: Message, key: str, default: float = 0.0) -> float:
     return float(values[0]) if values else default  # type: ignore[arg-type]
 
 
-def read_regal(path: Path, name: str, span: Span | None = None) -> Graph:
+def read_regal(path: Path, name: str, span: Span | None = None, options: object = None) -> Graph:
+    """importers/formats.py's reader of `regal` (no import options apply)."""
     text = read_import_text(path, span, "a REGAL graph (.pbtxt)")
     return graph_from_costgraph(parse_text_proto(text, str(path), span), name, str(path), span)
 

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 from partdsl.core.errors import PartError, did_you_mean
-from partdsl.dsl.graph_formats import graph_from_dnn_partitioning, graph_to_json, load_json, platform_fields
-from partdsl.dsl.import_options import ImportOptions
+from partdsl.importers.graph_formats import graph_from_dnn_partitioning, graph_to_json, load_json, platform_fields
+from partdsl.importers.import_options import ImportOptions
 
 
 def dnn_partitioning_to_part(path: Path, objective: str = "bottleneck", split: str = "contiguous",
@@ -62,7 +62,7 @@ def dnn_partitioning_to_part(path: Path, objective: str = "bottleneck", split: s
 def regal_to_part(path: Path, stages: int = 4, relative_to: Path | None = None) -> str:
     """A spec for a REGAL graph (CostGraphDef text): MTPP on `stages` identical stages
     with an acyclic quotient, as Archer et al. App. C.2 run them."""
-    from partdsl.dsl.regal_import import read_regal
+    from partdsl.importers.regal_import import read_regal
 
     graph = read_regal(path, _graph_name(path))  # read now: a bad file is refused here, not when solved
     where = (os.path.relpath(path.resolve(), relative_to.resolve()) if relative_to is not None
@@ -81,9 +81,9 @@ def regal_to_part(path: Path, stages: int = 4, relative_to: Path | None = None) 
 def onnx_to_part(path: Path, objective: str = "latency", fuse: bool = False,
                  options: ImportOptions = ImportOptions(), devices: dict[str, int] | None = None) -> str:
     """A spec for an ONNX model: its graph written out (nodes with FLOPs, parameter and
-    output bytes per sample, from dsl/onnx_import.py), on two A100s and a Xeon by device
+    output bytes per sample, from importers/onnx_import.py), on two A100s and a Xeon by device
     profile, with the objective asked for."""
-    from partdsl.dsl.onnx_import import import_onnx
+    from partdsl.importers.onnx_import import import_onnx
 
     graph = import_onnx(path, _graph_name(path), fuse=fuse, options=options)
     return model_to_part(graph, f"{path.name}, converted from ONNX by `part convert`" + (" (chains fused)" if fuse
@@ -92,8 +92,8 @@ def onnx_to_part(path: Path, objective: str = "latency", fuse: bool = False,
 
 def torch_export_to_part(path: Path, objective: str = "latency", options: ImportOptions = ImportOptions(),
                          devices: dict[str, int] | None = None) -> str:
-    """The same for a torch.export program (.pt2, dsl/torch_export.py), read without torch."""
-    from partdsl.dsl.torch_export import import_torch_export
+    """The same for a torch.export program (.pt2, importers/torch_export.py), read without torch."""
+    from partdsl.importers.torch_export import import_torch_export
 
     graph = import_torch_export(path, _graph_name(path), options=options)
     return model_to_part(graph, f"{path.name}, converted from torch.export by `part convert`", objective, devices)
@@ -108,9 +108,9 @@ def model_to_part(graph, title: str, objective: str,  # type: ignore[no-untyped-
                   devices: dict[str, int] | None = None) -> str:
     """An imported model's graph on `devices` ({profile: count}; default two A100s and a
     Xeon), each class's work from its device profile."""
-    from partdsl.dsl.cost_model import names, profile_key
-    from partdsl.dsl.names import identifier
+    from partdsl.core.names import identifier
     from partdsl.dsl.printer import graph_lines
+    from partdsl.importers.cost_model import names, profile_key
 
     platform = ["  device gpu[k] { profile a100 }", "  device cpu[1] { profile xeon }"]
     if devices:
@@ -128,7 +128,7 @@ def model_to_part(graph, title: str, objective: str,  # type: ignore[no-untyped-
         raise PartError(f"unknown objective '{objective}'", None, "use " + ", ".join(objectives))
     lines = [f"# {title}",
              f"# {len(graph.nodes)} nodes, {len(graph.edges)} edges; per sample: flops, params and out bytes;",
-             "# the work on each device class comes from its profile (dsl/device_profiles.json)",
+             "# the work on each device class comes from its profile (importers/device_profiles.json)",
              "param k = 2", f"graph {graph.name} {{"]
     lines += graph_lines(graph)  # tensors of multi-output operators as sized hops
     lines += ["}", "platform {", *platform, "}", objectives[objective], "subject to { memory hard }"]
