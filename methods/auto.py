@@ -107,7 +107,7 @@ def _searches(spec: Spec) -> list[Member]:
     units = ideal_dp.units(spec).count
     dp = [Member("dp", 0.5, True, seeded=True, untimed=units <= DP_UNTIMED_UNITS)] \
         if ideal_dp.too_big(units) is None else []
-    # with peak activations in memory only the evaluator-driven local search models memory (registry.ACTIVE)
+    # with peak activations in memory only the evaluator-driven local search models memory (the rows of methods/registry.py that leave ACTIVATIONS out)
     local = [Member("local_search", 0.5, True, stall=True)] if spec.constraints.activations else []
     return [Member("greedy", 0.05), *peers, Member("load_search", 0.3, True, stall=True), *local, *dp, *exact]
 

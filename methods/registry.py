@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from partdsl.core.events import Event
@@ -60,109 +60,99 @@ PEER_IGNORES = (("contiguous", None), ("acyclic", None), ("stage limits", None),
 
 LIST_SCHEDULE = "kernels.schedule.list_schedulers:run"  # DiviML's list schedulers, one factory by rule
 
+# The features a row may not model (methods/capabilities.py), named once with why:
+# data-parallel stages (`replicate <= r`, evaluator/replicas.py): only auto, topo, dp, brute, exact and
+# load_search choose replication factors
+REPLICATION = ("replication", None)
+# server levels and direct links (evaluator/levels.py): only the methods that score every move with the
+# evaluator (or look at no transfer) see routes; the others' kernels and models cost transfers flat
+LEVELS = ("server levels or direct links", None)
+# peak activations in memory (evaluator/activations.py): only the methods that vet every move with the evaluator
+ACTIVATIONS = ("activation memory", None)
+FLAT = (REPLICATION, LEVELS, ACTIVATIONS)  # a method on flat per-class costs, one device per stage
+# topo and dp price a kind of stage per (class, replicas), PipeDream's load only (kernels/bottleneck/replicated.py)
+PLAIN_REPLICAS = ("replicas with overlap or GPipe", None)
+
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("auto", "methods.auto:run", False, "a portfolio chosen by objective, features and size: fast heuristics, then "
            "improvement, then an exact method where the size allows, within the time limit (default)",
            portfolio=True),
     Method("topo", "kernels.bottleneck.topo_split:run", False,
-           "best of several topological-order splits, each split optimally by a DP", objectives=MAX_LOAD),
+           "best of several topological-order splits, each split optimally by a DP", objectives=MAX_LOAD,
+           ignores=(PLAIN_REPLICAS, LEVELS, ACTIVATIONS)),
     Method("slicegraph", "kernels.bottleneck.order_search:slicegraph", False,
            "SliceGraph on Kahn's order, or on the order given (-O order=FILE: node names, one a line) "
-           "(Archer sec. 4)", ("order",), objectives=MAX_LOAD),
+           "(Archer sec. 4)", ("order",), objectives=MAX_LOAD, ignores=FLAT),
     Method("random", "kernels.bottleneck.order_search:random_orders", False, "random-T: best SliceGraph of T random orders",
-           ("samples",), objectives=MAX_LOAD),
+           ("samples",), objectives=MAX_LOAD, ignores=FLAT),
     Method("brkga", "kernels.bottleneck.order_search:brkga", False, "BRKGA over orders, decoded by SliceGraph",
-           ("population", "generations"), objectives=MAX_LOAD),
+           ("population", "generations"), objectives=MAX_LOAD, ignores=FLAT),
     Method("mla", "kernels.bottleneck.order_search:mla", False, "SliceGraph on a minimum linear arrangement order",
-           ("population", "generations"), objectives=MAX_LOAD),
+           ("population", "generations"), objectives=MAX_LOAD, ignores=FLAT),
     Method("mla_weighted", "kernels.bottleneck.order_search:mla_weighted", False,
            "SliceGraph on a tensor-weighted minimum linear arrangement order", ("population", "generations"),
-           objectives=MAX_LOAD),
+           objectives=MAX_LOAD, ignores=FLAT),
     Method("dp", "kernels.bottleneck.ideal_dp:run", False, "DP over ideals: optimal contiguous splits (Tarnawski sec. 5.1.1)",
-           objectives=("bottleneck",)),
+           objectives=("bottleneck",), ignores=(PLAIN_REPLICAS,
+           # its state counts the devices a chain uses, replicas too, not its stages (ideal_chains.best); it
+           # prices replicas by where they sit on levels (replicated.placed_rates), tensors at the ports only
+           ("replicas with a stage limit", None), ("transfers on server levels or direct links", None), ACTIVATIONS)),
     Method("exact", "methods.exact:run", False, "Archer's MTPP MIP (Fig. 3), Tarnawski's max-load IP (Fig. 6) or latency IP "
            "(Figs. 3-4), or the DiviML MILP (eqs. 1-7) for schedule objectives, with a MIP start",
-           ("pyomo", "symmetry", "heuristics", "relax"), mip=True),
-    Method("dpl", "kernels.bottleneck.baselines:dpl", False, "the DP on one DFS linearization (Tarnawski's DPL)", objectives=MAX_LOAD),
+           ("pyomo", "symmetry", "heuristics", "relax"), mip=True, ignores=(
+           # Tarnawski's max-load IP models replicas (models/maxload_replicas.py) and prices transfers per pair
+           # of devices (maxload_routes, latency_routes); Archer's MTPP MIP, the row under `acyclic`, does neither
+           ("replicas with acyclic", None), ("levels or links with acyclic", None), ACTIVATIONS)),
+    Method("dpl", "kernels.bottleneck.baselines:dpl", False, "the DP on one DFS linearization (Tarnawski's DPL)", objectives=MAX_LOAD, ignores=FLAT),
     Method("pipedream", "kernels.bottleneck.baselines:pipedream", False, "PipeDream's linear DP on a chain, accelerators only; "
            "-O contract=1 cuts only where the graph is a path, its branchings contracted (baseline)", ("contract",),
-           objectives=MAX_LOAD, ignores=(("overlap", None), ("memory overflow", None))),
+           objectives=MAX_LOAD, ignores=(("overlap", None), ("memory overflow", None), *FLAT)),
     Method("greedy", "kernels.bottleneck.baselines:greedy", False, "fill devices in topological order, each up to a share by its speed "
            "(baseline); under a schedule objective, DiviML's Greedy (eft)",
-           objectives=MAX_LOAD),
+           objectives=MAX_LOAD, ignores=(REPLICATION, ACTIVATIONS)),
     Method("local_search", "kernels.bottleneck.local_search:local_search", False, "single-node moves to a local optimum with restarts, "
            "each from SliceGraph on a random order, or from a random split (-O start=random); -O step=best makes the "
            "best move of all each time (Tarnawski sec. 6: start=random, step=best, restarts=10) (baseline)",
-           ("restarts", "passes", "start", "step"), objectives=MAX_LOAD),
+           ("restarts", "passes", "start", "step"), objectives=MAX_LOAD, ignores=(REPLICATION,)),
     Method("load_search", "kernels.bottleneck.load_search:run", False, "iterated local search on max load from the best topo split: "
            "unit moves scored by (max load, sum of squared loads), any split", ("stall",), objectives=MAX_LOAD),
-    Method("single", "kernels.single_device:run", False, "everything on one device (baseline)"),
+    Method("single", "kernels.single_device:run", False, "everything on one device (baseline)", ignores=(REPLICATION,)),
     Method("fill", "kernels.latency.fill:run", False, "latency greedy: fill each accelerator in topological order up to "
-           "its memory, the rest on CPUs (Tarnawski sec. 7, baseline)", objectives=MAX_LOAD),
+           "its memory, the rest on CPUs (Tarnawski sec. 7, baseline)", objectives=MAX_LOAD,
+           ignores=(REPLICATION, ACTIVATIONS)),
     Method("latency_search", "kernels.latency.search:run", False,
            "latency optimizer: chain DP over many topological orders, then iterated local search scored "
-           "by the evaluator", ("restarts", "iterations", "stall"), objectives=("latency",)),
+           "by the evaluator", ("restarts", "iterations", "stall"), objectives=("latency",), ignores=(REPLICATION,)),
     Method("maxload_dp", "kernels.latency.fill:maxload_dp", False,
            "the max-load DP's split (Tarnawski sec. 5.1.1), scored for the spec's objective (baseline)",
-           objectives=MAX_LOAD),
+           objectives=MAX_LOAD, ignores=FLAT),
     Method("brute", "kernels.brute_force:run", True, "exhaustive enumeration, exact, tiny graphs only"),
     Method("milp_split", "methods.milp_split:run", False, "MILP-SPLIT (DiviML sec. IV-B): the DiviML MILP per module "
            "(bridges, or k-edge-connected components for channels > 1), combined by a DP over the devices at "
            "each bridge, with the Remark's lower bound", ("channels", "module_limit", "workers", "min_module",
                                                          "bound_limit", "lookahead", "symmetry"), mip=True,
-           objectives=SCHEDULED),
+           objectives=SCHEDULED, ignores=FLAT),
     *(Method(name, "kernels.peers.runners:run", False, f"{package} as a peer: k-way partition (edge weights = transfers, "
              "vertex weights = compute, one block per device), mapped to devices; -O repair=1 contracts colocation "
-             "and fixes memory and placement by moves (baseline)", ("repair", "imbalance"), ignores=PEER_IGNORES,
+             "and fixes memory and placement by moves (baseline)", ("repair", "imbalance"), ignores=PEER_IGNORES + FLAT,
              variant=name)
       for name, (package, _, _) in PEERS.items()),
     Method("met", LIST_SCHEDULE, False, "DiviML's MET (bMET under a batch, also a name here): "
-           "each node where it runs fastest, list-scheduled (baseline)", objectives=SCHEDULED, variant="met"),
+           "each node where it runs fastest, list-scheduled (baseline)", objectives=SCHEDULED, ignores=FLAT,
+           variant="met"),
     Method("eft", LIST_SCHEDULE, False, "DiviML's Greedy (bGreedy; also names greedy and bgreedy): "
            "each node where it finishes earliest, in topological order (baseline)", objectives=SCHEDULED,
-           variant="eft"),
+           ignores=FLAT, variant="eft"),
     Method("heft", LIST_SCHEDULE, False, "HEFT (bHEFT, also its name here): upward rank, earliest finish "
-           "with insertion (DiviML sec. V-A baseline)", objectives=SCHEDULED, variant="heft"),
+           "with insertion (DiviML sec. V-A baseline)", objectives=SCHEDULED, ignores=FLAT, variant="heft"),
     Method("sa", "kernels.schedule.search:sa", False, "simulated annealing on DiviML's integer strings (a device per node, "
            "per chunk under a batch), breadth-first list schedules, from HEFT's or the biased string; until the "
-           "time limit unless -O iterations=N (baseline)", ("iterations",), objectives=SCHEDULED),
+           "time limit unless -O iterations=N (baseline)", ("iterations",), objectives=SCHEDULED, ignores=FLAT),
     Method("ea", "kernels.schedule.search:ea", False, "DiviML's biased (1+1) EA on the same strings, from HEFT's or the "
            "biased string (each chunk where it runs fastest); until the time limit unless -O iterations=N "
-           "(baseline)", ("iterations",), objectives=SCHEDULED),
+           "(baseline)", ("iterations",), objectives=SCHEDULED, ignores=FLAT),
 )}
-# data-parallel stages (`replicate <= r`, evaluator/replicas.py): the methods that choose replication factors
-REPLICATING = frozenset({"auto", "topo", "dp", "brute", "exact", "load_search"})
-METHODS = {k: m if k in REPLICATING else replace(m, ignores=m.ignores + (("replication", None),))
-           for k, m in METHODS.items()}
-# topo and dp price a kind of stage per (class, replicas), PipeDream's load only (kernels/bottleneck/replicated.py)
-PLAIN_REPLICAS = (("replicas with overlap or GPipe", None),)
-METHODS.update({k: replace(METHODS[k], ignores=METHODS[k].ignores + PLAIN_REPLICAS) for k in ("topo", "dp")})
-# the DP over ideals' state counts the devices a chain uses, replicas too, not its stages (ideal_chains.best)
-METHODS["dp"] = replace(METHODS["dp"], ignores=METHODS["dp"].ignores + (("replicas with a stage limit", None),))
-# exact: Tarnawski's max-load IP models replicas (models/maxload_replicas.py); Archer's MTPP MIP, the row for
-# `acyclic`, does not
-METHODS["exact"] = replace(METHODS["exact"], ignores=METHODS["exact"].ignores + (("replicas with acyclic", None),))
-# server levels and direct links (evaluator/levels.py) under bottleneck and latency: the methods that score every
-# move with the evaluator (or do not look at transfers at all); the others' kernels and models cost transfers flat
-ROUTED = frozenset({"auto", "brute", "single", "greedy", "local_search", "load_search", "fill", "latency_search"})
-METHODS = {k: m if k in ROUTED else replace(m, ignores=m.ignores + (("server levels or direct links", None),))
-           for k, m in METHODS.items()}
-# dp prices replicas by where they sit on server levels (kernels/bottleneck/replicated.placed_rates), but tensors
-# at the ports only: it takes levels and links where no tensor is sent
-METHODS["dp"] = replace(METHODS["dp"], ignores=tuple(f for f in METHODS["dp"].ignores
-                                                      if f[0] != "server levels or direct links") + (
-    ("transfers on server levels or direct links", None),))
-# exact prices transfers per pair of devices in Tarnawski's max-load IP (models/maxload_routes.py) and latency
-# IP (models/latency_routes.py), and places replicas on levels (models/maxload_replicas.py); Archer's MTPP MIP
-# (the row under `acyclic`) prices them flat
-METHODS["exact"] = replace(METHODS["exact"], ignores=tuple(f for f in METHODS["exact"].ignores
-                                                            if f[0] != "server levels or direct links") + (
-    ("levels or links with acyclic", None),))
-# peak activations in memory (evaluator/activations.py): the methods that vet every move with the evaluator
-ACTIVE = frozenset({"auto", "brute", "single", "local_search", "latency_search", "load_search"})
-METHODS = {k: m if k in ACTIVE else replace(m, ignores=m.ignores + (("activation memory", None),))
-           for k, m in METHODS.items()}
 # other names: DiviML's (sec. V-A: bMET, bGreedy and bHEFT are the batched MET, Greedy, HEFT)
 ALIASES = {"mla-weighted": "mla_weighted", "bmet": "met", "bgreedy": "eft", "bheft": "heft"}
 # a name that means another method under some objectives: DiviML's Greedy is `eft`

@@ -8,20 +8,17 @@ from typing import Callable
 import numpy as np
 from partdsl.models.matrix import MatrixMIP
 from partdsl.runtime.deadline import Deadline
-from partdsl.solvers.highs_matrix import solve_highs
 from partdsl.solvers.outcome import MipOutcome
-from partdsl.solvers.registry import DEFAULT_SOLVER, failures
-from partdsl.solvers.scip_matrix import solve_scip
+from partdsl.solvers.registry import DEFAULT_SOLVER, SOLVERS, failures
 
 
 def solve_matrix(mip: MatrixMIP, solver: str | None, time_limit: Deadline | float | None, gap: float | None,
                  threads: int | None, start: np.ndarray | None = None,
                  progress: Callable[[str], None] | None = None) -> MipOutcome:
-    """A MatrixMIP on SCIP (PySCIPOpt) or HiGHS (highspy, the default)."""
-    with failures(solver or DEFAULT_SOLVER, *mip.A.shape):
-        if solver == "scip":
-            return solve_scip(mip, time_limit, gap, threads, start, progress)
-        return solve_highs(mip, time_limit, gap, threads, start, progress)
+    """A MatrixMIP on the adapter the solver's row names (solvers/registry.py; HiGHS by default)."""
+    name = solver or DEFAULT_SOLVER
+    with failures(name, *mip.A.shape):
+        return SOLVERS[name].solve_matrix()(mip, time_limit, gap, threads, start, progress)
 
 
 def solve_pyomo_model(m, solver: str, time_limit: Deadline | float | None,  # type: ignore[no-untyped-def]

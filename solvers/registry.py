@@ -1,6 +1,6 @@
 """The one solver registry: each MIP solver's facts live here once (name, display name,
 Python library, how to detect it without importing it, install hint, matrix or Pyomo
-path, Pyomo interface), as linopy's `solver_capabilities.py` does. HiGHS and SCIP come
+path and its adapter, Pyomo interface), as linopy's `solver_capabilities.py` does. HiGHS and SCIP come
 from pip and take the direct matrix path; Gurobi, CPLEX and CBC work through Pyomo when
 installed. Any other name Pyomo's SolverFactory knows (glpk, xpress_direct, ...) is taken
 too, through Pyomo's classic interface, when Pyomo finds it available."""
@@ -12,7 +12,7 @@ import shutil
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from partdsl.core.errors import PartError
 from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
@@ -25,21 +25,35 @@ class SolverInfo:
     library: str | None  # its Python package (None: an executable); its exceptions are the solver's
     detect: str  # "module:NAME" or "exe:NAME", checked without importing the solver
     hint: str  # how to install it
-    matrix: bool  # takes the direct matrix path (scipy.sparse -> the solver's own API)
+    adapter: str | None  # its matrix-path adapter, "module:function" (scipy.sparse -> the solver's own API);
+    # None: the Pyomo path only
     pyomo: tuple[str, str]  # (Pyomo interface kind, Pyomo solver name) on the Pyomo path
     gap_threads: tuple[str, str] | None = None  # classic interface: option names for (relative gap, threads)
 
+    @property
+    def matrix(self) -> bool:
+        """Takes the direct matrix path."""
+        return self.adapter is not None
+
+    def solve_matrix(self) -> Callable[..., Any]:
+        """The adapter's function, imported when first used: (mip, time_limit, gap, threads,
+        start, progress) -> MipOutcome."""
+        assert self.adapter is not None, self.name
+        module, _, function = self.adapter.partition(":")
+        return getattr(importlib.import_module(f"partdsl.{module}"), function)
+
 
 SOLVERS: dict[str, SolverInfo] = {s.name: s for s in (
-    SolverInfo("highs", "HiGHS", "highspy", "module:highspy", "pip install highspy", True, ("appsi", "appsi_highs")),
-    SolverInfo("scip", "SCIP", "pyscipopt", "module:pyscipopt", "pip install pyscipopt", True,
-               ("contrib", "scip_direct")),
+    SolverInfo("highs", "HiGHS", "highspy", "module:highspy", "pip install highspy",
+               "solvers.highs_matrix:solve_highs", ("appsi", "appsi_highs")),
+    SolverInfo("scip", "SCIP", "pyscipopt", "module:pyscipopt", "pip install pyscipopt",
+               "solvers.scip_matrix:solve_scip", ("contrib", "scip_direct")),
     SolverInfo("gurobi", "Gurobi", "gurobipy", "module:gurobipy", "pip install gurobipy (and a Gurobi license)",
-               False, ("contrib", "gurobi_direct")),
-    SolverInfo("cplex", "CPLEX", "cplex", "module:cplex", "pip install cplex (and a CPLEX license)", False,
+               None, ("contrib", "gurobi_direct")),
+    SolverInfo("cplex", "CPLEX", "cplex", "module:cplex", "pip install cplex (and a CPLEX license)", None,
                ("classic", "cplex_direct"), ("mip_tolerances_mipgap", "threads")),
     SolverInfo("cbc", "CBC", None, "exe:cbc",
-               "install the cbc executable (e.g. apt-get install coinor-cbc) or pip install pulp", False,
+               "install the cbc executable (e.g. apt-get install coinor-cbc) or pip install pulp", None,
                ("classic", "cbc"), ("ratioGap", "threads")),
 )}
 DEFAULT_SOLVER = "highs"

@@ -191,7 +191,7 @@ def on_levels(draw, spec: Spec) -> Spec:  # type: ignore[no-untyped-def]
 
 def dp_replicas(spec: Spec) -> Spec:
     """The spec, without replicas where the DP over ideals does not take them (PipeDream's
-    load only, no stage limit: registry.PLAIN_REPLICAS, ideal_dp.chain_split)."""
+    load only, no stage limit: registry.PLAIN_REPLICAS in the rows of topo and dp, ideal_dp.chain_split)."""
     c, o = spec.constraints, spec.objective
     if c.replicate > 1 and (o.overlap is not None or o.training == "gpipe" or c.max_stages is not None):
         return replace(spec, constraints=replace(c, replicate=1))
