@@ -19,9 +19,23 @@ from partdsl.core.quantities import human_size
 
 
 def validate(spec: Spec) -> None:
-    g, p, c, o = spec.graph, spec.platform, spec.constraints, spec.objective
-    classes = p.class_index
+    """Every semantic check, in the order a user meets them: names, the platform, node and
+    target references (and the graph's cycles), the constraints and objective settings,
+    bandwidths and totals, where each node may run, memory, colocation."""
     _check_names(spec)
+    _check_platform(spec)
+    _check_references(spec)
+    _check_settings(spec)
+    _check_links(spec)
+    _check_placeable(spec)
+    if spec.constraints.memory == "hard":
+        _check_memory(spec)
+    _check_colocated(spec)
+
+
+def _check_platform(spec: Spec) -> None:
+    """A platform with devices, a graph with nodes, device classes that make sense."""
+    g, p = spec.graph, spec.platform
     if not p.classes:
         if p.empty:
             raise PartError("the platform has no devices: every device class has count 0 ("
@@ -41,6 +55,13 @@ def validate(spec: Spec) -> None:
             raise PartError(f"device class '{k.name}' has link bandwidth {k.link:g} B/s", k.span,
                             "a link bandwidth must be positive, e.g. `link 12 GB/s` (or no link: host memory only "
                             "for a `host` class)")
+
+
+def _check_references(spec: Spec) -> None:
+    """Class names in nodes, the graph's cycles, and the nodes, devices and classes that
+    pins, forbids, colocation sets and links name."""
+    g, p, c = spec.graph, spec.platform, spec.constraints
+    classes = p.class_index
     # node-level class references
     for nd in g.nodes:
         for ref in [w.on for w in nd.work if w.on != GENERIC] + list(nd.only) + list(nd.forbid):
@@ -88,6 +109,11 @@ def validate(spec: Spec) -> None:
                                 did_you_mean(end, list(classes) + list(p.devices)))
         if ln.bandwidth <= 0:
             raise PartError("link bandwidth must be positive", ln.span)
+
+
+def _check_settings(spec: Spec) -> None:
+    """Constraint and objective settings that do not go together."""
+    g, c, o = spec.graph, spec.constraints, spec.objective
     if c.max_stages is not None and c.max_stages < 1:
         raise PartError("stages must be at least 1", None, "write e.g. `stages <= 4`")
     if not 1 <= c.subgraphs <= MAX_SUBGRAPHS:
@@ -118,6 +144,11 @@ def validate(spec: Spec) -> None:
     if o.training == "gpipe" and not g.is_training:
         raise PartError("`training gpipe` needs backward nodes, and this graph has none", o.span,
                         "mark backward nodes with `backward`, or drop the training option")
+
+
+def _check_links(spec: Spec) -> None:
+    """Transfers need a bandwidth on non-host classes; routes; sums within the float range."""
+    g, p, c = spec.graph, spec.platform, spec.constraints
     dense = spec.dense
     # transfers need a bandwidth on non-host classes
     needs_link = np.array([nd.comm is None and bool(nd.out) for nd in g.nodes])
@@ -139,7 +170,11 @@ def validate(spec: Spec) -> None:
         if c.memory == "overflow" and k.memory is not None:
             raise PartError(f"`memory overflow` streams parameters over the link, but device class "
                             f"'{k.name}' has no link bandwidth", k.span, f"add `link 12 GB/s` to {k.name}")
-    # every node must have somewhere to go
+
+
+def _check_placeable(spec: Spec) -> None:
+    """Every node must have somewhere to go."""
+    g, p, dense = spec.graph, spec.platform, spec.dense
     for i in np.flatnonzero(~dense.allowed.any(axis=1)):
         nd = g.nodes[i]
         sup = [p.classes[ci].name for ci in range(len(p.classes)) if np.isfinite(dense.work[i, ci])]
@@ -153,9 +188,11 @@ def validate(spec: Spec) -> None:
         raise PartError(f"no device can run node '{nd.name}': {why}", nd.span,
                         "give its work on a declared class, e.g. `work 3 ms on "
                         f"{p.classes[0].name}`, or loosen its placement constraints")
-    if c.memory == "hard":
-        _check_memory(spec)
-    # colocated nodes need a common device
+
+
+def _check_colocated(spec: Spec) -> None:
+    """Colocated nodes need a common device."""
+    g, dense = spec.graph, spec.dense
     order, starts = group_runs(dense.colo)
     common = np.logical_and.reduceat(dense.allowed[order], starts, axis=0).any(axis=1)
     ends = np.r_[starts[1:], len(order)]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node
@@ -163,10 +164,9 @@ def _label(node) -> str:  # type: ignore[no-untyped-def]
     return k if isinstance(k, str) else f"{k[0]}:{k[1]}"
 
 
-def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = False,
-                options: ImportOptions = ImportOptions()) -> Graph:
-    from partdsl.core.assemble import assemble_graph, output_tensors
-
+def _load(path: Path, span: Span | None, options: ImportOptions) -> tuple[Any, list, dict[str, float], dict, dict]:
+    """The model's graph with shapes inferred, its operators, and its Constant nodes folded
+    into their consumers' parameters: (graph, operators, constant bytes, shapes, types)."""
     onnx = _onnx()
     try:
         model = onnx.load(str(path), load_external_data=False)  # shapes only: a 16 GB .data file stays on disk
@@ -177,11 +177,9 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
                         "export it again with torch.onnx.export or onnx.save") from None
     _fix_inputs(model, options, path, span)
     model, shapes, types = _shapes(onnx, model, path, span)
-    g = model.graph
-    inits = {t.name: t for t in g.initializer}
     consts: dict[str, float] = {}
     ops = []
-    for nd in g.node:
+    for nd in model.graph.node:
         if nd.op_type == "Constant" and nd.domain in ("", "ai.onnx"):  # folded into its consumers, as parameters
             v = onnx_ops.attr(nd, "value", None)
             for o in nd.output:
@@ -193,6 +191,28 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
     if not ops:
         raise PartError(f"import: '{path}' has no operators (is it an ONNX model?)", span,
                         "export the model with its graph (torch.onnx.export or onnx.save)")
+    return model.graph, ops, consts, shapes, types
+
+
+def _chains(ops: list, preds: list[list[int]], consumers: list[list[int]]) -> list[int]:
+    """`--fuse`: each operator's chain head; a FUSABLE operator with one producer, which has
+    no other consumer, joins its producer's chain (Conv + BatchNormalization + Relu, ...)."""
+    group = list(range(len(ops)))
+    for i, nd in enumerate(ops):
+        if nd.op_type in FUSABLE and len(preds[i]) == 1:
+            p = preds[i][0]
+            head = group[p]
+            if len(consumers[p]) == 1 and ops[head].op_type in {"Conv", "ConvTranspose", "Gemm", "MatMul"} | FUSABLE:
+                group[i] = head
+    return group
+
+
+def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = False,
+                options: ImportOptions = ImportOptions()) -> Graph:
+    from partdsl.core.assemble import assemble_graph, output_tensors
+
+    g, ops, consts, shapes, types = _load(path, span, options)
+    inits = {t.name: t for t in g.initializer}
     ins = [list(nd.input) for nd in ops]  # read once: a protobuf field access costs a copy each time
     outs = [list(nd.output) for nd in ops]
     producer = {o: i for i, os in enumerate(outs) for o in os}
@@ -217,14 +237,7 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
     for i, ps in enumerate(preds):
         for p in ps:
             consumers[p].append(i)
-    group = list(range(len(ops)))  # fused: the head of each chain
-    if fuse:
-        for i, nd in enumerate(ops):
-            if nd.op_type in FUSABLE and len(preds[i]) == 1:
-                p = preds[i][0]
-                head = group[p]
-                if len(consumers[p]) == 1 and ops[head].op_type in {"Conv", "ConvTranspose", "Gemm", "MatMul"} | FUSABLE:
-                    group[i] = head
+    group = _chains(ops, preds, consumers) if fuse else list(range(len(ops)))  # the head of each node's chain
     members_of: dict[int, list[int]] = {}
     for i, h in enumerate(group):
         members_of.setdefault(h, []).append(i)

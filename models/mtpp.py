@@ -114,20 +114,11 @@ def simple_bound(spec: Spec) -> float:
     return float(max(np.bincount(comp, weights=w).max(initial=0.0), w.sum() / k)) if d.n else 0.0
 
 
-def build(spec: Spec, variant: Variant = EXACT) -> tuple[MatrixMIP, VarMap]:
-    check(spec)
+def _order_rows(spec: Spec, vm: VarMap, rows: Rows, ppos: np.ndarray) -> None:
+    """Rows (11) monotone, (8) DAG and (9, 10) cuts: which block each node is in, in DAG
+    order, and which tensors enter or leave each block."""
     d = spec.dense
-    k = spec.platform.classes[0].count
-    K = variant.blocks(k)
-    n, src, dst = d.n, d.src, d.dst
-    producers = np.unique(src)
-    ppos = np.searchsorted(producers, src)  # producer position of each edge's source
-    cap = d.memory[0]
-    bw = d.link[0]
-    rule = treatment(spec.constraints.memory, cap, bw)
-    over, hard = rule == "overflow", rule == "hard"
-    vm = VarMap(n, K, producers, bool(over))
-    rows = Rows()
+    n, K, src, dst = d.n, vm.k, d.src, d.dst
     B = np.arange(1, K + 1)
     V = np.arange(n)
     N = d.names
@@ -156,6 +147,26 @@ def build(spec: Spec, variant: Variant = EXACT) -> tuple[MatrixMIP, VarMap]:
     m1 = bb == 1
     rows.family("cut_out", lambda j, u=u[m1], v=v[m1]: (N[u[j]], N[v[j]], 1))
     rows.add([vm.y(u[m1], 1), vm.y(v[m1], 1), vm.c(pu[m1], 1)], [1.0, -1.0, -1.0], -np.inf, 0.0)
+
+
+def build(spec: Spec, variant: Variant = EXACT) -> tuple[MatrixMIP, VarMap]:
+    check(spec)
+    d = spec.dense
+    k = spec.platform.classes[0].count
+    K = variant.blocks(k)
+    n, src = d.n, d.src
+    producers = np.unique(src)
+    ppos = np.searchsorted(producers, src)  # producer position of each edge's source
+    cap = d.memory[0]
+    bw = d.link[0]
+    rule = treatment(spec.constraints.memory, cap, bw)
+    over, hard = rule == "overflow", rule == "hard"
+    vm = VarMap(n, K, producers, bool(over))
+    rows = Rows()
+    B = np.arange(1, K + 1)
+    V = np.arange(n)
+    N = d.names
+    _order_rows(spec, vm, rows, ppos)
     # (6, 7) block b: work + io (+ ov) - weight * t <= 0; memory (or overflow) alike
     w, io, prm = d.work[:, 0], d.comm[producers, 0], d.params
     P = np.arange(len(producers))
