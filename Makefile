@@ -2,6 +2,7 @@
 #   make demo         install what solving needs, solve the bundled example
 #   make test         install partdsl + test and solver extras, run the test suite
 # Both install the tested versions pinned in constraints.txt. Also:
+#   make test-fast    the fast tier for the edit loop: no subprocess runs, property tests or long solves
 #   make test-latest  the suite on the newest releases pyproject.toml allows (own venv)
 #   make test-large   the tests of large instances (marker `large`, minutes each)
 #   make tables       the papers' tables, reproduced into docs/tables.md (over an hour)
@@ -14,7 +15,7 @@ LOCK   := constraints.txt
 BIN    := $(VENV)/bin
 PIP    := python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test test-large test-latest lock bench clean browser tables
+.PHONY: demo test test-fast test-large test-latest lock bench clean browser tables
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=python3 to use another)"; exit 2; }
@@ -35,6 +36,9 @@ demo: $(VENV)/.demo
 
 test: $(VENV)/.test
 	$(BIN)/python -m pytest -q -n auto --dist worksteal
+
+test-fast: $(VENV)/.test
+	$(BIN)/python -m pytest -q -n auto --dist worksteal -m "not slow and not large"
 
 browser:
 	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || \

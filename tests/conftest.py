@@ -1,5 +1,7 @@
 """Shared fixtures: where the bundled examples and the real workloads live (vendored in
-data/dnn-partitioning; PARTDSL_DATA names another folder holding dnn-partitioning/)."""
+data/dnn-partitioning; PARTDSL_DATA names another folder holding dnn-partitioning/); and
+the tiers: `slow` marks the tests that run the CLI in a subprocess, the property tests
+(Hypothesis) and the long solves (`@pytest.mark.slow`); `make test-fast` runs the rest."""
 from __future__ import annotations
 
 import os
@@ -20,6 +22,25 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parents[1]
+SLOW_CALLS = ("run_part(", "subprocess.run(", "subprocess.Popen(", "sys.executable", "multiprocessing", "@given(")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark `slow`: a test whose code starts a process (the CLI end to end, a worker) or is a
+    Hypothesis property (many cases each). Marked by what the test does, not by how long it
+    took on some machine, so the tiers are the same everywhere."""
+    import inspect
+
+    for item in items:
+        fn = getattr(item, "function", None)
+        if fn is None or item.get_closest_marker("slow"):
+            continue
+        try:
+            src = inspect.getsource(fn)
+        except (OSError, TypeError):
+            continue
+        if any(call in src for call in SLOW_CALLS) or getattr(fn, "is_hypothesis_test", False):  # nested @given too
+            item.add_marker(pytest.mark.slow)
 EXAMPLES = ROOT / "examples"
 DATA = Path(os.environ.get("PARTDSL_DATA") or ROOT / "data") / "dnn-partitioning"
 

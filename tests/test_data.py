@@ -110,6 +110,7 @@ def test_load_search_beats_published_local_search(data_dir: Path, tmp_path: Path
     assert r.bound <= r.objective
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_mip_start_restarts_reach_the_published_ip_value(data_dir: Path, tmp_path: Path) -> None:
     """resnet50_inference, any split: continuing the load search from its best stalls at
     33.365; rounds that start afresh from the first split with new seeds reach 33.30,
@@ -124,6 +125,7 @@ def test_mip_start_restarts_reach_the_published_ip_value(data_dir: Path, tmp_pat
     assert value == evaluate(spec, dev).objective
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_exact_reaches_the_published_non_contiguous_ip_value(data_dir: Path, tmp_path: Path) -> None:
     """bert24_training, any split: the load search's MIP start and HiGHS reach Gurobi's
     39.79 and certify it within 1%."""
@@ -136,6 +138,7 @@ def test_exact_reaches_the_published_non_contiguous_ip_value(data_dir: Path, tmp
     assert started and "load search" in started[0]
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_gurobi_proves_gnmt_inference_non_contiguous_above_the_published_value(data_dir: Path,
                                                                               tmp_path: Path) -> None:
     """gnmt_inference, any split: the published IP value (31.68, Gurobi) is below what any
@@ -167,6 +170,7 @@ def test_contiguous_exact_is_certified_by_the_class_lp_bound(data_dir: Path, tmp
     assert not any(ln.startswith("proven bound") for ln in r.log), r.log  # no MIP ran
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_a_mip_stopped_by_the_time_limit_keeps_its_dual_bound(data_dir: Path, tmp_path: Path) -> None:
     """Regression: the MIP's last incumbent and dual bound arrive just after the deadline,
     and solve() used to drop both, reporting the cheap bound (26.08 here then, 29.93
@@ -184,6 +188,7 @@ def test_a_mip_stopped_by_the_time_limit_keeps_its_dual_bound(data_dir: Path, tm
     assert r.bound <= NON_CONTIGUOUS_IP["gnmt_inference"] + 0.005
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_scip_keeps_the_time_limit_and_reports_no_placeholder_bound(data_dir: Path, tmp_path: Path) -> None:
     """Regression: on inceptionv3_training SCIP's symmetry detection (nauty, which SCIP's
     time limit does not interrupt) ran 116 s under a 30 s limit, and SCIP's "no bound"
@@ -243,6 +248,7 @@ def _dp_on(data_dir: Path, tmp_path: Path, name: str, acyclic: bool):  # type: i
     return spec, solve(spec, method="dp")
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 @pytest.mark.parametrize("name", ALL_DP)
 def test_ideal_dp_reaches_the_published_optimum(data_dir: Path, tmp_path: Path, name: str) -> None:
     spec, r = _dp_on(data_dir, tmp_path, name, acyclic=False)

@@ -118,6 +118,7 @@ def test_symmetry_rows_order_identical_devices_and_the_start_is_relabelled() -> 
         assert (lhs >= mip.row_lo - 1e-9).all() and (lhs <= mip.row_hi + 1e-9).all(), "the relabelled start fits"
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_the_milp_splits_the_batch_where_it_pays() -> None:
     r = solve(SAMPLE, method="exact", time_limit=60)
     assert r.status.value == "optimal" and r.objective == pytest.approx(brute_schedules(SAMPLE))
@@ -182,6 +183,7 @@ subject to { memory ignore }
 """
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_issue_28_defect_1_the_hand_schedule_waits_for_its_share_and_the_certificates_hold() -> None:
     """The issue's reproduction: j's share on A waits for both of its inputs (i's sample 1
     comes from B over the link, 0.5 ms), so the hand schedule that starts j's first piece

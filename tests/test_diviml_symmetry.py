@@ -125,6 +125,7 @@ def on_two_servers(spec: Spec, fabric: float = 12.5e9) -> Spec:
     return replace(spec, platform=Platform(classes, p.links, None, (), (Server("node", 2, 100e9),), fabric))
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_milp_split_solves_one_device_pair_per_orbit_and_relabels_the_rest() -> None:
     from partdsl.kernels.graph.modules import restrict
     from partdsl.methods import milp_split

@@ -51,6 +51,7 @@ def test_exact_refuses_specs_outside_mtpp_with_a_reason() -> None:
         solve(parse(base % ("", "contiguous; stages <= 1")), method="exact")
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_exact_time_limit_keeps_the_start_and_a_valid_bound() -> None:
     from partdsl.generators.regal import regal_spec
 
@@ -117,6 +118,7 @@ def test_scip_dual_bound_does_not_lag_its_optimum() -> None:
         assert math.isclose(scip.objective, highs.objective, rel_tol=1e-9)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 @pytest.mark.parametrize("solver", ["highs", "scip"])
 def test_a_long_mip_reports_its_incumbent_and_bound_as_it_runs(solver: str, monkeypatch) -> None:
     """Progress on long solves: each new incumbent, and the bound every REPORT_EVERY
@@ -138,6 +140,7 @@ def test_a_long_mip_reports_its_incumbent_and_bound_as_it_runs(solver: str, monk
     assert not any("Interrupted by user" in m for m in said + list(r.log))  # the deadline is not the user
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 @pytest.mark.parametrize("solver", ["highs", "scip"])
 def test_a_mip_stops_once_the_users_gap_is_met(solver: str) -> None:
     """Solvers are asked for half the gap (they measure theirs differently); our own check

@@ -96,6 +96,7 @@ def test_lp_of_tarnawski_ip_without_acyclic_is_below_the_acyclic_optimum(data) -
     assert solved and lp <= brute.objective * (1 + 1e-7) + TOL
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_guesses_run_in_processes_and_agree_with_one_process() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -111,6 +112,7 @@ def test_guesses_run_in_processes_and_agree_with_one_process() -> None:
         assert pool.submit(lambda: 7).result() == 7
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_quick_guesses_run_here_and_with_workers_on_new_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     """By default the guesses run here for up to SPAWN_SECONDS: MIPs of milliseconds all run
     here (no process started: starting them would take longer than the MIPs), and with two
@@ -132,6 +134,7 @@ def test_quick_guesses_run_here_and_with_workers_on_new_processes(monkeypatch: p
     assert max(children["workers=2"]) == before + 2, children
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_a_slow_first_guess_is_stopped_and_run_again_on_the_cores() -> None:
     """A first guess not solved in SPAWN_SECONDS (here about 1.5 s) is not left to eat the
     set's budget on one core: the probe stops it, and all four run on the cores in what is
@@ -146,6 +149,7 @@ def test_a_slow_first_guess_is_stopped_and_run_again_on_the_cores() -> None:
     assert mtpp.simple_bound(spec) <= got <= best * (1 + 1e-9), (mtpp.simple_bound(spec), got, best)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_hierarchy_on_a_regal_graph_reports_every_bound_below_the_best() -> None:
     spec = regal_spec(12, 3, seed=2)
     h = hierarchy(spec, time_limit=60, workers=2)
@@ -165,6 +169,7 @@ def test_superblock_bounds_say_why_they_do_not_apply() -> None:
     assert h.bounds["exact"].solved and h.bounds["lp"].value <= h.bounds["exact"].value + TOL
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_acyclic_on_a_mixed_platform_beyond_dp_gets_the_relaxed_ip_bound() -> None:
     """18 parallel nodes: 2^18 ideals, more than dp takes. The exact row is then the dual
     bound of Tarnawski's IP without `acyclic`: between the LP and the best solution."""
@@ -243,6 +248,7 @@ def test_a_guess_without_time_reports_its_floor() -> None:
     assert not solved and value == pytest.approx(L)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_exact_uses_a_better_warm_start_as_its_mip_start() -> None:
     spec = regal_spec(9, 3, seed=4)
     best = solve(spec, method="brute")

@@ -66,6 +66,7 @@ def check_answer(spec: Path, out: str, tmp_path: Path) -> dict:
     return r
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 @pytest.mark.parametrize("solver", ["highs", "scip"])
 def test_ctrl_c_in_the_mip_returns_the_incumbent_and_its_bound(solver: str, gnmt_any: Path, tmp_path: Path) -> None:
     code, out, err, took = interrupted(
@@ -78,6 +79,7 @@ def test_ctrl_c_in_the_mip_returns_the_incumbent_and_its_bound(solver: str, gnmt
     assert r["bound"] > 26.1  # the MIP's dual bound, above the cheap bound (26.08)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_ctrl_c_in_a_kernel_returns_its_best_split(gnmt_any: Path, tmp_path: Path) -> None:
     code, out, err, took = interrupted(["solve", str(gnmt_any), "--method", "load_search", "-O", "stall=1000000",
                                         "--json"], "load search:", delay=0.5)
@@ -85,6 +87,7 @@ def test_ctrl_c_in_a_kernel_returns_its_best_split(gnmt_any: Path, tmp_path: Pat
     check_answer(gnmt_any, out, tmp_path)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_ctrl_c_in_part_bound_keeps_the_bounds_computed(tmp_path: Path) -> None:
     spec = tmp_path / "regal.part"
     spec.write_text(to_part(regal_spec(120, 8, "ba", seed=3)))
@@ -99,6 +102,7 @@ def test_ctrl_c_in_part_bound_keeps_the_bounds_computed(tmp_path: Path) -> None:
     assert h["bounds"]["exact"]["value"] is None and h["bounds"]["exact"]["note"] == "not computed: interrupted"
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_ctrl_c_in_bottleneck_guess_probe_starts_no_processes(tmp_path: Path) -> None:
     """Ctrl-C while the first guess runs here (the probe, default --workers): the others run
     here too, where the flag stops each at once, not on new processes that never saw it."""

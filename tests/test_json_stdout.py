@@ -51,6 +51,7 @@ def test_the_usual_solvers_are_installed() -> None:
     assert {"highs", "scip"} <= set(INSTALLED)  # the test extra installs gurobi, cplex, cbc too
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_solve_json_is_one_document_for_every_method(method: str, capfd: pytest.CaptureFixture[str],
                                                      tmp_path: Path) -> None:

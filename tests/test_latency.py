@@ -486,6 +486,7 @@ def _spec(data_dir: Path, tmp: Path, name: str) -> Spec:
     return parse_file(out)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 @pytest.mark.parametrize("name", sorted(GREEDY))
 def test_fill_reproduces_the_published_greedy(data_dir: Path, tmp_path: Path, name: str) -> None:
     r = solve(_spec(data_dir, tmp_path, name), method="fill")
@@ -496,6 +497,7 @@ def test_fill_reproduces_the_published_greedy(data_dir: Path, tmp_path: Path, na
 @pytest.mark.parametrize("name, published", [("bert24_inference", 108.03), ("resnet50_inference", 1443.79),
                                                ("gnmt_inference", 244.33),
                                                pytest.param("inceptionv3_inference", 1621.74, marks=pytest.mark.large)])
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_maxload_dp_reproduces_the_published_values(data_dir: Path, tmp_path: Path, name: str,
                                                     published: float) -> None:
     """BERT-24, ResNet50 and InceptionV3 by the paper's code's order among optimal splits
@@ -507,6 +509,7 @@ def test_maxload_dp_reproduces_the_published_values(data_dir: Path, tmp_path: Pa
     assert round(r.objective, 2) == pytest.approx(published, abs=0.006)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_maxload_dp_reports_progress_and_keeps_the_time_limit(data_dir: Path, tmp_path: Path) -> None:
     """InceptionV3's reference DP takes 30 s to 2 minutes; with 10 s it says how far it got and
     returns a feasible split marked as stopped by the time limit, never the DP's."""
@@ -524,6 +527,7 @@ TARGET_GAP = {"bert24_inference": 0.01, "resnet50_inference": 0.30, "inceptionv3
               "gnmt_inference": 0.01}
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 @pytest.mark.parametrize("name", sorted(IP))
 def test_latency_search_certifies_and_beats_the_published_ip(data_dir: Path, tmp_path: Path, name: str) -> None:
     """Counted limits (random orders, kicks without gain), not the clock, end the search,

@@ -26,6 +26,7 @@ def convert(tmp_path: Path, src: str, objective: str, *more: str) -> Path:
     return out
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_both_programs_are_the_same_8b_model(tmp_path: Path) -> None:
     pt2, onnx = (parse_file(convert(tmp_path, f"llama8b.{x}", "latency")) for x in ("pt2", "onnx"))
     for spec in (pt2, onnx):

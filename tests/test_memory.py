@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CHAIN = """graph g {{
   node n[1..{n}] {{ work 1 ms on gpu; out 1 MB }}
   n[1] -> ... -> n[{n}]
@@ -27,6 +29,7 @@ def _part(args: list[str], env: dict[str, str], cap: int | None = None) -> subpr
                           env={**os.environ, **env})
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_a_segment_table_too_large_is_refused_with_its_size(tmp_path: Path) -> None:
     f = tmp_path / "chain.part"
     f.write_text(CHAIN.format(n=3000))
@@ -39,6 +42,7 @@ def test_a_segment_table_too_large_is_refused_with_its_size(tmp_path: Path) -> N
     assert p.returncode == 0, p.stderr  # the peer the hint names runs within it
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_a_memory_error_is_a_plain_message_not_a_bug(tmp_path: Path) -> None:
     """The process capped at 1.5 GiB: BRKGA asked for a population of 100,000 random-key
     vectors over 30,000 units (24 GB) fails to allocate it."""
@@ -50,6 +54,7 @@ def test_a_memory_error_is_a_plain_message_not_a_bug(tmp_path: Path) -> None:
     assert '"kind": "out_of_memory"' in p.stdout
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_the_order_searches_and_linear_dps_answer_a_40000_node_chain_in_1_5_gib(tmp_path: Path) -> None:
     """Their orders are cut into at most 2,048 blocks before the segment table (before, each
     refused: 40,000 positions x 40,000, 64 GB). Each answers in a process capped at 1.5 GiB;
@@ -66,6 +71,7 @@ def test_the_order_searches_and_linear_dps_answer_a_40000_node_chain_in_1_5_gib(
         assert res["status"] == "feasible" and res["objective"] <= 10_000 * 1.01, (method, res)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_a_20000_operator_decoder_is_solved_by_the_default_method_in_1_5_gib(tmp_path: Path) -> None:
     """Issue 29's check that no default path builds a quadratic table: `part solve` with the
     default method on a generated 20,000-operator decoder, under both objectives, in a
@@ -84,6 +90,7 @@ def test_a_20000_operator_decoder_is_solved_by_the_default_method_in_1_5_gib(tmp
         assert 0 < res["bound"] <= res["objective"], res
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_the_dp_over_ideals_refuses_a_graph_whose_bitsets_grow_quadratically(tmp_path: Path) -> None:
     """A DAG of U units has at least U + 1 ideals of U bits each: on a 40,000-node chain
     (800 MB of bitsets, minutes of enumeration) `dp` refuses at once with the reason and

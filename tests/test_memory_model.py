@@ -63,6 +63,7 @@ def training(doc: dict) -> dict:
     return doc
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_an_onnx_import_counts_optimizer_state_by_its_dtype(tmp_path: Path) -> None:
     a, b = before_after(tmp_path, "llama_tiny.onnx", "--optimizer", "adam")
     weighted = [(x, y) for x, y in zip(a.graph.nodes, b.graph.nodes) if x.params]
@@ -70,6 +71,7 @@ def test_an_onnx_import_counts_optimizer_state_by_its_dtype(tmp_path: Path) -> N
     assert with_optimizer(a, "none") is a
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_activations_add_each_operators_output(tmp_path: Path) -> None:
     a, b = before_after(tmp_path, "llama_tiny.onnx", "--optimizer", "adam", "--activations")
     for x, y in zip(a.graph.nodes, b.graph.nodes):

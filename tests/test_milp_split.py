@@ -58,6 +58,7 @@ def test_the_lower_bound_never_exceeds_the_optimum(variant: str, channels: int, 
         assert r.bound >= opt * (1 - TOL) and r.objective <= opt * (1 + TOL)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_highs_and_scip_agree_and_the_split_certifies_a_chain() -> None:
     """Ten single-channel modules: the split proves its answer optimal (its bound meets it)."""
     spec = randwire_spec(RandWire(model="er", size=5, modules=6, p=0.4, seed=3))
@@ -75,6 +76,7 @@ def test_modules_run_on_worker_processes_with_the_same_answer() -> None:
     assert one.objective == pytest.approx(two.objective, rel=1e-9) and one.bound == pytest.approx(two.bound)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 @pytest.mark.parametrize("size,modules,pooled", [(4, 3, False), (5, 8, True)])
 def test_worker_processes_start_only_for_graphs_worth_them(size: int, modules: int, pooled: bool) -> None:
     """Without `workers`, a graph of at most HERE_TASKS tasks solves its module MILPs in this
@@ -111,6 +113,7 @@ def test_the_cli_runs_it_and_refuses_bad_options(tmp_path) -> None:  # type: ign
         list(__import__("partdsl.methods.milp_split", fromlist=["run"]).run(randwire_spec(RandWire()), channels=1.5))
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_a_module_milp_infeasible_under_its_cap_keeps_the_start_and_proves_nothing() -> None:
     """Issue 28, defect 2: capped at the best start's makespan, a module MILP that cannot
     express that start is infeasible; that was read as an infinite bound ("proven bound 0
@@ -228,6 +231,7 @@ def test_a_module_milp_built_past_its_limit_is_not_run() -> None:
     assert "while its MILP was built" in got.why and math.isfinite(got.makespan), (got.why, starts, build)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_a_start_that_would_end_past_the_hard_deadline_is_abandoned() -> None:
     """HEFT looks at its deadline as it places nodes: unbounded it is the plain schedule,
     past the deadline it gives nothing, and a module job with no start left gets no

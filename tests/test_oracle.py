@@ -18,6 +18,7 @@ from tests.oracle import KINDS, check_case, tiny_specs
 CASES = examples(30)  # per objective: 120 in all (the campaign, benchmarks/oracle.py, runs thousands)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_method_and_bound_agrees_with_the_oracle(kind: str) -> None:
     @settings(max_examples=CASES, deadline=None, suppress_health_check=list(HealthCheck))
@@ -109,3 +110,25 @@ def test_acyclic_orders_the_phases_apart_in_the_mtpp_mip() -> None:
         assert (r.status.value, r.objective, r.bound) == ("optimal", 2.0, 2.0), options
     explicit = parse(TRAINING_ACYCLIC.replace("minimize bottleneck", "minimize bottleneck training pipedream"))
     assert solve(explicit, method="exact", options={"heuristics": 0.0}, time_limit=60).objective == 2.0
+
+
+# found by the 6,000-case campaign (issue 69): a makespan of 1.9e-72 ms; exact snapped the
+# MILP's dual bound to its schedule with an absolute tolerance of 1e-6 ms, so the throughput
+# bound (an upper bound) came out at half the optimum, on auto and exact alike
+TINY_MAKESPAN = """
+graph g {
+  node L[0] { work 9.255926872282943e-73 ms; params 2204199683.328437 B; comm 24.870776015047998 ms }
+}
+platform {
+  device acc[1] { memory 3568611320.9097652 B; link 25197643480.322468 B/s; speed 2; batch 1, 2 }
+  device cpu[1] { host }
+}
+maximize throughput batch 4 split 2
+subject to { memory overflow }
+"""
+
+
+def test_a_makespan_of_1e_72_ms_keeps_a_valid_throughput_bound() -> None:
+    findings, runs = check_case(parse(TINY_MAKESPAN))
+    assert runs > 0
+    assert not findings, "\n".join(f"{f.kind}: {f.method}: {f.detail}" for f in findings)

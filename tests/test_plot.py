@@ -39,6 +39,7 @@ def test_plot_every_objective_to_png_and_svg(example: str, kind: str, tmp_path) 
     assert any(("per-device load" if kind == "loads" else "makespan") in t for t in texts)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_figures_have_one_element_per_device() -> None:
     for example in ("tiny.part", "latency.part", "diviml_batched.part"):
         spec = parse_file(EXAMPLES / example)

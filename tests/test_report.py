@@ -72,6 +72,7 @@ def _browser():  # type: ignore[no-untyped-def]
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=o)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_the_report_renders_in_headless_chromium_with_no_console_error(tmp_path: Path) -> None:
     driver = _browser()
     try:

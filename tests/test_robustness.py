@@ -53,6 +53,7 @@ def test_mutated_examples_give_located_errors(seed: int, kind: str, partition: P
     assert not problems, (kind, seed, problems)
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_a_generated_graph_of_10000_nodes_checks_and_solves(tmp_path: Path, partition: Path) -> None:
     spec = tmp_path / "spec.part"
     spec.write_bytes(big_graph(10_000, random.Random(1)))

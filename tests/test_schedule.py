@@ -315,6 +315,7 @@ def test_the_baselines_return_valid_schedules(spec, method: str) -> None:  # typ
             else (bound(spec) <= r.objective * (1 + 1e-9))
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 @pytest.mark.parametrize("method", ["sa", "ea"])
 def test_the_searches_are_seeded_and_improve_on_their_biased_start(method: str) -> None:
     from partdsl.methods.solve import solve

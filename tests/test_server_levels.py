@@ -571,6 +571,7 @@ def test_part_check_describes_the_levels(tmp_path, capsys) -> None:  # type: ign
     assert "platform link 1 GB/s" in line
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_auto_names_the_methods_when_none_of_its_members_models_the_spec() -> None:
     from partdsl.methods import auto
     from partdsl.methods.registry import METHODS
