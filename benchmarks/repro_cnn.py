@@ -28,7 +28,7 @@ PAPER_FIG3 = {"alexnet": "none (all on the A100)", "vgg19": "none (all on the A1
 
 
 def cnn_spec(model: str, objective: str, batch: int = 1, split: int = 1) -> Any:
-    """The model zoo's `model` on DiviML's Xeon + T4 + A100 (dsl/randwire.paper_platform), each
+    """The model zoo's `model` on DiviML's Xeon + T4 + A100 (generators/randwire.paper_platform), each
     node's time from the class's device profile at each batch size the objective runs. Memory
     is limited at B = 1 only: DiviML's memory rule keeps every sample's tensors (sec. III),
     which at B = 128 puts ResNet-50 over the A100's 40 GB and DenseNet-121 over every device."""

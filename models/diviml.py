@@ -83,6 +83,51 @@ def free_pairs(spec: Spec) -> tuple[np.ndarray, np.ndarray]:
     return np.nonzero(np.triu(~(R | R.T), 1))
 
 
+def _transfer_table(spec: Spec) -> np.ndarray:
+    """[n, D, D] ms: node v's tensor from device a to device c (0 on one device)."""
+    d = spec.dense
+    tr = np.zeros((d.n, d.D, d.D))
+    for v in range(d.n):
+        for a in range(d.D):
+            for c2 in range(d.D):
+                tr[v, a, c2] = transfer_time(spec, v, a, c2)
+    return tr
+
+
+def _memory_rows(rows: Rows, spec: Spec, ok: np.ndarray, x: np.ndarray, b: np.ndarray, g: int) -> None:
+    """(6): a device holds the parameters of every node with a share on it and the samples
+    of its chunks' tensors."""
+    d = spec.dense
+    K = spec.objective.split
+    Dn = d.devices
+    if spec.constraints.memory != "ignore":
+        held = sample_bytes(spec)
+        cap = d.memory[d.dev_class]
+        for u in range(d.D):
+            vs = np.flatnonzero(ok[:, u])
+            if not len(vs) or not np.isfinite(cap[u]):
+                continue
+            cols = np.r_[x[vs, u].ravel(), b[vs, u, 0]]
+            vals = np.r_[np.repeat(held[vs] * g, K), -d.params[vs]]
+            rows.add_one(cols, vals, -np.inf, cap[u] * (1 + 1e-12) - d.params[vs].sum(), ("memory", (Dn[u],)))
+
+
+def _colocation_rows(rows: Rows, spec: Spec, x: np.ndarray) -> None:
+    """Each chunk of colocated nodes on one device."""
+    d = spec.dense
+    K = spec.objective.split
+    N, Dn = d.names, d.devices
+    for r, v in d.colocated_pairs:
+        for u in range(d.D):
+            for c in range(K):
+                a, z = x[r, u, c], x[v, u, c]
+                key = ("colocate", (N[r], N[v], Dn[u], c))
+                if a >= 0 and z >= 0:
+                    rows.add_one([a, z], [1.0, -1.0], 0.0, 0.0, key)
+                elif a >= 0 or z >= 0:
+                    rows.add_one([max(a, z)], [1.0], 0.0, 0.0, key)
+
+
 def build(spec: Spec, H: float, release: np.ndarray | None = None,
           symmetry: int = 0) -> tuple[MatrixMIP, VarMap]:
     """The MILP with makespan cap H; `release[i, u]` (ms, optional) is the earliest start
@@ -112,11 +157,7 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
     s = take((d.n, d.D), ok)
     C = col
     col += 1
-    tr = np.zeros((d.n, d.D, d.D))
-    for v in range(d.n):
-        for a in range(d.D):
-            for c2 in range(d.D):
-                tr[v, a, c2] = transfer_time(spec, v, a, c2)
+    tr = _transfer_table(spec)
     M = H + float(tr.max(initial=0.0)) + 1.0
     rows = Rows()
     N, Dn = d.names, d.devices
@@ -153,27 +194,8 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
             r = float(release[v, u])
             rows.add_one([s[v, u], b[v, u, 0]], [1.0, r], r, np.inf, ("release", (N[v], Dn[u])))
     add_rows(rows, spec, x, b, t, symmetry, release)
-    # (6) memory
-    if spec.constraints.memory != "ignore":
-        held = sample_bytes(spec)
-        cap = d.memory[d.dev_class]
-        for u in range(d.D):
-            vs = np.flatnonzero(ok[:, u])
-            if not len(vs) or not np.isfinite(cap[u]):
-                continue
-            cols = np.r_[x[vs, u].ravel(), b[vs, u, 0]]
-            vals = np.r_[np.repeat(held[vs] * g, K), -d.params[vs]]
-            rows.add_one(cols, vals, -np.inf, cap[u] * (1 + 1e-12) - d.params[vs].sum(), ("memory", (Dn[u],)))
-    # colocation: each chunk of colocated nodes on one device
-    for r, v in d.colocated_pairs:
-        for u in range(d.D):
-            for c in range(K):
-                a, z = x[r, u, c], x[v, u, c]
-                key = ("colocate", (N[r], N[v], Dn[u], c))
-                if a >= 0 and z >= 0:
-                    rows.add_one([a, z], [1.0, -1.0], 0.0, 0.0, key)
-                elif a >= 0 or z >= 0:
-                    rows.add_one([max(a, z)], [1.0], 0.0, 0.0, key)
+    _memory_rows(rows, spec, ok, x, b, g)
+    _colocation_rows(rows, spec, x)
     A, lo, hi = rows.matrix(col)
     cvec = np.zeros(col)
     cvec[C] = 1.0
