@@ -128,6 +128,7 @@ subject to { memory overflow }
 """
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_a_makespan_of_1e_72_ms_keeps_a_valid_throughput_bound() -> None:
     findings, runs = check_case(parse(TINY_MAKESPAN))
     assert runs > 0

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the papers' tables reproduced: long solves (conftest.py: the tiers)
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
