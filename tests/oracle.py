@@ -23,11 +23,10 @@ from hypothesis import strategies as st
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Platform, Spec, Work
 from partdsl.core.result import Result
-from partdsl.core.validate import validate
 from partdsl.methods.registry import METHODS
 from partdsl.methods.solve import ABS_TOL, solve
 
-from tests.strategies import on_levels, specs
+from tests.strategies import on_levels, specs, valid
 
 KINDS = ("bottleneck", "latency", "task_latency", "throughput", "training")  # training: bottleneck on training graphs
 EXACT = (("exact", "highs"), ("exact", "scip"))  # every MIP method on both solvers
@@ -61,10 +60,7 @@ def tiny_specs(draw, kinds: tuple[str, ...] = KINDS) -> Spec:  # type: ignore[no
         spec = draw(on_levels(spec))
     if not scheduled and spec.constraints.memory != "ignore" and draw(st.integers(0, 3)) == 0:
         spec = replace(spec, constraints=replace(spec.constraints, activations=True))  # evaluator/activations.py
-    try:
-        validate(spec)
-    except PartError:
-        assume(False)
+    valid(spec)
     from partdsl.kernels import brute_force
     from partdsl.kernels.schedule import brute
 
@@ -107,11 +103,7 @@ def training_specs(draw) -> Spec:  # type: ignore[no-untyped-def]
                 Constraints(acyclic=True, contiguous=draw(st.booleans()),
                             memory=draw(st.sampled_from(["hard", "ignore", "overflow"])),
                             colocate=draw(st.integers(0, 3)) > 0))
-    try:
-        validate(spec)
-    except PartError:
-        assume(False)
-    return spec
+    return valid(spec)
 
 
 @st.composite
@@ -120,12 +112,7 @@ def latency_training_specs(draw) -> Spec:  # type: ignore[no-untyped-def]
     and without `acyclic` (which the latency IP refuses by name)."""
     spec = draw(training_specs())
     c = replace(spec.constraints, subgraphs=draw(st.sampled_from([1, 2])), acyclic=draw(st.booleans()))
-    spec = replace(spec, objective=Objective("latency"), constraints=c)
-    try:
-        validate(spec)
-    except PartError:
-        assume(False)
-    return spec
+    return valid(replace(spec, objective=Objective("latency"), constraints=c))
 
 
 def methods_for(spec: Spec) -> list[tuple[str, str | None, dict | None]]:
@@ -233,10 +220,7 @@ def check_load_search(spec: Spec, seconds: float = 5.0) -> None:
     from partdsl.kernels.bottleneck import load_search
     from partdsl.runtime.deadline import Deadline
 
-    try:
-        validate(spec)
-    except PartError:
-        assume(False)
+    valid(spec)
     brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
     found = list(load_search.run(spec, deadline=Deadline.after(seconds), stall=5))
     for cand in found:

@@ -29,6 +29,15 @@ times = st.floats(min_value=0.0, max_value=50.0, allow_nan=False, allow_infinity
 sizes = st.one_of(st.just(0.0), st.floats(min_value=1.0, max_value=4e9, allow_nan=False))
 
 
+def valid(spec: Spec) -> Spec:
+    """The spec when it validates; else Hypothesis draws another case."""
+    try:
+        validate(spec)
+    except PartError:
+        assume(False)
+    return spec
+
+
 @st.composite
 def graphs(draw, max_nodes: int = 7, training: bool | None = None) -> Graph:
     n = draw(st.integers(1, max_nodes))
@@ -118,12 +127,7 @@ def specs(draw, max_nodes: int = 7, kinds: tuple[str, ...] = ("bottleneck", "lat
                          options=options)
     params = (("k", Quantity(float(n_acc), "number")), ("note", "hello \"quoted\""),
               ("mem", Quantity(draw(st.floats(1.0, 1e12)), "size")))
-    spec = Spec(g, Platform(tuple(classes), links), obj, cons, solve, params)
-    try:
-        validate(spec)
-    except PartError:
-        assume(False)
-    return spec
+    return valid(Spec(g, Platform(tuple(classes), links), obj, cons, solve, params))
 
 
 @st.composite
@@ -152,11 +156,7 @@ def mtpp_specs(draw, max_nodes: int = 6, max_k: int = 3) -> Spec:
                 Objective("bottleneck"), Constraints(acyclic=True, contiguous=draw(st.booleans()),
                                                      memory=draw(st.sampled_from(["hard", "ignore", "overflow"])),
                                                      colocate=draw(st.booleans())))
-    try:
-        validate(spec)
-    except PartError:
-        assume(False)
-    return spec
+    return valid(spec)
 
 
 @st.composite
@@ -182,11 +182,7 @@ def on_levels(draw, spec: Spec) -> Spec:  # type: ignore[no-untyped-def]
     out = replace(spec, graph=replace(spec.graph, nodes=nodes),
                   platform=Platform(classes, links, None, spec.platform.empty, servers, top),
                   solve=replace(spec.solve, method=None))
-    try:
-        validate(out)
-    except PartError:
-        assume(False)
-    return out
+    return valid(out)
 
 
 def dp_replicas(spec: Spec) -> Spec:
