@@ -1,6 +1,7 @@
 """The house rules, checked: the import layers of pyproject.toml (import-linter), no
-import circle but core/dense <-> core/ir, no source file over 400 lines, no function over
-80 lines in the methods and command-line packages."""
+import circle but core/dense <-> core/ir, no source file over 400 lines (benchmarks too),
+no function over 80 lines (but the four MIP builders and the numba kernel issue 70 left,
+listed so that the list can only shrink), every module named in docs/architecture.md."""
 from __future__ import annotations
 
 import ast
@@ -12,7 +13,12 @@ import grimp
 import networkx as nx
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE_DIRS = ("core", "dsl", "models", "solvers", "methods", "runtime", "kernels", "cli", "viz", "grammars")
+SOURCE_DIRS = ("core", "evaluator", "importers", "dsl", "convert", "generators", "models", "solvers", "methods",
+               "runtime", "kernels", "plans", "cli", "viz", "grammars")
+# functions still over 80 lines (issue 70: split them into row families); a new one fails, and so
+# does one that got shorter but is still listed
+LONG_FUNCTIONS = {"models/maxload.py:build", "models/latency.py:build", "models/pyomo_maxload.py:build",
+                  "kernels/bottleneck/ideal_kernels.py:dp_pairs"}
 ALLOWED_CIRCLES = [{"partdsl.core.dense", "partdsl.core.ir"}]  # Spec.dense, built lazily
 
 
@@ -40,21 +46,26 @@ def test_no_import_circles_but_the_lazy_one() -> None:
 
 
 def test_no_source_file_over_400_lines() -> None:
-    long = {str(p.relative_to(ROOT)): n for p in sources() if (n := len(p.read_text().splitlines())) > 400}
+    files = sources() + sorted((ROOT / "benchmarks").glob("*.py"))
+    long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text().splitlines())) > 400}
     assert long == {}
 
 
-def test_no_function_over_80_lines_in_methods_and_cli() -> None:
-    long = []
-    for p in sources():
-        if p.parent.name not in ("methods", "cli"):
-            continue
+def test_no_function_over_80_lines_but_the_listed_ones() -> None:
+    long = set()
+    for p in sources() + sorted((ROOT / "benchmarks").glob("*.py")):
         for node in ast.walk(ast.parse(p.read_text())):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                n = node.end_lineno - node.lineno + 1
-                if n > 80:
-                    long.append(f"{p.relative_to(ROOT)}:{node.lineno} {node.name} ({n} lines)")
-    assert long == []
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 80:
+                long.add(f"{p.relative_to(ROOT)}:{node.name}")
+    assert long == LONG_FUNCTIONS
+
+
+def test_docs_architecture_names_every_module() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    missing = [str(p.relative_to(ROOT)) for p in sources()
+               if p.suffix == ".py" and p.name != "__init__.py" and p.parent != ROOT
+               and p.parent.name != "grammars" and f"`{p.relative_to(ROOT)}`" not in text]
+    assert missing == []
 
 
 def test_renamed_modules_the_old_readme_named_still_import_with_a_deprecation() -> None:
