@@ -300,10 +300,11 @@ def _check_totals(spec: Spec) -> None:
                 continue
             top = np.argsort(-vals, kind="stable")[:3]
             names = ", ".join(f"'{d.names[i]}' ({vals[i]:.3g} {unit})" for i in top)
-            raise PartError(f"the graph's {what} add up to more than {MAX_TOTAL:.0e} {unit}, beyond what "
-                            f"sums of floats hold exactly: the largest are {names}", g.nodes[int(top[0])].span
-                            or g.span, "give times in ms and sizes in bytes of a real model (a transfer counts "
-                            "at the slowest bandwidth, in and out)")
+            raise PartError(f"the graph's {what} add up to more than {MAX_TOTAL:.0e} {unit}, too near the largest "
+                            f"float (1.8e308) for the totals to stay finite: the largest are {names}",
+                            g.nodes[int(top[0])].span or g.span,
+                            "give times in ms and sizes in bytes of a real model (a transfer counts at the slowest "
+                            "bandwidth, in and out)")
 
 
 def _check_memory(spec: Spec) -> None:

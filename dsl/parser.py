@@ -124,13 +124,14 @@ def check_nesting(text: str, file: str) -> None:
         return
     blank = _QUOTED_OR_COMMENT.sub(lambda m: " " * len(m.group()), text)
     codes = np.frombuffer(blank.encode("utf-32-le"), dtype=np.uint32)
-    step = np.zeros(len(codes), dtype=np.int32)
+    step = np.zeros(len(codes), dtype=np.int8)
     for code, d in _DEPTH.items():
         step[codes == code] = d
-    depth = np.cumsum(step)
+    at = np.flatnonzero(step)  # the brackets: the running depth over them alone (a cumsum over every
+    depth = np.cumsum(step[at], dtype=np.int64)  # character was a fifth of a 5 MB spec's parse)
     if len(depth) == 0 or depth.max() <= MAX_NESTING:
         return
-    pos = int(np.argmax(depth > MAX_NESTING))
+    pos = int(at[np.argmax(depth > MAX_NESTING)])
     line = text.count("\n", 0, pos) + 1
     col = pos - (text.rfind("\n", 0, pos) + 1) + 1
     raise PartError(f"blocks nested more than {MAX_NESTING} deep here", Span(file, line, col, line, col + 1),
