@@ -61,21 +61,18 @@ def detect_format(data: Any) -> str:
     return "dnn-partitioning"
 
 
-JSON = ("dnn-partitioning", "partdsl")  # told apart by content when no format is named
-
-
 def import_graph(path: Path, fmt: str | None, name: str, span: Span | None = None,
                  options: ImportOptions = ImportOptions()) -> Graph:
     """`import "path" as fmt`: the reader of importers/formats.py's row, or (no format
-    named, no telling suffix) the JSON formats by content."""
-    from partdsl.importers.formats import BY_NAME, IMPORTABLE, by_name, guess
+    named, no telling suffix: `.json` is two formats) the JSON formats told apart by content."""
+    from partdsl.importers.formats import IMPORTABLE, by_name, guess
 
     check_import_file(path, span)  # a regular file within the size cap, before any reader opens it
     f = by_name(fmt, span, IMPORTABLE, "import format") if fmt else guess(path, IMPORTABLE)
-    if f is not None and f.name not in JSON:
+    if f is not None:
         return f.reader()(path, name, span, options)
     data = load_json(path, span)
-    return _from_json((f or BY_NAME[detect_format(data)]).name, data, path, name, span)
+    return _from_json(detect_format(data), data, path, name, span)
 
 
 def read_dnn_partitioning(path: Path, name: str, span: Span | None = None,
