@@ -41,6 +41,7 @@ def _interleaved(s: Schedule, start: np.ndarray, finish: np.ndarray, eps: float)
 def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], start: np.ndarray,
                finish: np.ndarray, share_end: np.ndarray) -> list:
     from partdsl.core.evaluation import Violation, short_list
+    from partdsl.evaluator.violations import over_capacity
     from partdsl.evaluator.violations import violations as assignment_violations
 
     dense = spec.dense
@@ -96,11 +97,7 @@ def violations(spec: Spec, s: Schedule, preds: list[list[tuple[int, float]]], st
                              f"batches of {names[v]}: a device runs its share of a node in one go",
                              (names[v], names[s.pieces[other].node]), devices[d]))
     if spec.constraints.memory != "ignore":
-        used = memory(spec, s)
-        cap = dense.memory[dense.dev_class]
-        for d in np.flatnonzero(used > cap * (1 + 1e-12)):
-            out.append(Violation("memory", f"{devices[d]} holds {used[d]:.6g} B (inputs and outputs of its "
-                                 f"samples, parameters of its nodes), capacity {cap[d]:.6g} B", device=devices[d]))
+        out += over_capacity(dense, memory(spec, s), " (inputs and outputs of its samples, parameters of its nodes)")
     out += _colocate(spec, s)
     out += _granularity(spec, s)
     c = spec.constraints

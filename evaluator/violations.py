@@ -21,14 +21,20 @@ def memory_used(dense: Dense, dev: np.ndarray) -> np.ndarray:
     return used + activations.peak(dense, dev) + (activations.stash(dense, dev) if dense.stash else 0.0)
 
 
-def _label_bits(dense: Dense, dev: np.ndarray, training: bool) -> np.ndarray:
-    return stage_labels(dense, dev)[0] if training else dev
+def non_contiguous(dense: Dense, dev: np.ndarray) -> list[tuple[int, int]]:
+    """(label, node) pairs where a path leaves a stage's set and re-enters it at `node`
+    (Tarnawski Def. 3.1): a device's, or for training graphs its forward and backward parts
+    separately (core/graphs.stage_labels)."""
+    return non_contiguous_labels(dense, stage_labels(dense, dev)[0])
 
 
-def non_contiguous(dense: Dense, dev: np.ndarray, training: bool) -> list[tuple[int, int]]:
-    """(label, node) pairs where a path leaves a device's set and re-enters it at `node`
-    (Tarnawski Def. 3.1); for training graphs, forward and backward parts separately."""
-    return non_contiguous_labels(dense, _label_bits(dense, dev, training))
+def over_capacity(dense: Dense, used: np.ndarray, held: str = "") -> list[Violation]:
+    """A memory violation for each device holding more bytes than its capacity (a relative
+    1e-12 over it is rounding); `held` says what the bytes are. Assignments and schedules
+    (evaluator/schedule_checks.py) alike."""
+    cap = dense.memory[dense.dev_class]
+    return [Violation("memory", f"{dense.devices[d]} holds {used[d]:.6g} B{held}, capacity {cap[d]:.6g} B",
+                      device=dense.devices[d]) for d in np.flatnonzero(used > cap * (1 + 1e-12))]
 
 
 def non_contiguous_labels(dense: Dense, labels: np.ndarray) -> list[tuple[int, int]]:
@@ -72,18 +78,14 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, units: subgraphs.Subgr
         out.append(Violation("placement", f"{short_list(nodes)} may not be placed on {devices[d]} "
                              "(only/not/pin/forbid)", nodes, devices[d]))
     if c.memory == "hard":
-        used = memory_used(dense, dev)
-        cap = dense.memory[dense.dev_class]
-        for d in np.flatnonzero(used > cap * (1 + 1e-12)):
-            out.append(Violation("memory", f"{devices[d]} holds {used[d]:.6g} B, capacity "
-                                 f"{cap[d]:.6g} B", device=devices[d]))
+        out += over_capacity(dense, memory_used(dense, dev))
     out += _colocation(dense, dev)
     training = spec.graph.is_training
     if c.contiguous and units is not None:  # latency: each accelerator subgraph (Fig. 3: i = 1..k, not CPUs)
         out += _subgraphs_contiguous(dense, units)
     elif c.contiguous:
         seen: set[int] = set()
-        for lab, v in non_contiguous(dense, dev, training):
+        for lab, v in non_contiguous(dense, dev):
             if lab in seen:
                 continue
             seen.add(lab)
