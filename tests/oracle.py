@@ -217,10 +217,12 @@ def check_load_search(spec: Spec, seconds: float = 5.0) -> None:
     its replication factors, none beats brute force, and it answers whenever brute force
     finds a feasible split."""
     from partdsl.evaluator.evaluate import evaluate
+    from partdsl.kernels import brute_force
     from partdsl.kernels.bottleneck import load_search
     from partdsl.runtime.deadline import Deadline
 
     valid(spec)
+    assume(brute_force.count(spec) <= brute_force.LIMIT)  # a spec brute force enumerates (as tiny_specs)
     brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
     found = list(load_search.run(spec, deadline=Deadline.after(seconds), stall=5))
     for cand in found:
