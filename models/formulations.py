@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
-from partdsl.models import diviml, diviml_size, diviml_symmetry, latency, maxload, mtpp
+from partdsl.models import diviml, diviml_size, diviml_symmetry, latency, latency_start, maxload, mtpp
 from partdsl.models.matrix import MatrixMIP
 
 
@@ -77,7 +77,7 @@ MAXLOAD = _assignment_ip("maxload", "Tarnawski's max-load IP (Fig. 6)", maxload,
 LATENCY = Formulation(
     "latency", "Tarnawski's latency IP (Figs. 3-4)", "exact latency IP", latency.check,
     lambda s, H, sym: latency.build(s, H),
-    lambda s, vm, c, sym: latency.encode(s, vm, c.devices, c.subgraphs),
+    lambda s, vm, c, sym: latency_start.encode(s, vm, c.devices, c.subgraphs),
     lambda s, vm, x: Candidate("", *latency.decode(s, vm, x)),
     lambda s, H: _pyomo("latency").build(s, H),
     lambda s, m, c: _pyomo("latency").warm_start(s, m, c.devices, c.subgraphs),

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from partdsl.core.dense import Dense
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
 from partdsl.evaluator import levels
@@ -82,22 +83,56 @@ def horizon(spec: Spec, upper: float | None) -> float:
     return min(safe, upper * (1 + HORIZON_SLACK) + HORIZON_SLACK)
 
 
+@dataclass(frozen=True)
+class _Producers:
+    """The CommIn / CommOut blocks, one column per (producer, slot), shared by its edges."""
+    prods: np.ndarray  # [P] nodes with an out-edge
+    cin: np.ndarray  # [P, S] column of CommIn[producer, slot]
+    cout: np.ndarray  # [P, S]
+    n_int: int  # the x columns (the integers) come first
+
+
 def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
     check(spec)
+    rows = Rows()
+    vm, p = _layout(spec, horizon(spec, upper), rows)
+    _assign_rows(spec, vm, rows)
+    _transfer_rows(spec, vm, rows)
+    _timing_rows(spec, vm, p, rows)
+    _memory_rows(spec, vm, rows)
+    _contiguity_rows(spec, vm, rows)
+    _colocation_rows(spec, vm, rows)
+    nc, n, S, H = vm.ncols, vm.n, vm.S, vm.H
+    A, lo, hi = rows.matrix(nc)
+    col_lo = np.zeros(nc)
+    col_hi = np.ones(nc)
+    col_hi[vm.lat: vm.lat + n] = H
+    col_hi[vm.start: vm.finish + S] = H
+    col_hi[vm.T] = H
+    if vm.routes is not None:
+        latency_routes.upper(vm.routes, col_hi)
+    cost = np.zeros(nc)
+    cost[vm.T] = 1.0
+    integer = np.zeros(nc, dtype=bool)
+    integer[:p.n_int] = True
+    return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer, rows.names,
+                     lambda: column_names(spec, vm, p.prods, p.cin, p.cout)), vm
+
+
+def _layout(spec: Spec, H: float, rows: Rows) -> tuple[VarMap, _Producers]:
+    """The columns: x per (node, slot) and (node, host choice), CommIn/CommOut per producer
+    and slot, Lat, Start, Finish, z, T; on routed platforms the routes' columns and rows."""
     d = spec.dense
     n = d.n
     q = spec.constraints.subgraphs
-    host = d.host[d.dev_class]
-    accs = np.flatnonzero(~host)
+    accs = np.flatnonzero(~d.host[d.dev_class])
     slot_dev = np.repeat(accs, q)
     slot_rank = np.tile(np.arange(q), len(accs))
     S = len(slot_dev)
     host_cls, host_dev, ok_host = latency_routes.host_choices(spec)
-    H = horizon(spec, upper)
     nc = 0
-    ok_acc = d.allowed[:, slot_dev]  # [n, S]
     xacc = np.full((n, S), -1, dtype=np.int64)
-    vv, jj = np.nonzero(ok_acc)
+    vv, jj = np.nonzero(d.allowed[:, slot_dev])
     xacc[vv, jj] = nc + np.arange(len(vv))
     nc += len(vv)
     xhost = np.full((n, len(host_cls)), -1, dtype=np.int64)
@@ -105,153 +140,165 @@ def build(spec: Spec, upper: float | None = None) -> tuple[MatrixMIP, VarMap]:
     xhost[vv, hh] = nc + np.arange(len(vv))
     nc += len(vv)
     n_int = nc
-    # CommIn / CommOut per (producer, slot), shared by the producer's edges
     prods = np.unique(d.src)
     ppos = np.searchsorted(prods, d.src)
     cin_p = nc + np.arange(len(prods) * S).reshape(len(prods), S)
     nc += cin_p.size
     cout_p = nc + np.arange(len(prods) * S).reshape(len(prods), S)
     nc += cout_p.size
-    cin, cout = cin_p[ppos], cout_p[ppos]
-    lat = nc
-    nc += n
-    start = nc
-    nc += S
-    finish = nc
-    nc += S
-    z = nc
-    nc += n * S
-    T = nc
-    nc += 1
-    rows = Rows()
-    N = d.names
-
-    def slot(j: int) -> str:  # a subgraph slot: device and invocation
-        return f"{d.devices[slot_dev[j]]}.s{slot_rank[j]}"
-
+    lat, start, finish, z, T = nc, nc + n, nc + n + S, nc + n + 2 * S, nc + n + 2 * S + n * S
+    nc = T + 1
     routes = None
     if levels.routed(d):
-        routes, nc = latency_routes.build(spec, np.c_[xacc, xhost], np.r_[slot_dev, host_dev], S, nc, rows,
-                                          lambda p: slot(p) if p < S else d.devices[host_dev[p - S]])
+        def place(p: int) -> str:
+            return _slot(d, slot_dev, slot_rank, p) if p < S else d.devices[host_dev[p - S]]
 
-    def edge_key(mask: np.ndarray, j: int):  # type: ignore[no-untyped-def]
-        e = np.flatnonzero(mask)
-        return lambda k: (N[d.src[e[k]]], N[d.dst[e[k]]], slot(j))
+        routes, nc = latency_routes.build(spec, np.c_[xacc, xhost], np.r_[slot_dev, host_dev], S, nc, rows, place)
+    vm = VarMap(xacc, xhost, slot_dev, slot_rank, host_cls, host_dev, cin_p[ppos], cout_p[ppos], lat, start, finish,
+                z, T, nc, H, n, S, routes)
+    return vm, _Producers(prods, cin_p, cout_p, n_int)
 
-    # (1) each node once
-    rows.family("assign", lambda v: N[v])
-    for v in range(n):
-        cols = np.r_[xacc[v][xacc[v] >= 0], xhost[v][xhost[v] >= 0]]
+
+def _slot(d: Dense, slot_dev: np.ndarray, slot_rank: np.ndarray, j: int) -> str:
+    """A subgraph slot's name: device and invocation."""
+    return f"{d.devices[slot_dev[j]]}.s{slot_rank[j]}"
+
+
+def _edge_key(d: Dense, vm: VarMap, mask: np.ndarray, j: int):  # type: ignore[no-untyped-def]
+    e = np.flatnonzero(mask)
+    return lambda k: (d.names[d.src[e[k]]], d.names[d.dst[e[k]]], _slot(d, vm.slot_dev, vm.slot_rank, j))
+
+
+def _assign_rows(spec: Spec, vm: VarMap, rows: Rows) -> None:
+    """(1) each node once."""
+    d = spec.dense
+    rows.family("assign", lambda v: d.names[v])
+    for v in range(d.n):
+        cols = np.r_[vm.xacc[v][vm.xacc[v] >= 0], vm.xhost[v][vm.xhost[v] >= 0]]
         rows.add_one(cols, np.ones(len(cols)), 1.0, 1.0)
-    # (4, 5) transfers: CommIn[u,j] - x[v,j] + x[u,j] >= 0; CommOut[u,j] - x[u,j] + x[v,j] >= 0
-    for j in range(S):
-        xu, xv = xacc[d.src, j], xacc[d.dst, j]
-        for side, col, a, b in (("in", cin[:, j], xv, xu), ("out", cout[:, j], xu, xv)):
+
+
+def _transfer_rows(spec: Spec, vm: VarMap, rows: Rows) -> None:
+    """(4, 5) CommIn[u,j] - x[v,j] + x[u,j] >= 0; CommOut[u,j] - x[u,j] + x[v,j] >= 0."""
+    d = spec.dense
+    for j in range(vm.S):
+        xu, xv = vm.xacc[d.src, j], vm.xacc[d.dst, j]
+        for side, col, a, b in (("in", vm.cin[:, j], xv, xu), ("out", vm.cout[:, j], xu, xv)):
             has_a, has_b = a >= 0, b >= 0
             both = has_a & has_b
-            rows.family(f"cross_{side}", edge_key(both, j))
+            rows.family(f"cross_{side}", _edge_key(d, vm, both, j))
             rows.add([col[both], a[both], b[both]], [1.0, -1.0, 1.0], 0.0, np.inf)
             only_a = has_a & ~has_b
-            rows.family(f"cross_{side}", edge_key(only_a, j))
+            rows.family(f"cross_{side}", _edge_key(d, vm, only_a, j))
             rows.add([col[only_a], a[only_a]], [1.0, -1.0], 0.0, np.inf)
-    cls = d.dev_class
+
+
+def _timing_rows(spec: Spec, vm: VarMap, p: _Producers, rows: Rows) -> None:
+    """Slot durations (7), starts after inputs (6), slot order (14), node latencies (8, 9,
+    10) and T >= Lat_v."""
+    d = spec.dense
+    N, cls, prods, H, S, n = d.names, d.dev_class, p.prods, vm.H, vm.S, vm.n
+    xacc, xhost, host_cls = vm.xacc, vm.xhost, vm.host_cls
+
+    def slot(j: int) -> str:
+        return _slot(d, vm.slot_dev, vm.slot_rank, j)
+
     # (7) Finish_j - Start_j - sum c CommIn - sum p x - sum c CommOut = 0 (routed: the pairs' charges)
     rows.family("duration", slot)
     for j in range(S):
-        c = cls[slot_dev[j]]
+        c = cls[vm.slot_dev[j]]
         nodes = np.flatnonzero(xacc[:, j] >= 0)
-        comm = d.comm[prods, c] if routes is None else np.zeros(len(prods))
-        rc, rt = latency_routes.terms(routes, j) if routes is not None else (np.zeros(0, np.int64), np.zeros(0))
-        rows.add_one(np.r_[finish + j, start + j, xacc[nodes, j], cin_p[:, j], cout_p[:, j], rc],
+        comm = d.comm[prods, c] if vm.routes is None else np.zeros(len(prods))
+        rc, rt = latency_routes.terms(vm.routes, j) if vm.routes is not None else (np.zeros(0, np.int64), np.zeros(0))
+        rows.add_one(np.r_[vm.finish + j, vm.start + j, xacc[nodes, j], p.cin[:, j], p.cout[:, j], rc],
                      np.r_[1.0, -1.0, -d.work[nodes, c], -comm, -comm, -rt], 0.0, 0.0)
     # (6) Start_j - Lat_u - H CommIn[u,j] >= -H, per producer
     for j in range(S):
         rows.family("start_after_input", lambda k, j=j: (N[prods[k]], slot(j)))
-        rows.add([np.full(len(prods), start + j), lat + prods, cin_p[:, j]], [1.0, -1.0, -H], -H, np.inf)
+        rows.add([np.full(len(prods), vm.start + j), vm.lat + prods, p.cin[:, j]], [1.0, -1.0, -H], -H, np.inf)
     # (14) Start_(i,s) >= Finish_(i,s-1)
-    later = np.flatnonzero(slot_rank > 0)
+    later = np.flatnonzero(vm.slot_rank > 0)
     rows.family("slot_order", lambda k: slot(later[k]))
-    rows.add([start + later, finish + later - 1], [1.0, -1.0], 0.0, np.inf)
+    rows.add([vm.start + later, vm.finish + later - 1], [1.0, -1.0], 0.0, np.inf)
     # (8) Lat_v - sum_h p x[v,h] >= 0; (9) Lat_v - Lat_u - sum_h p_v x[v,h] >= 0
     rows.family("lat_host", lambda v: N[v])
     for v in range(n):
         hc = np.flatnonzero(xhost[v] >= 0)
         cols, vals = xhost[v, hc], -d.work[v, host_cls[hc]]
-        rows.add_one(np.r_[lat + v, cols], np.r_[1.0, vals], 0.0, np.inf)
+        rows.add_one(np.r_[vm.lat + v, cols], np.r_[1.0, vals], 0.0, np.inf)
     rows.family("lat_edge", lambda k: (N[d.src[k]], N[d.dst[k]]))
     for u, v in zip(d.src.tolist(), d.dst.tolist()):
         hc = np.flatnonzero(xhost[v] >= 0)
-        rows.add_one(np.r_[lat + v, lat + u, xhost[v, hc]], np.r_[1.0, -1.0, -d.work[v, host_cls[hc]]], 0.0, np.inf)
+        rows.add_one(np.r_[vm.lat + v, vm.lat + u, xhost[v, hc]], np.r_[1.0, -1.0, -d.work[v, host_cls[hc]]],
+                     0.0, np.inf)
     # (10) Lat_v - Finish_j - H x[v,j] >= -H
     vv, jj = np.nonzero(xacc >= 0)
     rows.family("lat_after_slot", lambda k, vv=vv, jj=jj: (N[vv[k]], slot(jj[k])))
-    rows.add([lat + vv, finish + jj, xacc[vv, jj]], [1.0, -1.0, -H], -H, np.inf)
+    rows.add([vm.lat + vv, vm.finish + jj, xacc[vv, jj]], [1.0, -1.0, -H], -H, np.inf)
     # T >= Lat_v
     rows.family("latency", lambda v: N[v])
-    rows.add([np.full(n, T), lat + np.arange(n)], [1.0, -1.0], 0.0, np.inf)
-    # (3*) memory per accelerator, over its slots
+    rows.add([np.full(n, vm.T), vm.lat + np.arange(n)], [1.0, -1.0], 0.0, np.inf)
+
+
+def _memory_rows(spec: Spec, vm: VarMap, rows: Rows) -> None:
+    """(3*) memory per accelerator, over its slots."""
+    d = spec.dense
     mem: list[str] = []
     rows.family("memory", mem.__getitem__)
-    if spec.constraints.memory == "hard":
-        for i in accs:
-            cap = d.memory[cls[i]]
-            if not np.isfinite(cap):
-                continue
-            js = np.flatnonzero(slot_dev == i)
-            vv, jj = np.nonzero(xacc[:, js] >= 0)
-            mem.append(d.devices[i])
-            rows.add_one(xacc[vv, js[jj]], d.params[vv] / cap, -np.inf, 1.0)  # in capacities: bytes are ~1e9
-    # (2) contiguity per slot, Lemma 4.1: z >= x; z_v <= z_u; z_v - x_v + x_u <= 1
-    zc = z + np.arange(n * S).reshape(n, S)
+    if spec.constraints.memory != "hard":
+        return
+    for i in np.unique(vm.slot_dev):
+        cap = d.memory[d.dev_class[i]]
+        if not np.isfinite(cap):
+            continue
+        js = np.flatnonzero(vm.slot_dev == i)
+        vv, jj = np.nonzero(vm.xacc[:, js] >= 0)
+        mem.append(d.devices[i])
+        rows.add_one(vm.xacc[vv, js[jj]], d.params[vv] / cap, -np.inf, 1.0)  # in capacities: bytes are ~1e9
+
+
+def _contiguity_rows(spec: Spec, vm: VarMap, rows: Rows) -> None:
+    """(2) contiguity per slot, Lemma 4.1: z >= x; z_v <= z_u; z_v - x_v + x_u <= 1."""
+    d = spec.dense
+    n, S, xacc = vm.n, vm.S, vm.xacc
+    zc = vm.z + np.arange(n * S).reshape(n, S)
     vv, jj = np.nonzero(xacc >= 0)
-    rows.family("z_ge_x", lambda k, vv=vv, jj=jj: (N[vv[k]], slot(jj[k])))
+    rows.family("z_ge_x", lambda k, vv=vv, jj=jj: (d.names[vv[k]], _slot(d, vm.slot_dev, vm.slot_rank, jj[k])))
     rows.add([zc[vv, jj], xacc[vv, jj]], [1.0, -1.0], 0.0, np.inf)
     for j in range(S):
-        rows.family("z_order", edge_key(np.ones(len(d.src), bool), j))
+        rows.family("z_order", _edge_key(d, vm, np.ones(len(d.src), bool), j))
         rows.add([zc[d.dst, j], zc[d.src, j]], [1.0, -1.0], -np.inf, 0.0)
         xu, xv = xacc[d.src, j], xacc[d.dst, j]
         # z_v - x_v + x_u <= 1 (a missing x is 0)
         for mask, cols, vals in (((xu >= 0) & (xv >= 0), lambda k: [zc[d.dst[k], j], xv[k], xu[k]], [1.0, -1.0, 1.0]),
                                  ((xu >= 0) & (xv < 0), lambda k: [zc[d.dst[k], j], xu[k]], [1.0, 1.0])):
             k = np.flatnonzero(mask)
-            rows.family("z_gap", edge_key(mask, j))
+            rows.family("z_gap", _edge_key(d, vm, mask, j))
             rows.add(cols(k), vals, -np.inf, 1.0)
         # where x_v is missing and x_u too: z_v <= 1, nothing to add
-    # colocation: per device (its slots summed) and per host class
+
+
+def _colocation_rows(spec: Spec, vm: VarMap, rows: Rows) -> None:
+    """Colocation: per device (its slots summed) and per host choice."""
+    d = spec.dense
+    N, xacc, xhost = d.names, vm.xacc, vm.xhost
     colo: list[tuple[str, str, str]] = []
     rows.family("colocate", colo.__getitem__)
     for rep, a in d.colocated_pairs:
-        for i in accs:
-            js = np.flatnonzero(slot_dev == i)
+        for i in np.unique(vm.slot_dev):
+            js = np.flatnonzero(vm.slot_dev == i)
             ca, cb = xacc[rep, js], xacc[a, js]
             cols = np.r_[ca[ca >= 0], cb[cb >= 0]]
             vals = np.r_[np.ones(int((ca >= 0).sum())), -np.ones(int((cb >= 0).sum()))]
             if len(cols):
                 colo.append((N[rep], N[a], d.devices[i]))
                 rows.add_one(cols, vals, 0.0, 0.0)
-        for h in range(len(host_cls)):
+        for h in range(len(vm.host_cls)):
             cols = [c for c in (xhost[rep, h], xhost[a, h]) if c >= 0]
             vals = [1.0 if c == xhost[rep, h] else -1.0 for c in cols]
             if cols:
-                colo.append((N[rep], N[a], latency_routes.host_label(spec, host_cls, host_dev, h)))
+                colo.append((N[rep], N[a], latency_routes.host_label(spec, vm.host_cls, vm.host_dev, h)))
                 rows.add_one(np.array(cols), np.array(vals), 0.0, 0.0)
-    A, lo, hi = rows.matrix(nc)
-    col_lo = np.zeros(nc)
-    col_hi = np.ones(nc)
-    col_hi[lat: lat + n] = H
-    col_hi[start: finish + S] = H
-    col_hi[T] = H
-    if routes is not None:
-        latency_routes.upper(routes, col_hi)
-    cost = np.zeros(nc)
-    cost[T] = 1.0
-    integer = np.zeros(nc, dtype=bool)
-    integer[:n_int] = True
-    vm = VarMap(xacc, xhost, slot_dev, slot_rank, host_cls, host_dev, cin, cout, lat, start, finish, z, T, nc, H, n,
-                S, routes)
-    names = (prods, cin_p, cout_p)
-    return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer, rows.names,
-                     lambda: column_names(spec, vm, *names)), vm
 
 
 def column_names(spec: Spec, vm: VarMap, prods: np.ndarray, cin_p: np.ndarray, cout_p: np.ndarray) -> list[str]:
@@ -306,77 +353,3 @@ def decode(spec: Spec, vm: VarMap, x: np.ndarray) -> tuple[np.ndarray, np.ndarra
         else:
             dev[v], sub[v] = vm.slot_dev[ja], vm.slot_rank[ja]
     return dev, sub
-
-
-def encode(spec: Spec, vm: VarMap, dev: np.ndarray, sub: np.ndarray | None) -> np.ndarray | None:
-    """A complete MIP start from a split (None if it does not fit the slots: a pair not
-    allowed, more than q subgraphs on a device, or a deadlock)."""
-    from partdsl.evaluator import subgraphs
-    from partdsl.evaluator.evaluate import evaluate
-
-    d = spec.dense
-    ev = evaluate(spec, dev, sub)
-    if not ev.feasible:
-        return None
-    s = subgraphs.timed(d, dev, subgraphs.units(d, dev, ev.subgraph))
-    u = s.units
-    slot_of_unit = np.full(u.A, -1, dtype=np.int64)
-    for a in range(u.A):
-        hit = np.flatnonzero((vm.slot_dev == u.device[a]) & (vm.slot_rank == u.rank[a]))
-        if not len(hit):
-            return None
-        slot_of_unit[a] = hit[0]
-    x = np.zeros(vm.ncols)
-    host = d.host[d.dev_class[dev]]
-    slot = np.full(d.n, -1, dtype=np.int64)
-    acc_nodes = np.flatnonzero(~host)
-    slot[acc_nodes] = slot_of_unit[u.of_node[acc_nodes]]
-    place = np.full(d.n, -1, dtype=np.int64)
-    per_device = (vm.host_dev >= 0).any()  # host choices are devices (routed), else classes
-    for v in range(d.n):
-        if host[v]:
-            h = int(np.flatnonzero(vm.host_dev == dev[v] if per_device else vm.host_cls == d.dev_class[dev[v]])[0])
-            col = vm.xhost[v, h]
-            place[v] = vm.S + h
-        else:
-            col = vm.xacc[v, slot[v]]
-            place[v] = slot[v]
-        if col < 0:
-            return None
-        x[col] = 1.0
-    X = np.zeros((d.n, vm.S))
-    X[acc_nodes, slot[acc_nodes]] = 1.0
-    Xu, Xv = X[d.src], X[d.dst]
-    cin = np.maximum(Xv - Xu, 0.0)
-    cout = np.maximum(Xu - Xv, 0.0)
-    # shared columns per producer: the max over its edges
-    np.maximum.at(x, vm.cin.ravel(), cin.ravel())
-    np.maximum.at(x, vm.cout.ravel(), cout.ravel())
-    if vm.routes is not None:
-        latency_routes.encode(spec, vm.routes, place, x)
-    lat_v = np.where(host, s.finish[u.of_node], s.finish[u.of_node])
-    x[vm.lat: vm.lat + d.n] = lat_v
-    st = np.zeros(vm.S)
-    fi = np.zeros(vm.S)
-    prev_fin = {}
-    for j in range(vm.S):  # empty slots pass the previous finish on (constraint 14)
-        hit = np.flatnonzero(slot_of_unit == j)
-        base = prev_fin.get(int(vm.slot_dev[j]), 0.0) if vm.slot_rank[j] > 0 else 0.0
-        if len(hit):
-            a = hit[0]
-            st[j], fi[j] = s.start[a], s.finish[a]
-        else:
-            st[j] = fi[j] = base
-        prev_fin[int(vm.slot_dev[j])] = fi[j]
-    x[vm.start: vm.start + vm.S] = st
-    x[vm.finish: vm.finish + vm.S] = fi
-    # z: v reaches a node of the slot
-    zc = np.zeros((d.n, vm.S))
-    for v in d.topo[::-1].tolist():
-        succ = d.succ_idx[d.succ_ptr[v]:d.succ_ptr[v + 1]]
-        zc[v] = np.maximum(X[v], zc[succ].max(axis=0) if len(succ) else 0.0)
-    x[vm.z: vm.z + d.n * vm.S] = zc.ravel()
-    x[vm.T] = ev.objective
-    if ev.objective > vm.H:
-        return None
-    return x

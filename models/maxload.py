@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from partdsl.core.dense import Dense
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
 from partdsl.evaluator import levels
@@ -67,34 +68,72 @@ def check(spec: Spec) -> None:
 def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
     check(spec)
     d = spec.dense
-    n, D = d.n, d.D
-    o = spec.objective
-    cls = d.dev_class
-    host = d.host[cls]
-    gpipe = o.training == "gpipe"
+    n = d.n
+    gpipe = spec.objective.training == "gpipe"
     phase = d.backward.astype(np.int64) if gpipe else np.zeros(n, dtype=np.int64)
-    xcol = np.full((n, D), -1, dtype=np.int64)
+    xcol = np.full((n, d.D), -1, dtype=np.int64)
     vv, ii = np.nonzero(d.allowed)
     xcol[vv, ii] = np.arange(len(vv))
     nc = len(vv)
     L = tuple(range(nc, nc + (2 if gpipe else 1)))
     nc += len(L)
-    cin: dict = {}
-    cout: dict = {}
-    z: dict = {}
-    ov: dict = {}
     rows = Rows()
-    N, Dn = d.names, d.devices
-    # each node on exactly one device
-    rows.family("assign", lambda j: N[j])
-    for v in range(n):
+    _assign_rows(d, xcol, rows)
+    routed = levels.routed(d)  # then priced per pair of devices instead (models/maxload_routes.py)
+    cin, cout, nc = _transfer_rows(d, xcol, phase, routed, nc, rows)
+    route, nc = routes.build(spec, xcol, phase, nc, rows) if routed else (None, nc)
+    ov, ov_hi, nc = _memory_rows(spec, xcol, nc, rows)
+    # loads, per phase (one phase unless GPipe), each replicated stage's per factor (models/maxload_replicas.py)
+    rep, nc = replicas.columns(spec, nc)
+    ub = np.ones(nc)  # the columns' upper bounds so far (the big-Ms need them); col_hi extends them
+    ub[[ov[i] for i in ov]] = [ov_hi[i] for i in ov]
+    if route is not None:
+        routes.upper(route, ub)
+    rows.family("replicas")  # each row named by add_rows
+    replicas.add_rows(spec, rep, xcol, rows)
+    loads = replicas.LoadRows(spec, rep, rows, xcol, ub)
+    rows.family("load", lambda j: loads.names[j])
+    _load_rows(spec, xcol, phase, L, (cin, cout, ov, route), loads)
+    loads.close()
+    _colocation_rows(d, xcol, rows)
+    z, nc = _contiguity_rows(spec, xcol, nc, rows)
+    col_hi_zero: list[int] = []
+    groups = symmetry_rows.interchangeable(spec) if symmetry else ()
+    if groups:
+        rows.family("symmetry")
+        nc = symmetry_rows.break_symmetry(spec, xcol, groups, rows, col_hi_zero, nc)
+    A, lo, hi = rows.matrix(nc)
+    col_lo, col_hi = np.zeros(nc), np.r_[ub, np.ones(nc - len(ub))]
+    col_hi[list(L)] = np.inf
+    col_hi[nc - symmetry_rows.prefix_cols(groups, n):] = n  # prefix counts
+    col_hi[col_hi_zero] = 0.0
+    cost = np.zeros(nc)
+    cost[list(L)] = 1.0
+    integer = np.zeros(nc, dtype=bool)
+    integer[:L[0]] = True
+    integer[list(rep.y.values())] = True
+    vm = VarMap(xcol, nc, L, cin, cout, z, ov, groups, route, rep)
+    return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer, rows.names,
+                     lambda: column_names(spec, vm)), vm
+
+
+def _assign_rows(d: Dense, xcol: np.ndarray, rows: Rows) -> None:
+    """Each node on exactly one device."""
+    rows.family("assign", lambda j: d.names[j])
+    for v in range(d.n):
         cols = xcol[v][xcol[v] >= 0]
         rows.add_one(cols, np.ones(len(cols)), 1.0, 1.0)
-    # transfers on non-host devices: columns first, then CommIn >= x[v,i] - x[u,i] and
-    # CommOut >= x[u,i] - x[v,i] over every edge (an x that does not exist is 0)
+
+
+def _transfer_rows(d: Dense, xcol: np.ndarray, phase: np.ndarray, routed: bool, nc: int,
+                   rows: Rows) -> tuple[dict, dict, int]:
+    """Transfers on non-host devices: columns first, then CommIn >= x[v,i] - x[u,i] and
+    CommOut >= x[u,i] - x[v,i] over every edge (an x that does not exist is 0)."""
+    N, Dn = d.names, d.devices
     edges = list(zip(d.src.tolist(), d.dst.tolist()))
-    routed = levels.routed(d)  # then priced per pair of devices instead (models/maxload_routes.py)
-    nonhost = np.flatnonzero(~host) if not routed else np.zeros(0, dtype=np.int64)
+    nonhost = np.flatnonzero(~d.host[d.dev_class]) if not routed else np.zeros(0, dtype=np.int64)
+    cin: dict = {}
+    cout: dict = {}
     cross: list[tuple[str, int, int, int]] = []
     rows.family("cross", lambda j: (cross[j][0], N[cross[j][1]], N[cross[j][2]], Dn[cross[j][3]]))
     for u, v in edges:
@@ -115,13 +154,18 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
                     cross.append(("in" if a == xv else "out", u, v, int(i)))
                     rows.add_one([a, col] + ([b] if b >= 0 else []),
                                  [1.0, -1.0] + ([-1.0] if b >= 0 else []), -np.inf, 0.0)
-    route, nc = routes.build(spec, xcol, phase, nc, rows) if routed else (None, nc)
-    # memory: hard knapsacks, or the overflow term (eq. 2) as a column
-    mem: list[int] = []
+    return cin, cout, nc
+
+
+def _memory_rows(spec: Spec, xcol: np.ndarray, nc: int, rows: Rows) -> tuple[dict, dict, int]:
+    """Memory: hard knapsacks, or the overflow term (Archer eq. 2) as a column."""
+    d = spec.dense
+    ov: dict[int, int] = {}
     ov_hi: dict[int, float] = {}
-    rows.family("memory", lambda j: Dn[mem[j]])
-    for i in range(D):
-        c = cls[i]
+    mem: list[int] = []
+    rows.family("memory", lambda j: d.devices[mem[j]])
+    for i in range(d.D):
+        c = d.dev_class[i]
         nodes = np.flatnonzero(xcol[:, i] >= 0)
         cap, bw = d.memory[c], d.link[c]
         rule = treatment(spec.constraints.memory, cap, bw)
@@ -135,23 +179,22 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
         elif rule == "hard":
             mem.append(i)
             rows.add_one(xcol[nodes, i], d.params[nodes], -np.inf, cap)
-    # loads, per phase (one phase unless GPipe), each replicated stage's per factor (models/maxload_replicas.py)
-    rep, nc = replicas.columns(spec, nc)
-    ub = np.ones(nc)  # the columns' upper bounds so far (the big-Ms need them); col_hi extends them
-    ub[[ov[i] for i in ov]] = [ov_hi[i] for i in ov]
-    if route is not None:
-        routes.upper(route, ub)
-    rows.family("replicas")  # each row named by add_rows
-    replicas.add_rows(spec, rep, xcol, rows)
-    loads = replicas.LoadRows(spec, rep, rows, xcol, ub)
-    rows.family("load", lambda j: loads.names[j])
+    return ov, ov_hi, nc
+
+
+def _load_rows(spec: Spec, xcol: np.ndarray, phase: np.ndarray, L: tuple[int, ...],
+               columns: tuple[dict, dict, dict, routes.Routes | None], loads: replicas.LoadRows) -> None:
+    """Load_i <= MaxLoad per device and phase; with overlap, compute and transfers apart (App. C.1)."""
+    d, o = spec.dense, spec.objective
+    cin, cout, ov, route = columns
+    gpipe = len(L) == 2
     phases = ("fw", "bw") if gpipe else ("",)
     ck = np.array(list(cin), np.int64).reshape(-1, 3)  # (u, device, phase) of each CommIn column
     cc = np.array(list(cin.values()), np.int64)
     ok = np.array(list(cout), np.int64).reshape(-1, 2)  # (u, device) of each CommOut column
     oc = np.array(list(cout.values()), np.int64)
-    for i in range(D):
-        c = cls[i]
+    for i in range(d.D):
+        c = d.dev_class[i]
         ovc = [ov[i]] if i in ov else []
         for p, Lp in enumerate(L):
             nodes = np.flatnonzero((xcol[:, i] >= 0) & (phase == p))
@@ -162,7 +205,7 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
                 mi, mo = (ck[:, 1] == i) & (ck[:, 2] == p), (ok[:, 1] == i) & (phase[ok[:, 0]] == p)
                 inc, inv, outc, outv = cc[mi], d.comm[ck[mi, 0], c], oc[mo], d.comm[ok[mo, 0], c]
             one = np.ones(len(ovc))
-            tag = (Dn[i],) + ((phases[p],) if gpipe else ())
+            tag = (d.devices[i],) + ((phases[p],) if gpipe else ())
             sync = p == len(L) - 1  # the weight sync goes with the transfers in (GPipe: backward)
 
             def row(suffix: tuple, cols: np.ndarray, vals: np.ndarray, with_sync: bool) -> None:
@@ -177,65 +220,58 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
                 row(("compute",), comp_cols, comp_vals, False)
                 row(("in",), np.r_[inc, ovc], np.r_[inv, one], True)
                 row(("out",), outc, outv, False)
-    loads.close()
-    # colocation
+
+
+def _colocation_rows(d: Dense, xcol: np.ndarray, rows: Rows) -> None:
+    """x[u,i] = x[v,i] for colocated nodes."""
     colo: list[tuple[int, int, int]] = []
-    rows.family("colocate", lambda j: (N[colo[j][0]], N[colo[j][1]], Dn[colo[j][2]]))
+    rows.family("colocate", lambda j: (d.names[colo[j][0]], d.names[colo[j][1]], d.devices[colo[j][2]]))
     for head, a in d.colocated_pairs:
-        for i in range(D):
+        for i in range(d.D):
             ca, cb = xcol[head, i], xcol[a, i]
             cols = [x for x in (ca, cb) if x >= 0]
             vals = [1.0 if x == ca else -1.0 for x in cols]
             if cols:
                 colo.append((head, a, i))
                 rows.add_one(np.array(cols), np.array(vals), 0.0, 0.0)
-    # contiguity (Lemma 4.1), per device and per forward/backward part
+
+
+def _contiguity_rows(spec: Spec, xcol: np.ndarray, nc: int, rows: Rows) -> tuple[dict, int]:
+    """Contiguity (Lemma 4.1), per device and per forward/backward part (sec. 5.3)."""
+    d = spec.dense
+    N, Dn = d.names, d.devices
+    z: dict = {}
     contig: list[tuple] = []
     rows.family("contiguous", lambda j: contig[j])
-    if spec.constraints.contiguous:
-        parts = [0, 1] if spec.graph.is_training else [None]
-        for i in range(D):
-            for part in parts:
-                def xp(v: int) -> int:
-                    if part is not None and int(d.backward[v]) != part:
-                        return -1
-                    return int(xcol[v, i])
+    if not spec.constraints.contiguous:
+        return z, nc
+    edges = list(zip(d.src.tolist(), d.dst.tolist()))
+    parts = [0, 1] if spec.graph.is_training else [None]
+    for i in range(d.D):
+        for part in parts:
+            def xp(v: int) -> int:
+                if part is not None and int(d.backward[v]) != part:
+                    return -1
+                return int(xcol[v, i])
 
-                if all(xp(v) < 0 for v in range(n)):
-                    continue
-                base = nc
-                for v in range(n):
-                    z[(v, i, part)] = base + v
-                nc += n
-                side = () if part is None else (("fw", "bw")[part],)
-                for v in range(n):
-                    if xp(v) >= 0:
-                        contig.append(("z_ge_x", N[v], Dn[i]) + side)
-                        rows.add_one(np.array([z[(v, i, part)], xp(v)]), np.array([1.0, -1.0]), 0.0, np.inf)
-                for u, v in edges:
-                    contig += [("z_order", N[u], N[v], Dn[i]) + side, ("z_gap", N[u], N[v], Dn[i]) + side]
-                    rows.add_one(np.array([z[(v, i, part)], z[(u, i, part)]]), np.array([1.0, -1.0]), -np.inf, 0.0)
-                    cols = [z[(v, i, part)]] + [c for c in (xp(v), xp(u)) if c >= 0]
-                    vals = [1.0] + ([-1.0] if xp(v) >= 0 else []) + ([1.0] if xp(u) >= 0 else [])
-                    rows.add_one(np.array(cols), np.array(vals), -np.inf, 1.0)
-    col_hi_zero: list[int] = []
-    groups = symmetry_rows.interchangeable(spec) if symmetry else ()
-    if groups:
-        rows.family("symmetry")
-        nc = symmetry_rows.break_symmetry(spec, xcol, groups, rows, col_hi_zero, nc)
-    A, lo, hi = rows.matrix(nc)
-    col_lo, col_hi = np.zeros(nc), np.r_[ub, np.ones(nc - len(ub))]
-    col_hi[list(L)] = np.inf
-    col_hi[nc - symmetry_rows.prefix_cols(groups, n):] = n  # prefix counts
-    col_hi[col_hi_zero] = 0.0
-    cost = np.zeros(nc)
-    cost[list(L)] = 1.0
-    integer = np.zeros(nc, dtype=bool)
-    integer[:L[0]] = True
-    integer[list(rep.y.values())] = True
-    vm = VarMap(xcol, nc, L, cin, cout, z, ov, groups, route, rep)
-    return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer, rows.names,
-                     lambda: column_names(spec, vm)), vm
+            if all(xp(v) < 0 for v in range(d.n)):
+                continue
+            base = nc
+            for v in range(d.n):
+                z[(v, i, part)] = base + v
+            nc += d.n
+            side = () if part is None else (("fw", "bw")[part],)
+            for v in range(d.n):
+                if xp(v) >= 0:
+                    contig.append(("z_ge_x", N[v], Dn[i]) + side)
+                    rows.add_one(np.array([z[(v, i, part)], xp(v)]), np.array([1.0, -1.0]), 0.0, np.inf)
+            for u, v in edges:
+                contig += [("z_order", N[u], N[v], Dn[i]) + side, ("z_gap", N[u], N[v], Dn[i]) + side]
+                rows.add_one(np.array([z[(v, i, part)], z[(u, i, part)]]), np.array([1.0, -1.0]), -np.inf, 0.0)
+                cols = [z[(v, i, part)]] + [c for c in (xp(v), xp(u)) if c >= 0]
+                vals = [1.0] + ([-1.0] if xp(v) >= 0 else []) + ([1.0] if xp(u) >= 0 else [])
+                rows.add_one(np.array(cols), np.array(vals), -np.inf, 1.0)
+    return z, nc
 
 
 def column_names(spec: Spec, vm: VarMap) -> list[str]:

@@ -20,12 +20,8 @@ def build(spec: Spec) -> pyo.ConcreteModel:
     check(spec)
     flat_only(spec, "Tarnawski's max-load IP")
     d = spec.dense
-    o, cons = spec.objective, spec.constraints
-    cls = d.dev_class
-    gpipe = o.training == "gpipe"
+    gpipe = spec.objective.training == "gpipe"
     phase = d.backward.astype(int) if gpipe else np.zeros(d.n, dtype=int)
-    edges = list(zip(d.src.tolist(), d.dst.tolist()))
-
     m = pyo.ConcreteModel(name="maxload")
     m.V = pyo.RangeSet(0, d.n - 1)
     m.I = pyo.RangeSet(0, d.D - 1)
@@ -33,23 +29,42 @@ def build(spec: Spec) -> pyo.ConcreteModel:
     m.A = pyo.Set(initialize=[(v, i) for v in range(d.n) for i in range(d.D) if d.allowed[v, i]], dimen=2)
     m.x = pyo.Var(m.A, within=pyo.Binary)
     m.L = pyo.Var(m.P, within=pyo.NonNegativeReals)  # MaxLoad (per phase)
+    m.one_device = constraint(m.V, rule=lambda m, v: sum(_x(m, v, i) for i in m.I) == 1)
+    _transfers(spec, m, phase)
+    params = _memory(spec, m)
+    _loads(spec, m, phase, params)
+    m.colocate = constraint(d.colocated_pairs, m.I, rule=lambda m, a, b, i: _x(m, a, i) == _x(m, b, i))
+    if spec.constraints.contiguous:
+        _contiguity(spec, m)
+    m.objective = pyo.Objective(expr=sum(m.L[p] for p in m.P), sense=pyo.minimize)
+    return m
 
-    def x(v: int, i: int):  # type: ignore[no-untyped-def]  # a forbidden pair is 0
-        return m.x[v, i] if (v, i) in m.A else 0
 
-    m.one_device = constraint(m.V, rule=lambda m, v: sum(x(v, i) for i in m.I) == 1)
-    # transfers, charged on non-host devices: in to the consumer's phase, out to the producer's
-    nonhost = [i for i in range(d.D) if not d.host[cls[i]]]
+def _x(m: pyo.ConcreteModel, v: int, i: int):  # type: ignore[no-untyped-def]
+    """x[v, i], or 0 for a forbidden pair."""
+    return m.x[v, i] if (v, i) in m.A else 0
+
+
+def _transfers(spec: Spec, m: pyo.ConcreteModel, phase: np.ndarray) -> None:
+    """Transfers, charged on non-host devices: in to the consumer's phase, out to the producer's."""
+    d = spec.dense
+    edges = list(zip(d.src.tolist(), d.dst.tolist()))
+    nonhost = [i for i in range(d.D) if not d.host[d.dev_class[i]]]
     m.IN = pyo.Set(initialize=sorted({(u, i, int(phase[v])) for u, v in edges for i in nonhost}), dimen=3)
     m.OUT = pyo.Set(initialize=sorted({(u, i) for u, _ in edges for i in nonhost}), dimen=2)
     m.comm_in = pyo.Var(m.IN, bounds=(0, 1))
     m.comm_out = pyo.Var(m.OUT, bounds=(0, 1))
     m.EI = pyo.Set(initialize=[(u, v, i) for u, v in edges for i in nonhost], dimen=3)
-    m.cross_in = constraint(m.EI, rule=lambda m, u, v, i: m.comm_in[u, i, int(phase[v])] >= x(v, i) - x(u, i))
-    m.cross_out = constraint(m.EI, rule=lambda m, u, v, i: m.comm_out[u, i] >= x(u, i) - x(v, i))
-    # memory: knapsack, or the overflow term of Archer eq. 2
-    cap, bw = d.memory[cls], d.link[cls]
-    rule = [treatment(cons.memory, cap[i], bw[i]) for i in range(d.D)]
+    m.cross_in = constraint(m.EI, rule=lambda m, u, v, i: m.comm_in[u, i, int(phase[v])] >= _x(m, v, i) - _x(m, u, i))
+    m.cross_out = constraint(m.EI, rule=lambda m, u, v, i: m.comm_out[u, i] >= _x(m, u, i) - _x(m, v, i))
+
+
+def _memory(spec: Spec, m: pyo.ConcreteModel) -> dict:
+    """Memory: a knapsack, or the overflow term of Archer eq. 2. Returns each device's
+    parameter bytes as an expression."""
+    d = spec.dense
+    cap, bw = d.memory[d.dev_class], d.link[d.dev_class]
+    rule = [treatment(spec.constraints.memory, cap[i], bw[i]) for i in range(d.D)]
     streams = [i for i in range(d.D) if rule[i] == "overflow"]
     knaps = [i for i in range(d.D) if rule[i] == "hard"]
     m.ov = pyo.Var(m.I, within=pyo.NonNegativeReals)
@@ -59,6 +74,15 @@ def build(spec: Spec) -> pyo.ConcreteModel:
     params = {i: sum(float(d.params[v]) * m.x[v, i] for v in m.V if (v, i) in m.A) for i in m.I}
     m.memory = constraint(knaps, rule=lambda m, i: params[i] <= float(cap[i]))
     m.overflow = constraint(streams, rule=lambda m, i: m.ov[i] >= (params[i] - float(cap[i])) * 1e3 / float(bw[i]))
+    for i in streams:  # the most overflow any assignment needs (bounds the big-Ms of the loads)
+        m.ov[i].setub(max(0.0, sum(float(d.params[v]) for v in m.V if (v, i) in m.A) - float(cap[i])) * 1e3 / bw[i])
+    return params
+
+
+def _loads(spec: Spec, m: pyo.ConcreteModel, phase: np.ndarray, params: dict) -> None:
+    """Load_i <= MaxLoad, or its overlapped forms (App. C.1); replicated stages per factor."""
+    d, o = spec.dense, spec.objective
+    cls = d.dev_class
 
     def compute(i: int, p: int):  # type: ignore[no-untyped-def]
         return sum(float(d.work[v, cls[i]]) * m.x[v, i] for v in m.V if phase[v] == p and (v, i) in m.A)
@@ -69,10 +93,8 @@ def build(spec: Spec) -> pyo.ConcreteModel:
     def transfers_out(i: int, p: int):  # type: ignore[no-untyped-def]
         return sum(float(d.comm[u, cls[i]]) * m.comm_out[u, j] for u, j in m.OUT if j == i and phase[u] == p)
 
-    for i in streams:  # the most overflow any assignment needs (bounds the big-Ms below)
-        m.ov[i].setub(max(0.0, sum(float(d.params[v]) for v in m.V if (v, i) in m.A) - float(cap[i])) * 1e3 / bw[i])
     factors = _replica_factors(spec, m, params)
-    m.loads = pyo.ConstraintList()  # Load_i <= MaxLoad, or its overlapped forms (App. C.1)
+    m.loads = pyo.ConstraintList()
 
     def load(i: int, p: int, e, with_sync: bool) -> None:  # type: ignore[no-untyped-def]
         """e <= MaxLoad; per factor r, (e + sync) / r <= MaxLoad when y[i, r] = 1 (big-M)."""
@@ -98,21 +120,23 @@ def build(spec: Spec) -> pyo.ConcreteModel:
                 load(i, p, c, False)
                 load(i, p, tin + m.ov[i], True)
                 load(i, p, tout, False)
-    m.colocate = constraint(d.colocated_pairs, m.I, rule=lambda m, a, b, i: x(a, i) == x(b, i))
-    if cons.contiguous:  # Lemma 4.1, per device and per forward/backward part (sec. 5.3)
-        parts = [0, 1] if spec.graph.is_training else [-1]
-        m.Z = pyo.Set(initialize=[(v, i, q) for v in range(d.n) for i in range(d.D) for q in parts], dimen=3)
-        m.z = pyo.Var(m.Z, bounds=(0, 1))
 
-        def xp(v: int, i: int, q: int):  # type: ignore[no-untyped-def]
-            return x(v, i) if q < 0 or int(d.backward[v]) == q else 0
 
-        m.z_covers = constraint(m.Z, rule=lambda m, v, i, q: m.z[v, i, q] >= xp(v, i, q))
-        m.EZ = pyo.Set(initialize=[(u, v, i, q) for u, v in edges for i in range(d.D) for q in parts], dimen=4)
-        m.z_down = constraint(m.EZ, rule=lambda m, u, v, i, q: m.z[v, i, q] <= m.z[u, i, q])
-        m.z_gap = constraint(m.EZ, rule=lambda m, u, v, i, q: m.z[v, i, q] <= xp(v, i, q) - xp(u, i, q) + 1)
-    m.objective = pyo.Objective(expr=sum(m.L[p] for p in m.P), sense=pyo.minimize)
-    return m
+def _contiguity(spec: Spec, m: pyo.ConcreteModel) -> None:
+    """Lemma 4.1, per device and per forward/backward part (sec. 5.3)."""
+    d = spec.dense
+    edges = list(zip(d.src.tolist(), d.dst.tolist()))
+    parts = [0, 1] if spec.graph.is_training else [-1]
+    m.Z = pyo.Set(initialize=[(v, i, q) for v in range(d.n) for i in range(d.D) for q in parts], dimen=3)
+    m.z = pyo.Var(m.Z, bounds=(0, 1))
+
+    def xp(v: int, i: int, q: int):  # type: ignore[no-untyped-def]
+        return _x(m, v, i) if q < 0 or int(d.backward[v]) == q else 0
+
+    m.z_covers = constraint(m.Z, rule=lambda m, v, i, q: m.z[v, i, q] >= xp(v, i, q))
+    m.EZ = pyo.Set(initialize=[(u, v, i, q) for u, v in edges for i in range(d.D) for q in parts], dimen=4)
+    m.z_down = constraint(m.EZ, rule=lambda m, u, v, i, q: m.z[v, i, q] <= m.z[u, i, q])
+    m.z_gap = constraint(m.EZ, rule=lambda m, u, v, i, q: m.z[v, i, q] <= xp(v, i, q) - xp(u, i, q) + 1)
 
 
 def _upper(e) -> float:  # type: ignore[no-untyped-def]

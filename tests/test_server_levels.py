@@ -375,10 +375,10 @@ def test_the_max_load_ip_takes_any_routed_split_as_a_start_at_the_evaluators_val
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_the_latency_ip_takes_any_routed_split_as_a_start_at_the_evaluators_latency(data: st.DataObject) -> None:
-    """latency.encode on levels and direct links: every split the evaluator scores finite
+    """latency_start.encode on levels and direct links: every split the evaluator scores finite
     (and that fits the slots) is a point of the IP, its T the evaluator's latency, so the
     IP's optimum is never above brute force's and a start is never rejected."""
-    from partdsl.models import latency
+    from partdsl.models import latency, latency_start
 
     _, hier = data.draw(levelled(kinds=("latency",)))
     hier = replace(hier, constraints=replace(hier.constraints, acyclic=False, max_stages=None))  # not latency's
@@ -387,7 +387,7 @@ def test_the_latency_ip_takes_any_routed_split_as_a_start_at_the_evaluators_late
     ev = evaluate(hier, a)
     assume(ev.feasible and math.isfinite(ev.objective))
     mip, vm = latency.build(hier, ev.objective)
-    x = latency.encode(hier, vm, a, ev.subgraph)
+    x = latency_start.encode(hier, vm, a, ev.subgraph)
     assume(x is not None)  # a pair not allowed, or more subgraphs than slots
     viol = np.maximum(mip.A @ x - mip.row_hi, mip.row_lo - mip.A @ x)
     assert viol.max(initial=0.0) <= 1e-7 and (x <= mip.col_hi + 1e-9).all()

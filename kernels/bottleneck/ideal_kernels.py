@@ -4,7 +4,7 @@ segment I \\ I' and prices it per class (and per phase under GPipe, Tarnawski Ap
 from __future__ import annotations
 
 import numpy as np
-from partdsl.kernels.jit import njit
+from partdsl.kernels.jit import njit, njit_inline
 from partdsl.runtime.deadline import Deadline, timed_chunks
 
 
@@ -155,23 +155,18 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
     where that says which devices its replicas span; ksync_min[v] is its least over s. There
     a device may also be left unused before a stage (`gaps`): gprev[c, s] is the state s less
     one device of class c (no rows: no gaps), and each row i is closed under those steps."""
-    NI, nw = bits.shape
+    nw = bits.shape[1]
     C = W.shape[1]
-    S = dp.shape[1]
-    P = len(prod_unit)
     seg = np.zeros(nw, dtype=np.uint64)
-    stamp = np.full(P, -1, dtype=np.int64)
+    stamp = np.full(len(prod_unit), -1, dtype=np.int64)
     pair = 0
     tin = np.zeros(C)
     tout = np.zeros(C)
     tin_o = np.zeros(C)
     tout_o = np.zeros(C)
-    one = np.uint64(1)
     for i in range(max(i0, 1), i1):
         for j in range(lo[i], i):  # ideals cheap enough below i: the segment fits under the bound
-            if size[j] >= size[i]:
-                continue
-            if dpmin[j] > bound:
+            if size[j] >= size[i] or dpmin[j] > bound:
                 continue
             lb = np.inf
             for v in range(len(kc)):
@@ -195,82 +190,100 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
                 seg[k] = bits[i, k] & ~bits[j, k]
             if not sub or not _may_improve(i, j, W, BAD, dp, prev, bound, kc, kinv):
                 continue
-            for c in range(C):
-                tin[c] = 0.0
-                tout[c] = 0.0
-                tin_o[c] = 0.0
-                tout_o[c] = 0.0
-            # S = I \ I'. A tensor leaves S iff its producer is in S and on the out-frontier
-            # of I (a consumer beyond I) or the in-frontier of I' (a consumer in I'); it
-            # enters S iff its producer is on the out-frontier of I' or the in-frontier of I
-            # (both outside S, disjoint) with a consumer in S. Frontiers are about as large
-            # as the graph is wide; a stamp counts a producer on both out-lists once.
             pair += 1
-            for e in range(optr[i], optr[i + 1]):
-                p = oidx[e]
-                a = prod_unit[p]
-                if (seg[a // 64] >> np.uint64(a % 64)) & one:
-                    stamp[p] = pair
-                    t = tout if Wo is None or mine[p] else tout_o  # the phase it is charged to
-                    for c in range(C):
-                        t[c] += wprod[p, c]
-            for e in range(iptr[j], iptr[j + 1]):
-                p = iidx[e]
-                a = prod_unit[p]
-                if stamp[p] != pair and (seg[a // 64] >> np.uint64(a % 64)) & one:
-                    t = tout if Wo is None or mine[p] else tout_o  # the phase it is charged to
-                    for c in range(C):
-                        t[c] += wprod[p, c]
-            for half in range(2):
-                lo_e = optr[j] if half == 0 else iptr[i]
-                hi_e = optr[j + 1] if half == 0 else iptr[i + 1]
-                for e in range(lo_e, hi_e):
-                    p = oidx[e] if half == 0 else iidx[e]
-                    for k in range(nw):
-                        if cons[p, k] & seg[k]:
-                            for c in range(C):
-                                tin[c] += wprod[p, c]
-                            break
-                    if Wo is not None:
-                        for k in range(nw):
-                            if cons_o[p, k] & seg[k]:
-                                for c in range(C):
-                                    tin_o[c] += wprod[p, c]
-                                break
-            used = MEM[i] - MEM[j]
-            for v in range(len(kc)):
-                c = kc[v]
-                if BAD[i, c] != BAD[j, c]:
-                    continue
-                ov = 0.0
-                if used > memcap[c] * (1.0 + 1e-12):
-                    if hard:
-                        continue
-                    ov = (used - memcap[c]) * ovrate[c]
-                one_load = _combine(W[i, c] - W[j, c], tin[c], tout[c], ov, overlap)
-                load = one_load
-                if kinv[v] != 1.0:
-                    load = (one_load + ksync_min[v] * used) * kinv[v]
-                if load > bound:
-                    continue
-                if Wo is not None:
-                    other = _combine(Wo[i, c] - Wo[j, c], tin_o[c], tout_o[c], ov, overlap)
-                    if other > cap or load + other > total:
-                        continue
-                for s in range(S):
-                    ps = prev[v, s]
-                    if ps < 0:
-                        continue
-                    x = load
-                    if kinv[v] != 1.0 and ksync[v, s] != ksync_min[v]:  # on server levels: where the stage sits
-                        x = (one_load + ksync[v, s] * used) * kinv[v]
-                        if x > bound:
-                            continue
-                    x = max(dp[j, ps], x)
-                    if x < dp[i, s]:
-                        dp[i, s] = x
-                        argj[i, s] = j
-                        argc[i, s] = v
-                        if x < dpmin[i]:
-                            dpmin[i] = x
+            _transfers(i, j, seg, pair, stamp, prod_unit, cons, cons_o, mine, wprod, Wo, optr, oidx, iptr, iidx,
+                       tin, tout, tin_o, tout_o)
+            _price(i, j, W, Wo, BAD, MEM[i] - MEM[j], memcap, hard, ovrate, prev, dp, argj, argc, bound, cap, total,
+                   overlap, dpmin, kc, kinv, ksync, ksync_min, tin, tout, tin_o, tout_o)
         gaps(i, dp, argj, argc, gprev)
+
+
+@njit_inline
+def _transfers(i, j, seg, pair, stamp, prod_unit, cons, cons_o, mine, wprod, Wo, optr, oidx, iptr, iidx,
+               tin, tout, tin_o, tout_o):  # pragma: no cover - compiled
+    """The tensors into and out of S = I \\ I' per class (per phase under GPipe). A tensor
+    leaves S iff its producer is in S and on the out-frontier of I (a consumer beyond I) or
+    the in-frontier of I' (a consumer in I'); it enters S iff its producer is on the
+    out-frontier of I' or the in-frontier of I (both outside S, disjoint) with a consumer in
+    S. Frontiers are about as large as the graph is wide; a stamp counts a producer on both
+    out-lists once."""
+    C = len(tin)
+    nw = len(seg)
+    one = np.uint64(1)
+    for c in range(C):
+        tin[c] = 0.0
+        tout[c] = 0.0
+        tin_o[c] = 0.0
+        tout_o[c] = 0.0
+    for e in range(optr[i], optr[i + 1]):
+        p = oidx[e]
+        a = prod_unit[p]
+        if (seg[a // 64] >> np.uint64(a % 64)) & one:
+            stamp[p] = pair
+            t = tout if Wo is None or mine[p] else tout_o  # the phase it is charged to
+            for c in range(C):
+                t[c] += wprod[p, c]
+    for e in range(iptr[j], iptr[j + 1]):
+        p = iidx[e]
+        a = prod_unit[p]
+        if stamp[p] != pair and (seg[a // 64] >> np.uint64(a % 64)) & one:
+            t = tout if Wo is None or mine[p] else tout_o  # the phase it is charged to
+            for c in range(C):
+                t[c] += wprod[p, c]
+    for half in range(2):
+        lo_e = optr[j] if half == 0 else iptr[i]
+        hi_e = optr[j + 1] if half == 0 else iptr[i + 1]
+        for e in range(lo_e, hi_e):
+            p = oidx[e] if half == 0 else iidx[e]
+            for k in range(nw):
+                if cons[p, k] & seg[k]:
+                    for c in range(C):
+                        tin[c] += wprod[p, c]
+                    break
+            if Wo is not None:
+                for k in range(nw):
+                    if cons_o[p, k] & seg[k]:
+                        for c in range(C):
+                            tin_o[c] += wprod[p, c]
+                        break
+
+
+@njit_inline
+def _price(i, j, W, Wo, BAD, used, memcap, hard, ovrate, prev, dp, argj, argc, bound, cap, total, overlap, dpmin,
+           kc, kinv, ksync, ksync_min, tin, tout, tin_o, tout_o):  # pragma: no cover - compiled
+    """Price S = I \\ I' for each kind of stage and relax dp[i][s] from dp[j][prev[v, s]]."""
+    for v in range(len(kc)):
+        c = kc[v]
+        if BAD[i, c] != BAD[j, c]:
+            continue
+        ov = 0.0
+        if used > memcap[c] * (1.0 + 1e-12):
+            if hard:
+                continue
+            ov = (used - memcap[c]) * ovrate[c]
+        one_load = _combine(W[i, c] - W[j, c], tin[c], tout[c], ov, overlap)
+        load = one_load
+        if kinv[v] != 1.0:
+            load = (one_load + ksync_min[v] * used) * kinv[v]
+        if load > bound:
+            continue
+        if Wo is not None:
+            other = _combine(Wo[i, c] - Wo[j, c], tin_o[c], tout_o[c], ov, overlap)
+            if other > cap or load + other > total:
+                continue
+        for s in range(dp.shape[1]):
+            ps = prev[v, s]
+            if ps < 0:
+                continue
+            x = load
+            if kinv[v] != 1.0 and ksync[v, s] != ksync_min[v]:  # on server levels: where the stage sits
+                x = (one_load + ksync[v, s] * used) * kinv[v]
+                if x > bound:
+                    continue
+            x = max(dp[j, ps], x)
+            if x < dp[i, s]:
+                dp[i, s] = x
+                argj[i, s] = j
+                argc[i, s] = v
+                if x < dpmin[i]:
+                    dpmin[i] = x
