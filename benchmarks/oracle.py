@@ -1,5 +1,5 @@
 """The brute-force oracle campaign (issue 28): random tiny specs of every objective
-(tests/oracle.py draws them: every constraint, memory mode, training form, overlap,
+(tests/support/oracle.py draws them: every constraint, memory mode, training form, overlap,
 subgraphs, batch split and link the language has), every method that takes the objective
 (the MIP methods on HiGHS and SCIP) and `part bound`'s hierarchy, each answer checked
 against the optimum over the evaluator's whole space. Prints, per objective: cases, runs,
@@ -35,7 +35,7 @@ def campaign(kind: str, cases: int, seed: int) -> tuple[str, dict[str, int], lis
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
 
-    from tests.oracle import check_case, tiny_specs
+    from tests.support.oracle import check_case, tiny_specs
 
     warnings.simplefilter("ignore")  # the specs are extreme on purpose (subnormal times and sizes)
     counts: collections.Counter = collections.Counter()

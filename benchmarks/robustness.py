@@ -1,4 +1,4 @@
-"""The robustness campaign: broken and extreme specs (tests/mutants.py) through `part
+"""The robustness campaign: broken and extreme specs (tests/support/mutants.py) through `part
 check`, `part solve` and `part eval`, in-process, on worker processes; every tenth case
 also through `part plot`, and another tenth through a peer partitioner (metis, scotch,
 kahypar in turn). Counts tracebacks (exit 1 or an exception escaping main), errors
@@ -29,7 +29,7 @@ import needs_partdsl  # noqa: F401  (a plain message when partdsl is not install
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.mutants import KINDS, mutate, run_case, write_case  # noqa: E402
+from tests.support.mutants import KINDS, mutate, run_case, write_case  # noqa: E402
 
 EDITS = tuple(k for k in KINDS if k != "big_graph")  # big graphs take seconds: one case in 80
 EXTRAS = ("onnx", "matplotlib", "distributed", "dask", "pymetis", "pyscotch", "mtkahypar")  # the optional packages

@@ -1,6 +1,6 @@
 """The objectives as one entity: each kind's sense, unit, whether it is scored on a
 schedule, its title and how the language writes it. The layers keep tables keyed by
-`Kind.name` (methods, formulations, bounds, printers); tests/test_objectives.py checks
+`Kind.name` (methods, formulations, bounds, printers); tests/core/test_objectives.py checks
 that every such table has a row for every kind. Adding an objective starts here.
 
 - bottleneck: pipelined max device load (Archer et al. MTPP; Tarnawski et al. sec. 3);

@@ -1,5 +1,5 @@
 """IR -> .part text. Everything is written in canonical units (ms, B, B/s, seconds for
-time limits), so parse(to_part(spec)) == spec exactly (tests/test_roundtrip.py)."""
+time limits), so parse(to_part(spec)) == spec exactly (tests/dsl/test_roundtrip.py)."""
 from __future__ import annotations
 
 import json

@@ -72,7 +72,7 @@ def _run(mip: MatrixMIP, deadline: Deadline, gap: float | None, threads: int | N
     in the time left: its "claims optimality" Solve error, with a tighter feasibility
     tolerance; an "infeasible" verdict, with presolve off, since its MIP presolve has
     declared feasible models infeasible (HiGHS issues 1958, 2388, 3090; 1.16 on a latency
-    IP with a 1e-6 work, tests/test_latency.py) and only an agreeing second run is kept."""
+    IP with a 1e-6 work, tests/models/test_latency.py) and only an agreeing second run is kept."""
     try:
         out = _run_once(mip, deadline, gap, threads, start, progress, {})
     except NativeSolverError as e:

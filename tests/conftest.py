@@ -1,18 +1,17 @@
-"""Shared fixtures: where the bundled examples and the real workloads live (vendored in
-data/dnn-partitioning; PARTDSL_DATA names another folder holding dnn-partitioning/); and
-the tiers: `slow` marks the tests that run the CLI in a subprocess, the property tests
+"""Shared fixtures: the real workloads (vendored in data/dnn-partitioning; PARTDSL_DATA
+names another folder holding dnn-partitioning/; the paths and helpers are in
+tests/support/); and the tiers: `slow` marks the tests that run the CLI in a subprocess, the property tests
 (Hypothesis) and the long solves (`@pytest.mark.slow`); `make test-fast` runs the rest."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pyomo.environ  # noqa: F401  (Pyomo binds its log handler to the sys.stdout of its first import:
 import pytest  # import it here, before a test's capture replaces sys.stdout and closes it afterwards)
 from hypothesis import settings
+
+from tests.support import DATA
 
 # CI (which runs .ci/run with CI=true) draws the same examples on every run, so that a landing
 # does not depend on luck; a developer's run draws new ones (set CI=true to repeat CI's).
@@ -21,7 +20,6 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-ROOT = Path(__file__).resolve().parents[1]
 SLOW_CALLS = ("run_part(", "subprocess.run(", "subprocess.Popen(", "sys.executable", "multiprocessing", "@given(")
 
 
@@ -41,8 +39,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if any(call in src for call in SLOW_CALLS) or getattr(fn, "is_hypothesis_test", False):  # nested @given too
             item.add_marker(pytest.mark.slow)
-EXAMPLES = ROOT / "examples"
-DATA = Path(os.environ.get("PARTDSL_DATA") or ROOT / "data") / "dnn-partitioning"
 
 
 @pytest.fixture(scope="session")
@@ -50,15 +46,3 @@ def data_dir() -> Path:
     assert DATA.is_dir(), (f"the real workloads are missing: expected {DATA} "
                            "(PARTDSL_DATA must name a folder holding dnn-partitioning/)")
     return DATA
-
-
-def run_part(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run the installed `part` console script (falls back to `python -m`)."""
-    exe = shutil.which("part", path=str(Path(sys.executable).parent))
-    cmd = [exe] if exe else [sys.executable, "-m", "partdsl.cli.main"]
-    return subprocess.run(cmd + list(args), capture_output=True, text=True, cwd=cwd, timeout=600)
-
-
-def logged_bounds(log: tuple[str, ...], about: str) -> list[float]:
-    """The proven bounds a Result's log records (to 6 digits) whose reason mentions `about`."""
-    return [float(ln.split()[2].rstrip(":")) for ln in log if ln.startswith("proven bound") and about in ln]

@@ -5,7 +5,7 @@ It computes what `core.evaluate.bottleneck_loads` computes (compute, transfers c
 once per producing node and receiving device, overflow, overlap, GPipe phases, replicated
 stages' sync and division) without
 NumPy's per-call overhead: about 20x faster on the published workloads. Without numba it
-is `bottleneck_loads` itself. tests/test_kernels.py checks that both give the same table.
+is `bottleneck_loads` itself. tests/kernels/test_kernels.py checks that both give the same table.
 
 `scan` scores many single moves of one assignment: the table once, then per move only
 the parts of the nodes the move changes are taken back and added again (O(their degrees)

@@ -1,7 +1,7 @@
 """Brute force over schedules (DiviML objectives): every schedule the evaluator accepts,
 up to shifting pieces earlier, on tiny specs. Method `brute` runs it under `minimize
 latency by tasks` and `maximize throughput batch L split K`, and the oracle tests and
-benchmark (tests/test_oracle.py, benchmarks/oracle.py) compare every method against it.
+benchmark (tests/methods/test_oracle.py, benchmarks/oracle.py) compare every method against it.
 
 The space (core/schedule.py's semantics, eq. 3 read per share):
 - every chunk-to-device map (K chunks of L / K samples per node; colocated nodes alike;
