@@ -38,7 +38,7 @@ def objective_name(spec: Spec) -> str:
     o = spec.objective
     extra = [f"training {o.training}"] if o.training else []
     extra += [f"overlap {o.overlap}"] if o.overlap else []
-    if o.kind == "throughput":
+    if o.entity.batched:
         extra = [f"batch {o.batch}"] + ([f"split in {o.split}"] if o.split > 1 else [])
     return o.entity.title + (f", {', '.join(extra)}" if extra else "")
 
@@ -102,10 +102,11 @@ def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str
         counts = np.bincount(list({(p.node, p.device): p.device for p in ev.schedule.pieces
                                    if spec.graph.nodes[p.node].tensor_of is None}.values()), minlength=d.D)
     rows = []
-    kind = "throughput" if spec.objective.scheduled else spec.objective.kind
+    scheduled = spec.objective.scheduled
+    finish = any("finish" in p for p in ev.parts.values())  # latency: when each device is done
     for j, dev in enumerate(d.devices):
         p = ev.parts.get(dev, {})
-        if kind == "throughput":
+        if scheduled:
             cells = [fmt(p.get("busy", 0.0)), fmt(p.get("finish", 0.0))]
         else:
             cells = [fmt(p.get("compute", 0.0)), fmt(p.get("in", 0.0)), fmt(p.get("out", 0.0))]
@@ -115,18 +116,18 @@ def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str
                 cells += [str(int(p.get("replicas", 1))) if counts[j] else "-", fmt(p.get("sync", 0.0))]
             if spec.objective.training == "gpipe":
                 cells += [fmt(p.get("fw", 0.0)), fmt(p.get("bw", 0.0))]
-            if kind == "latency":
+            if finish:
                 cells.append(fmt(p["finish"]) if "finish" in p else "-")
             cells.append(fmt(ev.loads.get(dev, 0.0)))
         rows.append([dev, str(counts[j])] + cells + [human_size(p.get("memory", 0.0))])
-    if kind == "throughput":
+    if scheduled:
         head = ["device", "nodes", "busy ms", "finish ms"]
     else:
         head = ["device", "nodes", "compute", "in", "out"]
         head += ["overflow"] if spec.constraints.memory == "overflow" else []
         head += ["replicas", "sync"] if spec.constraints.replicate > 1 else []
         head += ["fw", "bw"] if spec.objective.training == "gpipe" else []
-        head += ["finish"] if kind == "latency" else []
+        head += ["finish"] if finish else []
         head += ["load"]
     head.append("memory")
     out = [f"objective  {objective_name(spec)} = {fmt(ev.objective)} {ev.unit}", "", table(rows, head)]

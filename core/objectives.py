@@ -21,18 +21,27 @@ class Kind:
     scheduled: bool  # scored on a schedule of pieces with start times (core/schedule.py)
     title: str  # what the report and `part check` call it
     written: str  # how a spec says it (the printer adds batch, split, training, overlap)
+    batched: bool = False  # a batch of samples per run (`batch`, `split`), valued per second
+    takes: tuple[str, ...] = ()  # the constraints only this objective takes (core/validate.py)
 
 
 KINDS: tuple[Kind, ...] = (
-    Kind("bottleneck", "min", "ms", False, "bottleneck (max device load)", "minimize bottleneck"),
-    Kind("latency", "min", "ms", False, "latency (single stream, subgraph invocations)", "minimize latency"),
+    Kind("bottleneck", "min", "ms", False, "bottleneck (max device load)", "minimize bottleneck",
+         takes=("replicate",)),
+    Kind("latency", "min", "ms", False, "latency (single stream, subgraph invocations)", "minimize latency",
+         takes=("subgraphs",)),
     Kind("task_latency", "min", "ms", True, "latency (single stream, tasks scheduled on devices)",
          "minimize latency by tasks"),
-    Kind("throughput", "max", "samples/s", True, "batched throughput", "maximize throughput"),
+    Kind("throughput", "max", "samples/s", True, "batched throughput", "maximize throughput", batched=True),
 )
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
 SCHEDULED: tuple[str, ...] = tuple(k.name for k in KINDS if k.scheduled)
+
+
+def taking(constraint: str) -> Kind:
+    """The objective that takes a constraint of its own (`subgraphs`, `replicate`)."""
+    return next(k for k in KINDS if constraint in k.takes)
 
 
 def kind(name: str) -> Kind:

@@ -10,6 +10,7 @@ import math
 import re
 
 import numpy as np
+from partdsl.core import objectives
 from partdsl.core.dense import group_runs, topological_order
 from partdsl.core.errors import PartError, did_you_mean
 from partdsl.core.graphs import find_cycle
@@ -119,16 +120,18 @@ def _check_settings(spec: Spec) -> None:
     if not 1 <= c.subgraphs <= MAX_SUBGRAPHS:
         raise PartError(f"subgraphs must be between 1 and {MAX_SUBGRAPHS}, got {c.subgraphs}", None,
                         "write e.g. `subgraphs <= 2`")
-    if c.subgraphs != 1 and o.kind != "latency":
-        raise PartError(f"`subgraphs <= {c.subgraphs}` applies to `minimize latency` (Tarnawski sec. 4.1): "
+    if c.subgraphs != 1 and "subgraphs" not in o.entity.takes:
+        own = objectives.taking("subgraphs").written
+        raise PartError(f"`subgraphs <= {c.subgraphs}` applies to `{own}` (Tarnawski sec. 4.1): "
                         f"this spec has the {o.kind} objective", None,
-                        "drop it, or use `minimize latency`; for pipelined splits drop `contiguous` instead")
+                        f"drop it, or use `{own}`; for pipelined splits drop `contiguous` instead")
     if c.replicate < 1:
         raise PartError("replicate must be at least 1", c.span_of("replicate"), "write e.g. `replicate <= 4`")
-    if c.replicate != 1 and o.kind != "bottleneck":
-        raise PartError(f"`replicate <= {c.replicate}` applies to `minimize bottleneck` (data-parallel stages of a "
+    if c.replicate != 1 and "replicate" not in o.entity.takes:
+        own = objectives.taking("replicate").written
+        raise PartError(f"`replicate <= {c.replicate}` applies to `{own}` (data-parallel stages of a "
                         f"pipeline, Tarnawski App. C.2): this spec has the {o.kind} objective", c.span_of("replicate"),
-                        "drop it, or use `minimize bottleneck`")
+                        f"drop it, or use `{own}`")
     if c.activations and o.scheduled:
         raise PartError("`activations` applies to `minimize bottleneck` and `minimize latency`: the DiviML "
                         "objectives' memory (eq. 6) already counts each sample's tensors", c.span_of("activations"),
@@ -137,9 +140,9 @@ def _check_settings(spec: Spec) -> None:
         raise PartError("`activations` adds peak activations to the memory that `memory hard` limits or `memory "
                         "overflow` streams, and this spec has `memory ignore`", c.span_of("activations"),
                         "drop `activations`, or use `memory hard` or `memory overflow`")
-    if o.kind == "throughput" and o.batch < 1:
+    if o.entity.batched and o.batch < 1:
         raise PartError("the throughput batch must be at least 1", o.span, "write e.g. `batch 128`")
-    if o.kind == "throughput" and o.batch >= 1:
+    if o.entity.batched and o.batch >= 1:
         _check_batches(spec)
     if o.training == "gpipe" and not g.is_training:
         raise PartError("`training gpipe` needs backward nodes, and this graph has none", o.span,

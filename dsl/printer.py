@@ -102,7 +102,7 @@ def _platform_items(p: Platform, server: str | None = None, indent: str = "  ") 
 
 def _objective(o: Objective) -> str:
     s = o.entity.written  # core/objectives.py
-    if o.kind == "throughput":
+    if o.entity.batched:
         return f"{s} batch {o.batch}" + (f" split {o.split}" if o.split != 1 else "")
     if o.training:
         s += f" training {o.training}"

@@ -4,7 +4,7 @@ spelling), so that adding an objective starts in one place and this test lists t
 from __future__ import annotations
 
 import pytest
-from partdsl import parse
+from partdsl import PartError, parse
 from partdsl.cli.report import objective_name
 from partdsl.core import objectives
 from partdsl.dsl.printer import to_part
@@ -44,3 +44,29 @@ def test_solve_reports_the_entity_s_unit(kind: str) -> None:
     r = solve(parse(SPEC.format(objective=SPELLED[kind])), method="brute")
     assert r.status.value == "optimal"
     assert (r.unit, r.sense) == (objectives.kind(kind).unit, objectives.kind(kind).sense)
+
+
+OWN = {"subgraphs": "subject to { subgraphs <= 2 }", "replicate": "subject to { replicate <= 2 }"}
+
+
+@pytest.mark.parametrize("kind", objectives.NAMES)
+@pytest.mark.parametrize("constraint", sorted(OWN))
+def test_a_constraint_of_one_objective_is_refused_by_the_others(kind: str, constraint: str) -> None:
+    """`Kind.takes` decides where `subgraphs` and `replicate` apply: the owner parses, every
+    other objective is refused with the owner's spelling as the hint."""
+    assert {c for k in objectives.KINDS for c in k.takes} == set(OWN)
+    text = SPEC.format(objective=SPELLED[kind]) + OWN[constraint]
+    owner = objectives.taking(constraint)
+    if kind == owner.name:
+        assert parse(text).objective.kind == kind
+    else:
+        with pytest.raises(PartError, match=f"applies to `{owner.written}`") as e:
+            parse(text)
+        assert owner.written in (e.value.hint or "")
+
+
+@pytest.mark.parametrize("kind", objectives.NAMES)
+def test_a_batch_is_written_where_the_objective_is_batched(kind: str) -> None:
+    spec = parse(SPEC.format(objective=SPELLED[kind]))
+    assert (" batch " in to_part(spec)) == spec.objective.entity.batched
+    assert ("batch 4" in objective_name(spec)) == spec.objective.entity.batched
