@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -570,15 +570,17 @@ def test_latency_search_splits_colocated_forward_and_backward_nodes_into_two_sub
     assert r.status.has_solution() and r.objective == pytest.approx(opt.objective)
 
 
-def test_the_bounds_and_the_reference_dp_stop_at_their_deadline(data_dir: Path, tmp_path: Path) -> None:
+def test_the_bounds_and_the_reference_dp_stop_at_their_deadline(data_dir: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Found by method auto's benchmark at --time-limit 5 on InceptionV3's latency graph:
     the path bound's run min-cuts (one max flow per run, thousands) ran 4.5 s on a 1.25 s
     share, and the reference DP listed all 36,596 ideals on a 0.07 s share; with no time
-    at all the path bound crashed (`max()` of no paths) and so did `--time-limit 0`."""
-    import time
-
+    at all the path bound crashed (`max()` of no paths) and so did `--time-limit 0`.
+    Counted, not timed: the max flows run before the deadline is seen are at most one
+    block of runs (64) per check."""
     from partdsl.kernels.bottleneck import reference_dp
-    from partdsl.kernels.latency.path_bound import path_bound
+    from partdsl.kernels.latency import run_cut
+    from partdsl.kernels.latency.path_bound import path_bound, segmentation
     from partdsl.runtime.deadline import Deadline
 
     spec = _spec(data_dir, tmp_path, "inceptionv3_inference")
@@ -586,9 +588,27 @@ def test_the_bounds_and_the_reference_dp_stop_at_their_deadline(data_dir: Path, 
         reference_dp.split(spec, math.inf, deadline=Deadline.after(0))
     value, path = path_bound(spec, deadline=Deadline.after(0))  # one path, scored without the cuts
     assert value > 0 and path
-    t = time.monotonic()
     assert path_bound(spec, deadline=Deadline.after(0.3))[0] >= value
-    assert time.monotonic() - t < 3.0  # 4.5 s and more with the cuts unchecked
+    # the run min-cuts, one max flow per run, stop at the first check after the deadline:
+    # counted on a deadline that passes at its third check (thousands of flows unchecked)
+    flows = [0]
+    cost = run_cut.RunCut.cost
+
+    def counted(self, inside, excluded):  # type: ignore[no-untyped-def]
+        flows[0] += 1
+        return cost(self, inside, excluded)
+
+    @dataclass(frozen=True)
+    class AfterChecks(Deadline):
+        checks: list = field(default_factory=lambda: [2])
+
+        def passed(self) -> bool:
+            self.checks[0] -= 1
+            return self.checks[0] < 0
+
+    monkeypatch.setattr(run_cut.RunCut, "cost", counted)
+    assert segmentation(spec, path, deadline=AfterChecks()) == 0.0  # the empty bound: stopped
+    assert 0 < flows[0] <= 2 * 64
     from tests.support import EXAMPLES
 
     r = solve(parse_file(EXAMPLES / "latency.part"), time_limit=0)
