@@ -26,6 +26,7 @@ from partdsl.evaluator.replicas import factors as replica_factors
 from partdsl.evaluator.schedule_eval import evaluate_schedule
 from partdsl.methods import capabilities
 from partdsl.methods.bounds import bound as trivial_bound
+from partdsl.methods.class_view import class_view
 from partdsl.methods.registry import KERNEL_SOLVER, METHODS, Method, lookup
 from partdsl.runtime import interrupt
 from partdsl.runtime.deadline import Deadline
@@ -176,6 +177,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
 
         run.bound = max(run.bound, path_bound(spec, seed=opts.seed or 0, deadline=share)[0])
     start = assignment_array(spec, warm_start) if warm_start else None
+    view = class_view(spec)  # device-level pins as classes: the same devices, scored on `spec`
 
     def events() -> Iterator[Event]:
         if start is not None:
@@ -186,7 +188,7 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
         if m.portfolio:  # the method table, and the best answer so far (the members' MIP start)
             extra["methods"] = METHODS
             extra["incumbent"] = lambda: (run.best.objective, run.best_dev) if run.has_feasible() else None
-        yield from m.run(spec, seed=opts.seed or 0, deadline=deadline,  # a kernel's progress, live and logged
+        yield from m.run(view, seed=opts.seed or 0, deadline=deadline,  # a kernel's progress, live and logged
                          progress=lambda message: run.note(message, progress), solver=opts.solver,
                          gap=opts.gap, threads=opts.threads, **extra, **method_opts)
 

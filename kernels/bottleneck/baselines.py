@@ -141,21 +141,23 @@ def greedy(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -
         if speed.sum() > 0:
             share = total * speed / speed.sum()
     dev = np.full(d.n, -1, dtype=np.int64)
-    k, load, mem = 0, 0.0, 0.0
+    mem = np.zeros(d.D)
+    cap = d.memory[d.dev_class]
+    k, load = 0, 0.0
+
+    def fits(nodes: np.ndarray, j: int) -> bool:
+        return bool(d.allowed[nodes, j].all() and mem[j] + d.params[nodes].sum() <= cap[j])
+
     for unit in order:
         nodes = members[unit]
-        for _ in range(d.D):
-            j = devs[k]
-            c = d.dev_class[j]
-            ok = d.allowed[nodes, j].all() and mem + d.params[nodes].sum() <= d.memory[c]
-            last = k == d.D - 1
-            if ok and (load < share[j] or last):
+        while k < d.D - 1 and not (fits(nodes, devs[k]) and load < share[devs[k]]):
+            if not any(fits(nodes, i) for i in devs[k + 1:]):  # no later device takes it: stay
                 break
-            if last:
-                break
-            k, load, mem = k + 1, 0.0, 0.0
+            k, load = k + 1, 0.0
         j = devs[k]
+        if not fits(nodes, j):  # pinned to an earlier device, or all later ones full
+            j = next((i for i in devs if fits(nodes, i)), j)
         dev[nodes] = j
-        load += float(cheap[nodes].sum())
-        mem += d.params[nodes].sum()
+        load += float(cheap[nodes].sum()) if j == devs[k] else 0.0
+        mem[j] += d.params[nodes].sum()
     yield Candidate("greedy", dev)

@@ -31,7 +31,8 @@ DP's value (most of PipeDream's profiles) that value is optimal over every place
 What it proves: a chain of ideals is exactly a partition whose quotient graph is acyclic
 (whose blocks are then contiguous, Fact 5.2). Contiguous blocks alone may form a cyclic
 quotient, which no chain produces. So the DP is exact under `acyclic` (for non-training
-graphs, with no device-level pins); under `contiguous` alone, as in Tarnawski's model, it
+graphs; device-level pins reach it as classes of their own, methods/class_view.py, except
+on routed platforms and with replicas); under `contiguous` alone, as in Tarnawski's model, it
 returns the best acyclic contiguous split, which matched the IP on every published
 workload but is not a proof.
 """
@@ -91,8 +92,20 @@ def units(spec: Spec) -> Contraction:
 
 
 def refusal(spec: Spec) -> str | None:
-    """Why the DP cannot run on this spec (too many units for its bitsets), or None."""
-    return too_big(units(spec).count)
+    """Why the DP cannot run on this spec (too many units for its bitsets, device-level pins
+    on server levels), or None."""
+    return _pinned_on_levels(spec) or too_big(units(spec).count)
+
+
+def _pinned_on_levels(spec: Spec) -> str | None:
+    """On server levels the DP puts its stages on each class's devices in order
+    (`_in_order`), which a pin or forbid naming one device breaks (methods/class_view.py
+    turns them into classes only on flat platforms)."""
+    c, devices = spec.constraints, set(spec.platform.devices)
+    if spec.dense.path_bw is None or not any(t.name in devices for _, ts in c.pins + c.forbids for t in ts):
+        return None
+    return ("on server levels the DP places its stages on each class's devices in order, and this spec pins or "
+            "forbids single devices")
 
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER,
@@ -103,6 +116,9 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER,
     why = too_big(u.count)  # before the topo start: a refusal costs no time
     if why:
         raise PartError(why, None, TOO_BIG_HINT)
+    why = _pinned_on_levels(spec)
+    if why:
+        raise PartError(why, None, "use --method load_search (or auto), which moves nodes device by device")
     # an incumbent first: it prunes the DP and is what the DP must beat
     if incumbent is not None and np.isfinite(incumbent):
         best_val = incumbent
@@ -145,7 +161,7 @@ def why_not_exact(spec: Spec) -> str:
         bound = " (its bound: the same DP with each stage at its cheapest placement)" if bounds_levels(spec) else ""
         return ("on server levels the DP places its stages in device order, gaps allowed (PipeDream's placements "
                 "and more), not every placement of their replicas" + bound)
-    return "device-level pins or forbids are not modelled by the DP"
+    return "device-level pins or forbids on server levels, direct links or with replicas are not modelled by the DP"
 
 
 def ideal_split(spec: Spec, incumbent: float = np.inf, deadline: Deadline = NEVER,

@@ -102,6 +102,8 @@ def local_search(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, restarts
     u = dec.units
     score = MoveScores(spec, u)
     options = [np.flatnonzero(d.allowed[m].all(axis=0)) for m in score.members]
+    if any(len(opts) == 0 for opts in options):  # a unit no device may hold whole: nothing to search
+        return
     best: Score = (np.iinfo(np.int64).max, np.inf)
     for r in range(int(restarts)):
         dev = None if start == "random" else dec.decode(rng.random(dec.U))[1]

@@ -62,18 +62,56 @@ def replicas_of(spec: Spec, split: Split, dev: np.ndarray, pos: np.ndarray) -> n
 def assign_masks(spec: Spec, segments: list[tuple[np.ndarray, int]], replicas: tuple[int, ...] = ()) -> np.ndarray:
     """Devices for node sets with classes: each set gets an unused device of its class,
     preferring one that every node in the set may use (pins to single devices); a set with
-    r replicas keeps r - 1 more devices of its class free of other sets."""
+    r replicas keeps r - 1 more devices of its class free of other sets. Where taking the
+    first such device leaves a set on a device it may not use, a maximum bipartite matching
+    of sets to devices finds a placement whenever one exists (`pin block[1..12] to gpu[0]`
+    with `embed` first in the chain took gpu[0] from the blocks)."""
+    dev, fits = _first_fit(spec, segments, replicas)
+    if not fits:
+        dev = _matched(spec, segments, replicas, dev)
+    return dev
+
+
+def _first_fit(spec: Spec, segments: list[tuple[np.ndarray, int]], replicas: tuple[int, ...]) -> tuple[np.ndarray, bool]:
+    """Each set the first unused device of its class it may use (any unused one of the
+    class if none): the devices, and whether every set may use its device."""
     d = spec.dense
     dev = np.full(d.n, -1, dtype=np.int64)
     used = np.zeros(d.D, dtype=bool)
+    fits = True
     for i, (members, c) in enumerate(segments):
         ok = d.allowed[members].all(axis=0) & (d.dev_class == c) & ~used
+        fits &= bool(ok.any())
         pool = np.flatnonzero(ok) if ok.any() else np.flatnonzero((d.dev_class == c) & ~used)
         j = int(pool[0])
         used[j] = True
         dev[members] = j
         spare = np.flatnonzero((d.dev_class == c) & ~used)[::-1]  # replicas: from the class's last devices
         used[spare[: (replicas[i] if replicas else 1) - 1]] = True
+    return dev, fits
+
+
+def _matched(spec: Spec, segments: list[tuple[np.ndarray, int]], replicas: tuple[int, ...],
+             fallback: np.ndarray) -> np.ndarray:
+    """A placement by maximum bipartite matching: one slot per set and replica, each slot
+    to a distinct device of the set's class that all its nodes may use; `fallback` when
+    no matching places every slot."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    d = spec.dense
+    if not segments:
+        return fallback
+    reps = np.asarray(replicas or (1,) * len(segments), dtype=np.int64)
+    ok = np.array([d.allowed[m].all(axis=0) & (d.dev_class == c) for m, c in segments])
+    slot_of = np.repeat(np.arange(len(segments)), reps)
+    match = maximum_bipartite_matching(csr_matrix(ok[slot_of]), perm_type="column")
+    if (match < 0).any():
+        return fallback
+    dev = np.full(d.n, -1, dtype=np.int64)
+    lead = np.r_[0, np.cumsum(reps)[:-1]]  # each set's first slot holds its nodes
+    for i, (members, _) in enumerate(segments):
+        dev[members] = match[lead[i]]
     return dev
 
 

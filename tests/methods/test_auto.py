@@ -176,6 +176,7 @@ def test_the_dp_seeded_with_an_incumbent_proves_the_brute_force_optimum(spec: Sp
     from partdsl.evaluator.evaluate import evaluate
     from partdsl.kernels.bottleneck import ideal_dp
     from partdsl.methods import capabilities
+    from partdsl.methods.class_view import class_view
 
     spec = dp_replicas(replace(spec, constraints=replace(spec.constraints, acyclic=True)))
     if capabilities.unmodelled(spec, METHODS["dp"].ignores, {}) or ideal_dp.refusal(spec):
@@ -186,7 +187,7 @@ def test_the_dp_seeded_with_an_incumbent_proves_the_brute_force_optimum(spec: Sp
     brute = solve(spec, method="brute", gap=0.0)
     if not heuristic.status.has_solution() or not brute.status.has_solution():
         return
-    events = list(ideal_dp.run(spec, incumbent=heuristic.objective))
+    events = list(ideal_dp.run(class_view(spec), incumbent=heuristic.objective))  # as solve() hands it over
     assert not any(isinstance(e, Candidate) and "topo" in e.label for e in events)
     for e in events:
         if isinstance(e, Candidate):

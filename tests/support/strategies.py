@@ -106,7 +106,8 @@ def specs(draw, max_nodes: int = 7, kinds: tuple[str, ...] = ("bottleneck", "lat
     names = [nd.name for nd in g.nodes if nd.tensor_of is None]  # carriers ride with their sources
     pins = ()
     if draw(st.integers(0, 3)) == 0:
-        pins = ((Target(draw(st.sampled_from(names))), (Target("cpu"),)),)
+        to = draw(st.sampled_from(["cpu", f"acc[{n_acc - 1}]"]))  # a class, or one device (methods/class_view.py)
+        pins = ((Target(draw(st.sampled_from(names))), (Target(to),)),)
     forbids = ()
     if draw(st.integers(0, 3)) == 0:
         forbids = ((Target(draw(st.sampled_from(names))), (Target("acc[0]"),)),)
