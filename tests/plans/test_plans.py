@@ -258,7 +258,8 @@ def test_cli_convert_solve_export(tmp_path) -> None:
     assert run_part("generate", "transformer", "--layers", "6", "--hidden", "64", "--heads", "4", "--seq", "16",
                     "--vocab", "1000", "--gpus", "4", "-o", str(src)).returncode == 0
     op = tmp_path / "op.json"
-    r = run_part("solve", str(src), "--json", "--time-limit", "1")
+    r = run_part("solve", str(src), "--json", "--method", "greedy")  # one pass: a plan on any machine
+    assert r.returncode == 0, r.stderr
     op.write_text(r.stdout)
     out = tmp_path / "layout.json"
     r = run_part("export", str(src), "--plan", str(op), "--format", "megatron", "-o", str(out))
