@@ -311,3 +311,9 @@ class Spec:
         from partdsl.core.dense import Dense
 
         return Dense.build(self)
+
+    @property
+    def pins_devices(self) -> bool:
+        """A pin or forbid names a single device, not a whole class."""
+        c, devices = self.constraints, set(self.platform.devices)
+        return any(t.name in devices for _, ts in c.pins + c.forbids for t in ts)

@@ -22,9 +22,7 @@ from partdsl.core.ir import GENERIC, DeviceClass, Node, Spec, Target
 
 def class_view(spec: Spec) -> Spec:
     """`spec` with device-level pins and forbids turned into classes, or `spec` itself."""
-    p, c = spec.platform, spec.constraints
-    devices = set(p.devices)
-    if p.routed or c.replicate != 1 or not any(t.name in devices for _, ts in c.pins + c.forbids for t in ts):
+    if spec.platform.routed or spec.constraints.replicate != 1 or not spec.pins_devices:
         return spec
     runs = _runs(spec)
     if all(len(r) == 1 for r in runs):

@@ -97,7 +97,7 @@ def check(spec: Spec) -> None:
         why = "it minimizes the plain bottleneck (PipeDream's load under training; no gpipe, no overlap)"
     elif not c.acyclic:
         why = "its blocks are numbered in DAG order: add `acyclic` to the constraints"
-    elif c.max_stages is not None or any(t.name in p.devices for _, ts in c.pins + c.forbids for t in ts):
+    elif c.max_stages is not None or spec.pins_devices:
         why = "stage limits and device-level pins or forbids are not modelled"
     if why:
         raise PartError(f"Archer's MTPP MIP does not fit this spec: {why}", None,

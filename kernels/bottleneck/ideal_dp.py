@@ -65,9 +65,7 @@ def exact_for(spec: Spec) -> bool:
 def _exact_but_placement(spec: Spec) -> bool:
     """`exact_for` but for server levels (whose placements the DP orders by device)."""
     c, o = spec.constraints, spec.objective
-    devices = set(spec.platform.devices)
-    device_level = any(t.name in devices for _, ts in c.pins + c.forbids for t in ts)
-    return c.acyclic and not _orphans(spec) and o.kind == "bottleneck" and not device_level
+    return c.acyclic and not _orphans(spec) and o.kind == "bottleneck" and not spec.pins_devices
 
 
 def bounds_levels(spec: Spec) -> bool:
@@ -101,8 +99,7 @@ def _pinned_on_levels(spec: Spec) -> str | None:
     """On server levels the DP puts its stages on each class's devices in order
     (`_in_order`), which a pin or forbid naming one device breaks (methods/class_view.py
     turns them into classes only on flat platforms)."""
-    c, devices = spec.constraints, set(spec.platform.devices)
-    if spec.dense.path_bw is None or not any(t.name in devices for _, ts in c.pins + c.forbids for t in ts):
+    if spec.dense.path_bw is None or not spec.pins_devices:
         return None
     return ("on server levels the DP places its stages on each class's devices in order, and this spec pins or "
             "forbids single devices")
