@@ -5,14 +5,19 @@ segments the one device their nodes may use. On the view each run of like device
 class: the same devices, times and allowed pairs, and the DP's proof holds."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from partdsl import parse
+from partdsl.core.ir import Target
 from partdsl.methods.class_view import class_view
 from partdsl.methods.solve import solve
 
 from tests.support.effort import examples
+from tests.support.oracle import check_case, tiny_specs
 from tests.support.strategies import specs
 
 PINNED = """graph g {
@@ -69,3 +74,30 @@ def test_the_view_is_the_spec_device_for_device(spec) -> None:  # type: ignore[n
         dev = np.array([rng.choice(np.flatnonzero(row)) if row.any() else 0 for row in a.allowed])
         x, y = evaluate(spec, dev), evaluate(view, dev)
         assert x.feasible == y.feasible and (x.objective == y.objective or not x.feasible)
+
+
+@st.composite
+def pinned_specs(draw):  # type: ignore[no-untyped-def]
+    """Tiny specs of any objective on a flat platform of two or more accelerators, with a
+    node pinned to, and maybe another forbidden on, a single one: the view is taken."""
+    spec = draw(tiny_specs(kinds=("bottleneck", "latency", "task_latency", "throughput")))
+    acc = spec.platform.classes[0]
+    assume(not spec.platform.routed and spec.constraints.replicate == 1 and acc.count >= 2 and not acc.host)
+    names = [nd.name for nd in spec.graph.nodes if nd.tensor_of is None]
+    to = f"{acc.name}[{draw(st.integers(0, acc.count - 1))}]"
+    pins = ((Target(draw(st.sampled_from(names))), (Target(to),)),)
+    forbids = spec.constraints.forbids
+    if draw(st.booleans()):
+        forbids += ((Target(draw(st.sampled_from(names))), (Target(f"{acc.name}[{acc.count - 1}]"),)),)
+    spec = replace(spec, constraints=replace(spec.constraints, pins=pins, forbids=forbids))
+    assume(class_view(spec) is not spec)
+    return spec
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
+@given(pinned_specs())
+def test_every_method_on_the_view_agrees_with_brute_force(spec) -> None:  # type: ignore[no-untyped-def]
+    """The oracle (tests/support/oracle.py) on specs whose view is taken: no method claims
+    an optimum brute force beats, no bound crosses it, no answer is better than it."""
+    findings, runs = check_case(spec)
+    assert findings == [] and runs > 0
