@@ -11,6 +11,7 @@ import re
 from datetime import UTC, datetime
 
 import numpy as np
+from partdsl.cli.report import gap_text
 from partdsl.core.ir import Spec
 from partdsl.core.result import Result
 
@@ -70,7 +71,7 @@ def answer_summary(r: Result) -> str:
         ("method", f"{method}, solver {_e(r.solver)}"),
         ("objective", f"{_num(r.objective)} {_e(r.unit)}"),
         ("bound", f"{_num(r.bound)} {_e(r.unit)} ({which} bound on the optimum, proven)"),
-        ("gap", f"{100 * r.gap:.4g}%" if math.isfinite(r.gap) else "inf"),
+        ("gap", gap_text(r.gap)),
         ("time", f"{r.wall_time_s:.3f} s"),
     ])
 

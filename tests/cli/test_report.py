@@ -8,6 +8,7 @@ apt-get install chromium chromium-driver; .ci/run does it) and selenium (the tes
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import shutil
 import tempfile
@@ -115,3 +116,12 @@ def _looks_drawn(driver, path: Path) -> None:  # type: ignore[no-untyped-def]
     saturated = hsv[(hsv[..., 1] > 0.35) & (hsv[..., 2] > 0.3)]
     hues = np.unique(np.round(saturated[:, 0] * 12) % 12) if len(saturated) > 500 else []
     assert len(hues) >= 2, f"the picture shows {len(hues)} device colours"
+
+
+@pytest.mark.parametrize("gap,text", [(0.0, "0%"), (1.104e-15, "0%"), (4.1e-10, "0%"), (2e-9, "2e-07%"),
+                                      (0.1234567, "12.35%"), (math.inf, "inf")])
+def test_a_gap_below_float_noise_reads_zero(gap: float, text: str) -> None:
+    """Issue 76: a proven optimum showed `gap 1.104e-13%` in the report and the CLI."""
+    from partdsl.cli.report import gap_text
+
+    assert gap_text(gap) == text
