@@ -11,7 +11,7 @@ import re
 from datetime import UTC, datetime
 
 import numpy as np
-from partdsl.cli.report import gap_text
+from partdsl.cli.report import gap_text, objective_name
 from partdsl.core.ir import Spec
 from partdsl.core.result import Result
 
@@ -48,18 +48,25 @@ def inline_svg(fig) -> str:  # type: ignore[no-untyped-def]
     return text[text.index("<svg"):]
 
 
+SHOWN_CONSTRAINTS = 12  # lines of `subject to` shown before "... and N more"
+
+
 def spec_summary(spec: Spec, source: str) -> str:
-    from partdsl.methods.capabilities import FEATURES, features
+    """The spec in brief: its objective and constraints as the spec writes them (issue 76:
+    `training pipedream`, the batch and class-level pins were left out)."""
+    from partdsl.dsl.printer import constraint_lines
 
     d = spec.dense
     classes = ", ".join(f"{k.name} x {k.count}" + (" (host)" if k.host else "") for k in spec.platform.classes)
-    used = [FEATURES[f][0] for f in features(spec)]
+    lines = constraint_lines(spec.constraints)
+    if len(lines) > SHOWN_CONSTRAINTS:
+        lines = lines[:SHOWN_CONSTRAINTS - 1] + [f"... and {len(lines) - SHOWN_CONSTRAINTS + 1} more"]
     return _rows([
         ("spec", _e(source)),
         ("graph", f"{_e(spec.graph.name)}: {d.n:,} nodes, {len(spec.graph.edges):,} edges"),
         ("platform", _e(classes)),
-        ("objective", _e(spec.objective.kind)),
-        ("constraints", "<br>".join(_e(u) for u in used) or "none"),
+        ("objective", _e(objective_name(spec))),
+        ("constraints", "<br>".join(_e(u) for u in lines) or "none"),
     ])
 
 

@@ -21,6 +21,7 @@ class Kind:
     scheduled: bool  # scored on a schedule of pieces with start times (core/schedule.py)
     title: str  # what the report and `part check` call it
     written: str  # how a spec says it (the printer adds batch, split, training, overlap)
+    short: str = ""  # what a plot's title calls it (the name when empty)
     batched: bool = False  # a batch of samples per run (`batch`, `split`), valued per second
     takes: tuple[str, ...] = ()  # the constraints only this objective takes (core/validate.py)
 
@@ -31,7 +32,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("latency", "min", "ms", False, "latency (single stream, subgraph invocations)", "minimize latency",
          takes=("subgraphs",)),
     Kind("task_latency", "min", "ms", True, "latency (single stream, tasks scheduled on devices)",
-         "minimize latency by tasks"),
+         "minimize latency by tasks", short="latency"),
     Kind("throughput", "max", "samples/s", True, "batched throughput", "maximize throughput", batched=True),
 )
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
@@ -42,6 +43,11 @@ SCHEDULED: tuple[str, ...] = tuple(k.name for k in KINDS if k.scheduled)
 def taking(constraint: str) -> Kind:
     """The objective that takes a constraint of its own (`subgraphs`, `replicate`)."""
     return next(k for k in KINDS if constraint in k.takes)
+
+
+def label(k: Kind) -> str:
+    """A kind's short name, for a plot's title."""
+    return k.short or k.name
 
 
 def kind(name: str) -> Kind:

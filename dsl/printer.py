@@ -115,7 +115,8 @@ def _targets(ts: tuple[Target, ...]) -> str:
     return ", ".join(t.name for t in ts)
 
 
-def _constraints(c: Constraints) -> list[str]:
+def constraint_lines(c: Constraints) -> list[str]:
+    """The items of `subject to { ... }` as the language writes them."""
     out = []
     if c.acyclic:
         out.append("acyclic")
@@ -183,7 +184,7 @@ def to_part(spec: Spec, header: str | None = None) -> str:
               for ln in p.links]
     lines.append("}")
     lines.append(_objective(spec.objective))
-    lines.append("subject to {\n  " + ";\n  ".join(_constraints(spec.constraints)) + "\n}")
+    lines.append("subject to {\n  " + ";\n  ".join(constraint_lines(spec.constraints)) + "\n}")
     solve = _solve(spec.solve)
     if solve:
         lines.append(solve)

@@ -125,3 +125,30 @@ def test_a_gap_below_float_noise_reads_zero(gap: float, text: str) -> None:
     from partdsl.cli.report import gap_text
 
     assert gap_text(gap) == text
+
+
+@pytest.mark.parametrize("example,shown", [
+    ("tiny.part", ["bottleneck (max device load)", "acyclic", "contiguous", "pin head to gpu"]),
+    ("bert24_training.part", ["training pipedream"]),
+    ("diviml_batched.part", ["batched throughput, batch"]),
+])
+def test_the_spec_block_says_what_the_spec_says(example: str, shown: list[str]) -> None:
+    """Issue 76: the report's spec block showed `bottleneck` for `bottleneck training
+    pipedream`, `throughput` without its batch, and left out `pin head to gpu`."""
+    import html
+
+    from partdsl import parse_file
+
+    text = html.unescape(html_report.spec_summary(parse_file(EXAMPLES / example), example))
+    for s in shown:
+        assert s in text, (s, text)
+
+
+def test_a_spec_with_many_pins_shows_the_first_ones_and_a_count() -> None:
+    from partdsl import parse
+
+    nodes = " ".join(f"node n{i} {{ work 1 ms }}" for i in range(30))
+    pins = "; ".join(f"pin n{i} to gpu[{i % 2}]" for i in range(30))
+    spec = parse(f"graph g {{ {nodes} }} platform {{ device gpu[2] {{ link 1 GB/s }} }} subject to {{ {pins} }}")
+    text = html_report.spec_summary(spec, "s.part")
+    assert "pin n0 to gpu[0]" in text and "pin n29" not in text and "... and 20 more" in text

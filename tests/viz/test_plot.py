@@ -191,3 +191,17 @@ def test_names_without_layers_are_drawn_in_bands_of_depth_per_device() -> None:
     assert 10 <= drawn <= figures.MAX_GROUPS
     assert not _overlaps(top)
     figures._pyplot().close(fig)
+
+
+def test_a_gantt_title_names_the_objective_as_the_user_reads_it() -> None:
+    """Issue 76: `task_latency` (an internal name) leaked into plot titles."""
+    from partdsl import parse
+
+    spec = parse("graph g { node a { work 1 ms } node b { work 2 ms } a -> b }\n"
+                 "platform { device gpu[2] { link 1 GB/s } }\nminimize latency by tasks")
+    r = solve(spec, method="brute")
+    ev = r.evaluation
+    fig = figures.answer_figure(spec, ev, ev.schedule.node_devices(spec.dense.n), ev.subgraph)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert any(t.startswith("latency: ") for t in titles) and not any("task_latency" in t for t in titles)
+    figures._pyplot().close(fig)
