@@ -70,7 +70,7 @@ def test_constraint_checks_match_definitions(data) -> None:
         assert ("contiguous" not in kinds) == ok
     if c.acyclic:
         labels = [a * 2 + int(nd.backward) if g.is_training else a for a, nd in zip(assign, g.nodes)]
-        assert ("acyclic" not in kinds) == ref.quotient_acyclic(spec, labels)
+        assert ("acyclic" not in kinds) == ref.quotient_acyclic(spec, labels, parts=True)
     if c.memory == "hard" or (spec.objective.scheduled and c.memory != "ignore"):
         # schedule objectives (DiviML eq. 6): each sample's input and output tensors too
         L = spec.objective.batch if spec.objective.scheduled else 0

@@ -169,10 +169,15 @@ def contiguous(spec: Spec, S: set[int], reach: list[set[int]]) -> bool:
                    for u, v, w in product(range(n), repeat=3))
 
 
-def quotient_acyclic(spec: Spec, labels: list[int]) -> bool:
+def quotient_acyclic(spec: Spec, labels: list[int], parts: bool = False) -> bool:
+    """No cycle among the labelled sets. `parts`: as `acyclic` reads a training graph
+    (docs/language.md), an edge between a forward and a backward node orders nothing."""
     k = max(labels) + 1
     reach = [set() for _ in range(k)]
+    nodes = spec.graph.nodes
     for a, b in spec.graph.edges:
+        if parts and nodes[a].backward != nodes[b].backward:
+            continue
         if labels[a] != labels[b]:
             reach[labels[a]].add(labels[b])
     for _ in range(k):
