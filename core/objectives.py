@@ -25,6 +25,11 @@ class Kind:
     batched: bool = False  # a batch of samples per run (`batch`, `split`), valued per second
     takes: tuple[str, ...] = ()  # the constraints only this objective takes (core/validate.py)
 
+    @property
+    def label(self) -> str:
+        """Its short name, for a plot's title."""
+        return self.short or self.name
+
 
 KINDS: tuple[Kind, ...] = (
     Kind("bottleneck", "min", "ms", False, "bottleneck (max device load)", "minimize bottleneck",
@@ -43,11 +48,6 @@ SCHEDULED: tuple[str, ...] = tuple(k.name for k in KINDS if k.scheduled)
 def taking(constraint: str) -> Kind:
     """The objective that takes a constraint of its own (`subgraphs`, `replicate`)."""
     return next(k for k in KINDS if constraint in k.takes)
-
-
-def label(k: Kind) -> str:
-    """A kind's short name, for a plot's title."""
-    return k.short or k.name
 
 
 def kind(name: str) -> Kind:

@@ -309,7 +309,7 @@ def column_names(spec: Spec, vm: VarMap, prods: np.ndarray, cin_p: np.ndarray, c
     N = d.names
 
     def slot(j: int) -> str:
-        return f"{d.devices[vm.slot_dev[j]]}.s{vm.slot_rank[j]}"
+        return _slot(d, vm.slot_dev, vm.slot_rank, j)
 
     cols = ColumnNames()
     def place(p: int) -> str:

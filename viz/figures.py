@@ -18,7 +18,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-from partdsl.core import objectives
 from partdsl.core.evaluation import Evaluation
 from partdsl.core.ir import Spec
 
@@ -202,7 +201,7 @@ def loads(ax, spec: Spec, ev: Evaluation, bound: float | None = None) -> None:  
     _device_ticks(ax, "x", devices)
     ax.set_ylim(0, float(np.nanmax(np.where(np.isfinite(total), total, 0))) * 1.15 or 1.0)
     ax.set_ylabel(f"load ({ev.unit})")
-    ax.set_title(f"per-device load: {objectives.label(spec.objective.entity)} {ev.objective:.6g} {ev.unit}")
+    ax.set_title(f"per-device load: {spec.objective.entity.label} {ev.objective:.6g} {ev.unit}")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
@@ -260,7 +259,7 @@ def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | Non
     _device_ticks(ax, "y", list(d.devices))
     ax.set_ylim(d.D - 0.5, -0.5)
     ax.set_xlabel("time (ms)")
-    ax.set_title(f"{objectives.label(spec.objective.entity)}: {ev.objective:.6g} {ev.unit} (makespan {end:.4g} ms)")
+    ax.set_title(f"{spec.objective.entity.label}: {ev.objective:.6g} {ev.unit} (makespan {end:.4g} ms)")
     if ev.schedule is not None:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return texts

@@ -66,13 +66,16 @@ def assign_masks(spec: Spec, segments: list[tuple[np.ndarray, int]], replicas: t
     first such device leaves a set on a device it may not use, a maximum bipartite matching
     of sets to devices finds a placement whenever one exists (`pin block[1..12] to gpu[0]`
     with `embed` first in the chain took gpu[0] from the blocks)."""
-    dev, fits = _first_fit(spec, segments, replicas)
+    d = spec.dense
+    usable = [d.allowed[m].all(axis=0) & (d.dev_class == c) for m, c in segments]  # [set][device]
+    dev, fits = _first_fit(spec, segments, replicas, usable)
     if not fits:
-        dev = _matched(spec, segments, replicas, dev)
+        dev = _matched(spec, segments, replicas, usable, dev)
     return dev
 
 
-def _first_fit(spec: Spec, segments: list[tuple[np.ndarray, int]], replicas: tuple[int, ...]) -> tuple[np.ndarray, bool]:
+def _first_fit(spec: Spec, segments: list[tuple[np.ndarray, int]], replicas: tuple[int, ...],
+               usable: list[np.ndarray]) -> tuple[np.ndarray, bool]:
     """Each set the first unused device of its class it may use (any unused one of the
     class if none): the devices, and whether every set may use its device."""
     d = spec.dense
@@ -80,7 +83,7 @@ def _first_fit(spec: Spec, segments: list[tuple[np.ndarray, int]], replicas: tup
     used = np.zeros(d.D, dtype=bool)
     fits = True
     for i, (members, c) in enumerate(segments):
-        ok = d.allowed[members].all(axis=0) & (d.dev_class == c) & ~used
+        ok = usable[i] & ~used
         fits &= bool(ok.any())
         pool = np.flatnonzero(ok) if ok.any() else np.flatnonzero((d.dev_class == c) & ~used)
         j = int(pool[0])
@@ -92,7 +95,7 @@ def _first_fit(spec: Spec, segments: list[tuple[np.ndarray, int]], replicas: tup
 
 
 def _matched(spec: Spec, segments: list[tuple[np.ndarray, int]], replicas: tuple[int, ...],
-             fallback: np.ndarray) -> np.ndarray:
+             usable: list[np.ndarray], fallback: np.ndarray) -> np.ndarray:
     """A placement by maximum bipartite matching: one slot per set and replica, each slot
     to a distinct device of the set's class that all its nodes may use; `fallback` when
     no matching places every slot."""
@@ -103,9 +106,8 @@ def _matched(spec: Spec, segments: list[tuple[np.ndarray, int]], replicas: tuple
     if not segments:
         return fallback
     reps = np.asarray(replicas or (1,) * len(segments), dtype=np.int64)
-    ok = np.array([d.allowed[m].all(axis=0) & (d.dev_class == c) for m, c in segments])
     slot_of = np.repeat(np.arange(len(segments)), reps)
-    match = maximum_bipartite_matching(csr_matrix(ok[slot_of]), perm_type="column")
+    match = maximum_bipartite_matching(csr_matrix(np.array(usable)[slot_of]), perm_type="column")
     if (match < 0).any():
         return fallback
     dev = np.full(d.n, -1, dtype=np.int64)
