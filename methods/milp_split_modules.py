@@ -40,6 +40,7 @@ LATE_SECONDS = 0.5  # jobs may compute HEFT's start until this long past the dea
 # what a worker process imports as it starts (runtime/executor.warm_pool): the module MILP and its solvers
 WORKER_MODULES = ("partdsl.methods.milp_split_modules", "partdsl.solvers.dispatch")
 HERE_TASKS = 32  # at most this many tasks (nodes x batch pieces): the module MILPs take less than a process's start
+SA_MOVES_PER_TASK = 20  # the annealing start's moves per task (node x batch piece), within its seconds
 
 
 def pool_pays(spec: Spec) -> bool:
@@ -138,7 +139,9 @@ def limit_at(until: float, rounds_left: int, cap: float) -> float:
 
 def _starts(spec: Spec, seconds: float, until: Deadline, hard: Deadline = NEVER) -> Iterator[Schedule]:
     """MIP start candidates: HEFT, Greedy, and under a split batch (where the MILP rarely
-    closes) simulated annealing for `seconds`; HEFT alone when there are no seconds or
+    closes) simulated annealing for `seconds` or SA_MOVES_PER_TASK moves per task, whichever
+    ends first (on a 5-node module under a split of 2, 1.5 s of annealing took 10x the
+    MILP's time, which then proved the optimum anyway); HEFT alone when there are no seconds or
     fewer left before `until` than HEFT took (on a 941-node module under a split batch,
     each takes a second and Greedy's ran 1.6 s past --time-limit 5)."""
     from partdsl.kernels.schedule import search as schedule_search
@@ -155,7 +158,8 @@ def _starts(spec: Spec, seconds: float, until: Deadline, hard: Deadline = NEVER)
     if spec.objective.split == 1 or until.passed():
         return
     until = Deadline.after(min(seconds, until.left()))
-    for item in schedule_search.sa(spec, 0, until, iterations=10**9):
+    moves = SA_MOVES_PER_TASK * spec.dense.n * spec.objective.split
+    for item in schedule_search.sa(spec, 0, until, iterations=moves):
         if isinstance(item, Candidate):
             yield item.schedule
 
