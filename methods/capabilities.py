@@ -51,10 +51,6 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
         s.constraints.replicate > 1 and (s.objective.overlap is not None or s.objective.training == "gpipe"))),
     "replicas with a stage limit": ("data-parallel stages with `stages <= k`", lambda s: (
         s.constraints.replicate > 1 and s.constraints.max_stages is not None)),
-    "replicas with acyclic": ("data-parallel stages with `acyclic` stages", lambda s: (
-        s.constraints.replicate > 1 and s.constraints.acyclic)),
-    "levels or links with acyclic": ("server levels or direct links with `acyclic` stages", lambda s: (
-        s.platform.routed and s.objective.kind == "bottleneck" and s.constraints.acyclic)),
     "replicas on server levels": ("data-parallel stages on server levels (their placement sets the sync's "
                                   "bandwidth)", lambda s: s.constraints.replicate > 1 and s.platform.hierarchical),
 }
@@ -83,8 +79,6 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "replication": lambda s: s.constraints.span_of("replicate"),
     "replicas with overlap or GPipe": lambda s: s.constraints.span_of("replicate"),
     "replicas with a stage limit": lambda s: s.constraints.span_of("max_stages"),
-    "replicas with acyclic": lambda s: s.constraints.span_of("replicate"),
-    "levels or links with acyclic": lambda s: s.platform.routes_span,
     "replicas on server levels": lambda s: s.constraints.span_of("replicate"),
 }
 
@@ -92,7 +86,6 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
 # a feature that is a case of another: a method models it only if it models both
 LEVELS = "server levels or direct links"
 WITHIN = {"replicas with overlap or GPipe": ("replication",), "replicas with a stage limit": ("replication",),
-          "replicas with acyclic": ("replication",), "levels or links with acyclic": (LEVELS,),
           "transfers on server levels or direct links": (LEVELS,),
           "replicas on server levels": ("replication", LEVELS)}
 

@@ -8,7 +8,7 @@ dp where it is exact, the exact MIP's incumbent).
 Every number is a proven lower bound: a MIP stopped by its time limit contributes its
 dual bound, never its incumbent; a relaxation that could not be solved is reported as
 such, with no value. Specs outside MTPP (several device classes, no `acyclic`) get
-simple, LP (of Tarnawski's IP, without `acyclic` if the spec has it) and exact; the
+simple, LP (of Tarnawski's IP, with its stage rows under `acyclic`) and exact; the
 superblock bounds say why they do not apply.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from partdsl.core.result import Result, Status, Termination
 from partdsl.methods.bounds import bound as trivial_bound
 from partdsl.methods.exact import solve_mtpp_variant
 from partdsl.models import mtpp
-from partdsl.models.formulations import MTPP, formulation_for
+from partdsl.models.formulations import formulation_for
 from partdsl.runtime import interrupt
 from partdsl.runtime.executor import job_threads, run_all
 from partdsl.solvers.highs_matrix import solve_highs
@@ -157,19 +157,8 @@ def bottleneck_guess(spec: Spec, time_limit: float | None = None, solver: str | 
             sum(s for _, _, s in results.values()))
 
 
-def without_acyclic(spec: Spec) -> Spec | None:
-    """The spec without `acyclic` when the exact formulation is Tarnawski's IP, which has no
-    stage order: a relaxation (the evaluator's cost does not depend on `acyclic`), so its
-    LP is still a lower bound. None when the spec needs no such step."""
-    if not spec.constraints.acyclic or formulation_for(spec) is MTPP:
-        return None
-    return replace(spec, constraints=replace(spec.constraints, acyclic=False))
-
-
 def lp_bound(spec: Spec, time_limit: float | None = None) -> tuple[float | None, bool]:
-    """The LP relaxation of the exact formulation (HiGHS simplex); None if not solved. For
-    Tarnawski's IP under `acyclic`, the LP of the IP without it (`without_acyclic`)."""
-    spec = without_acyclic(spec) or spec
+    """The LP relaxation of the exact formulation (HiGHS simplex); None if not solved."""
     mip, _ = formulation_for(spec).build(spec, None, 0)
     out = solve_highs(replace(mip, integer=np.zeros_like(mip.integer)), time_limit)
     if out.status == Status.INFEASIBLE:
@@ -177,24 +166,6 @@ def lp_bound(spec: Spec, time_limit: float | None = None) -> tuple[float | None,
     if out.status != Status.OPTIMAL:
         return None, False
     return float(out.objective), True
-
-
-def _relaxed_exact(spec: Spec, solver: str | None, time_limit: float | None, threads: int | None, seed: int,
-                   found: "_Found") -> BoundEntry | None:
-    """Under `acyclic` on a mixed platform with dp refused (too many ideals): the dual bound
-    of Tarnawski's IP without `acyclic`, a relaxation; its incumbent may be cyclic, so it
-    is not a solution. None if that IP does not fit the spec either."""
-    from partdsl.methods.solve import solve
-
-    relaxed = without_acyclic(spec)
-    if relaxed is None:
-        return None
-    try:
-        r = solve(relaxed, method="exact", solver=solver, time_limit=time_limit, threads=threads, seed=seed,
-                  warm_start=found.assignment)
-    except PartError:
-        return None
-    return _exact_entry(r, "dual bound of Tarnawski's IP without `acyclic` (a relaxation; dp refused: too many ideals)")
 
 
 def _exact_entry(r: Result, note: str) -> BoundEntry:
@@ -303,7 +274,6 @@ def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Call
         else:
             bounds["lp"] = BoundEntry("lp", v, time.monotonic() - t, ok,
                                       "LP relaxation of " + ("Fig. 3" if not_mtpp is None else "Tarnawski's IP")
-                                      + (" without `acyclic`" if without_acyclic(spec) else "")
                                       + ("" if ok else ": not solved within the limit"))
             say(f"lp: {v}")
     for name in ("bottleneck", "bottleneck_guess"):
@@ -336,8 +306,7 @@ def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Call
                 bounds["exact"] = BoundEntry("exact", found.dp[0], found.dp[1], True,
                                              f"DP over ideals (Tarnawski sec. 5.1.1); no MIP: {_why(e)}")
             else:
-                bounds["exact"] = _relaxed_exact(spec, solver, time_limit, threads, seed, found) \
-                    or BoundEntry("exact", None, 0.0, False, f"not applicable: {_why(e)}")
+                bounds["exact"] = BoundEntry("exact", None, 0.0, False, f"not applicable: {_why(e)}")
         else:
             found.consider(r, "exact")
             bounds["exact"] = _exact_entry(r, "Fig. 3" if not_mtpp is None else "Tarnawski's IP (Fig. 6)")

@@ -101,9 +101,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("exact", "methods.exact:run", False, "Archer's MTPP MIP (Fig. 3), Tarnawski's max-load IP (Fig. 6) or latency IP "
            "(Figs. 3-4), or the DiviML MILP (eqs. 1-7) for schedule objectives, with a MIP start",
            ("pyomo", "symmetry", "heuristics", "relax"), mip=True, ignores=(
-           # Tarnawski's max-load IP models replicas (models/maxload_replicas.py) and prices transfers per pair
-           # of devices (maxload_routes, latency_routes); Archer's MTPP MIP, the row under `acyclic`, does neither
-           ("replicas with acyclic", None), ("levels or links with acyclic", None), ACTIVATIONS)),
+           # Tarnawski's max-load IP models replicas (models/maxload_replicas.py), prices transfers per pair of
+           # devices (maxload_routes, latency_routes) and orders stages (maxload_stages), where MTPP does not
+           ACTIVATIONS,)),
     Method("dpl", "kernels.bottleneck.baselines:dpl", False, "the DP on one DFS linearization (Tarnawski's DPL)", objectives=MAX_LOAD, ignores=FLAT),
     Method("pipedream", "kernels.bottleneck.baselines:pipedream", False, "PipeDream's linear DP on a chain, accelerators only; "
            "-O contract=1 cuts only where the graph is a path, its branchings contracted (baseline)", ("contract",),

@@ -5,8 +5,8 @@ chain apply and invert. Answers go in and come out as Candidates (core/events.py
 
 | row | paper | when |
 |---|---|---|
-| mtpp | Archer et al. Fig. 3 | one class of identical stages under `acyclic` |
-| maxload | Tarnawski et al. Fig. 6 | the bottleneck otherwise |
+| mtpp | Archer et al. Fig. 3 | one class of identical stages under `acyclic` (what mtpp.check takes) |
+| maxload | Tarnawski et al. Fig. 6 | the bottleneck otherwise (`acyclic`, stage limits: maxload_stages) |
 | latency | Tarnawski et al. Figs. 3-4 | `minimize latency` |
 | diviml | Ghannane & Abdelfattah eqs. 1-7 | `minimize latency by tasks`, `maximize throughput` |
 """
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
 from partdsl.models import diviml, diviml_size, diviml_symmetry, latency, latency_start, maxload, mtpp
@@ -97,12 +98,17 @@ FORMULATIONS = {f.name: f for f in (MTPP, MAXLOAD, LATENCY, DIVIML)}
 
 def formulation_for(spec: Spec) -> Formulation:
     """The row `exact` solves: the objective's; under the bottleneck, Archer's MTPP MIP for
-    one class of identical stages under `acyclic`, else Tarnawski's max-load IP."""
+    what it models (one class of identical stages under `acyclic`, no pins, stage limits,
+    replicas or levels), else Tarnawski's max-load IP, which models `acyclic` and stage
+    limits on any platform (models/maxload_stages.py)."""
     if spec.objective.kind == "latency":
         return LATENCY
     if spec.objective.scheduled:
         return DIVIML
-    p = spec.platform
-    if len(p.classes) == 1 and not p.classes[0].host and spec.constraints.acyclic:
-        return MTPP
+    if spec.constraints.replicate <= 1 and not spec.platform.routed:
+        try:
+            mtpp.check(spec)
+            return MTPP
+        except PartError:
+            pass
     return MAXLOAD

@@ -19,7 +19,8 @@ v only if device j-1 holds a node ranked before v (any solution can be relabelle
 satisfy it). Off by default: HiGHS detects the symmetry itself, and these rows made it
 5x slower on BERT-24 (39.5 s against 7.5 s to a proven optimum). Replicated stages
 (`replicate <= r`, App. C.2): a binary per device and factor, each load row once per
-factor (models/maxload_replicas.py).
+factor (models/maxload_replicas.py). `acyclic` and `stages <= k`: stage positions and used
+devices (models/maxload_stages.py).
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from partdsl.core.ir import Spec
 from partdsl.evaluator import levels
 from partdsl.models import maxload_replicas as replicas
 from partdsl.models import maxload_routes as routes
+from partdsl.models import maxload_stages as stages
 from partdsl.models import maxload_symmetry as symmetry_rows
 from partdsl.models.matrix import ColumnNames, MatrixMIP, Rows
 from partdsl.models.memory import treatment
@@ -49,17 +51,14 @@ class VarMap:
     groups: tuple[tuple[int, ...], ...]  # interchangeable devices, symmetry broken in order
     route: routes.Routes | None  # transfers priced per pair of devices (server levels, direct links)
     rep: replicas.Replicas = replicas.NONE  # replication factor columns (`replicate <= r`)
+    stages: stages.Stages = stages.NONE  # stage positions (`acyclic`), used devices (`stages <= k`)
 
 
 def check(spec: Spec) -> None:
-    o, c = spec.objective, spec.constraints
+    o = spec.objective
     why = None
     if o.kind != "bottleneck":
         why = "it minimizes the max load (pipelined throughput), not latency or batched throughput"
-    elif c.acyclic:
-        why = "an acyclic stage order is not part of this IP (use method dp, exact under acyclic)"
-    elif c.max_stages is not None:
-        why = "stage limits are not modelled"
     if why:
         raise PartError(f"Tarnawski's max-load IP does not fit this spec: {why}", None,
                         "use --method dp or topo")
@@ -85,8 +84,10 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
     ov, ov_hi, nc = _memory_rows(spec, xcol, nc, rows)
     # loads, per phase (one phase unless GPipe), each replicated stage's per factor (models/maxload_replicas.py)
     rep, nc = replicas.columns(spec, nc)
+    stg, nc = stages.columns(spec, nc)
     ub = np.ones(nc)  # the columns' upper bounds so far (the big-Ms need them); col_hi extends them
     ub[[ov[i] for i in ov]] = [ov_hi[i] for i in ov]
+    stages.upper(stg, ub)
     if route is not None:
         routes.upper(route, ub)
     rows.family("replicas")  # each row named by add_rows
@@ -97,6 +98,7 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
     loads.close()
     _colocation_rows(d, xcol, rows)
     z, nc = _contiguity_rows(spec, xcol, nc, rows)
+    stages.add_rows(spec, stg, xcol, rows)
     col_hi_zero: list[int] = []
     groups = symmetry_rows.interchangeable(spec) if symmetry else ()
     if groups:
@@ -112,7 +114,8 @@ def build(spec: Spec, symmetry: bool = False) -> tuple[MatrixMIP, VarMap]:
     integer = np.zeros(nc, dtype=bool)
     integer[:L[0]] = True
     integer[list(rep.y.values())] = True
-    vm = VarMap(xcol, nc, L, cin, cout, z, ov, groups, route, rep)
+    integer[stg.used] = True
+    vm = VarMap(xcol, nc, L, cin, cout, z, ov, groups, route, rep, stg)
     return MatrixMIP(cost, A, lo, hi, col_lo, col_hi, integer, rows.names,
                      lambda: column_names(spec, vm)), vm
 
@@ -277,7 +280,8 @@ def _contiguity_rows(spec: Spec, xcol: np.ndarray, nc: int, rows: Rows) -> tuple
 def column_names(spec: Spec, vm: VarMap) -> list[str]:
     """x(node,device), maxload (fw/bw under GPipe), comm_in(node,device[,phase]),
     comm_out(node,device), overflow(device), z(node,device[,fw|bw]), route(node,from,to[,fw|bw])
-    and send(node,device) on routed platforms, used(device), replicas(device,r); symmetry counts c<j>."""
+    and send(node,device) on routed platforms, used(device), replicas(device,r); symmetry counts c<j>;
+    the stage columns of models/maxload_stages.py."""
     d = spec.dense
     N, Dn = d.names, d.devices
     cols = ColumnNames()
@@ -304,6 +308,7 @@ def column_names(spec: Spec, vm: VarMap) -> list[str]:
         cols.add(col, 1, "used", lambda j, i=i: Dn[i])
     for (i, r), col in vm.rep.y.items():
         cols.add(col, 1, "replicas", lambda j, i=i, r=r: (Dn[i], r))
+    stages.name_columns(spec, vm.stages, cols)
     return cols.names(vm.ncols)
 
 
@@ -324,7 +329,7 @@ def encode(spec: Spec, vm: VarMap, dev: np.ndarray, factors: np.ndarray | None =
         return None
     x = np.zeros(vm.ncols)
     x[vm.xcol[np.arange(d.n), dev]] = 1.0
-    if not replicas.encode(spec, vm.rep, dev, factors, x):
+    if not replicas.encode(spec, vm.rep, dev, factors, x) or not stages.encode(spec, vm.stages, dev, x):
         return None
     phase = d.backward.astype(np.int64) if len(vm.L) == 2 else np.zeros(d.n, dtype=np.int64)
     for (u, i, p), col in vm.cin.items():

@@ -36,6 +36,7 @@ def build(spec: Spec) -> pyo.ConcreteModel:
     m.colocate = constraint(d.colocated_pairs, m.I, rule=lambda m, a, b, i: _x(m, a, i) == _x(m, b, i))
     if spec.constraints.contiguous:
         _contiguity(spec, m)
+    _stages(spec, m)
     m.objective = pyo.Objective(expr=sum(m.L[p] for p in m.P), sense=pyo.minimize)
     return m
 
@@ -139,6 +140,34 @@ def _contiguity(spec: Spec, m: pyo.ConcreteModel) -> None:
     m.z_gap = constraint(m.EZ, rule=lambda m, u, v, i, q: m.z[v, i, q] <= xp(v, i, q) - xp(u, i, q) + 1)
 
 
+def _stages(spec: Spec, m: pyo.ConcreteModel) -> None:
+    """`acyclic`: stage positions p, node positions q (models/maxload_stages.py); `stages <= k`:
+    used devices."""
+    from partdsl.models.maxload_stages import ordering_edges
+
+    d, c = spec.dense, spec.constraints
+    if c.acyclic:
+        two = bool(d.backward.any())
+        M = (2 * d.D if two else d.D) - 1
+        m.S = pyo.RangeSet(0, M)
+        m.stage_pos = pyo.Var(m.S, bounds=(0, M))
+        m.node_pos = pyo.Var(m.V, bounds=(0, M))
+
+        def s(v: int, i: int) -> int:
+            return 2 * i + int(d.backward[v]) if two else i
+
+        m.position_le = constraint(m.A, rule=lambda m, v, i: m.node_pos[v] - m.stage_pos[s(v, i)] <= M * (1 - m.x[v, i]))
+        m.position_ge = constraint(m.A, rule=lambda m, v, i: m.stage_pos[s(v, i)] - m.node_pos[v] <= M * (1 - m.x[v, i]))
+        e = np.flatnonzero(ordering_edges(spec))
+        m.EO = pyo.Set(initialize=[(int(d.src[k]), int(d.dst[k]), i) for k in e for i in range(d.D)
+                                   if (int(d.src[k]), i) in m.A], dimen=3)
+        m.stage_order = constraint(m.EO, rule=lambda m, u, v, i: m.node_pos[v] - m.node_pos[u] >= m.x[u, i] - _x(m, v, i))
+    if c.max_stages is not None:
+        m.stage_used = pyo.Var(m.I, within=pyo.Binary)
+        m.marks_stage = constraint(m.A, rule=lambda m, v, i: m.x[v, i] <= m.stage_used[i])
+        m.stage_limit = pyo.Constraint(expr=sum(m.stage_used[i] for i in m.I) <= int(c.max_stages))
+
+
 def _upper(e) -> float:  # type: ignore[no-untyped-def]
     """An upper bound of a linear expression from its variables' bounds (a big-M)."""
     return float(e) if isinstance(e, (int, float)) else float(compute_bounds_on_expr(e)[1])
@@ -207,6 +236,29 @@ def warm_start(spec: Spec, m: pyo.ConcreteModel, dev: np.ndarray, factors: np.nd
         marks = {(i, q): reaches(spec, dev, i, None if q < 0 else q) for i in range(d.D) for q in {q for _, _, q in m.Z}}
         for v, i, q in m.Z:
             m.z[v, i, q].set_value(float(marks[i, q][v]))
+    if not _warm_stages(spec, m, dev):
+        return False
     for p, value in zip(m.P, max_loads(spec, dev, factors)):
         m.L[p].set_value(float(value))
+    return True
+
+
+def _warm_stages(spec: Spec, m: pyo.ConcreteModel, dev: np.ndarray) -> bool:
+    """The start's stage and node positions and used devices; False if its stages form a cycle."""
+    from partdsl.core.graphs import stage_labels
+    from partdsl.models.maxload_stages import positions
+
+    if hasattr(m, "stage_pos"):
+        pos = positions(spec, dev)
+        if pos is None:
+            return False
+        for k in m.S:
+            m.stage_pos[k].set_value(float(pos[k]))
+        lab = stage_labels(spec.dense, dev)[0]
+        for v in m.V:
+            m.node_pos[v].set_value(float(pos[lab[v]]))
+    if hasattr(m, "stage_used"):
+        used = np.bincount(dev, minlength=spec.dense.D) > 0
+        for i in m.I:
+            m.stage_used[i].set_value(float(used[i]))
     return True

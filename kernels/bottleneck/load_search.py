@@ -93,7 +93,8 @@ class Search:
 
     def rate(self, dev: np.ndarray, layout: Layout | None = None) -> Score:
         value, table = self.loads(dev, (layout or self.layout).r if self.layout is not None else None)
-        return value, float(np.square(table).sum())
+        with np.errstate(over="ignore"):  # loads past 1e154 ms square to inf: a tie the max load decides
+            return value, float(np.square(table).sum())
 
     def bottlenecks(self, dev: np.ndarray) -> np.ndarray:
         """The most loaded device (per phase under GPipe)."""

@@ -225,7 +225,8 @@ class LoadTable:
             m = midx[mptr[k]:mptr[k + 1]]
             trial[m] = j
             v, table = self(trial, r)
-            value[i], spread[i] = v, float(np.square(table).sum())
+            with np.errstate(over="ignore"):  # as LoadSearch.rate: past 1e154 ms a square is inf
+                value[i], spread[i] = v, float(np.square(table).sum())
             trial[m] = dev[m]
         return value, spread
 

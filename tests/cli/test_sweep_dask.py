@@ -84,11 +84,11 @@ def test_sweep_resumes_without_redoing_rows(tmp_path) -> None:  # type: ignore[n
 
 def test_sweep_rows_say_what_failed(tmp_path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "runs.csv"
-    p = run_part("sweep", str(EXAMPLES / "tiny.part"), "--method", "topo,exact,dp_typo", "-o", str(out))
+    p = run_part("sweep", str(EXAMPLES / "tiny.part"), "--method", "topo,heft,dp_typo", "-o", str(out))
     assert p.returncode == 2 and "2 run(s) failed" in p.stderr
     rows = {r["method"]: r for r in csv.DictReader(out.open())}
     assert rows["topo"]["status"] == "feasible" and rows["topo"]["error"] == ""
-    assert rows["exact"]["status"] == "error" and "does not fit this spec" in rows["exact"]["error"]
+    assert rows["heft"]["status"] == "error" and "optimizes task_latency or throughput" in rows["heft"]["error"]
     assert rows["dp_typo"]["status"] == "error" and "unknown method" in rows["dp_typo"]["error"]
 
 

@@ -319,10 +319,12 @@ subject to { acyclic; replicate <= 2 }""")
     assert r.status.value == "optimal" and r.bound == pytest.approx(16.0)
 
 
-def test_exact_refuses_levels_where_its_mip_prices_transfers_flat() -> None:
-    with pytest.raises(PartError, match="levels or links with acyclic") as e:
-        solve(parse(TEXT + "subject to { acyclic }"), method="exact")
-    assert e.value.span is not None
+def test_exact_prices_routes_under_acyclic_and_its_pyomo_twin_refuses_levels() -> None:
+    """Under `acyclic` too, `exact` takes Tarnawski's IP (its stage rows) with routes priced
+    per pair (it took Archer's MTPP MIP, which prices transfers flat, and refused)."""
+    spec = parse(TEXT + "subject to { acyclic }")
+    r, brute = solve(spec, method="exact", gap=0.0), solve(spec, method="brute", gap=0.0)
+    assert r.status.value == "optimal" and r.objective == pytest.approx(brute.objective)
     for text in (TEXT, TEXT.replace("minimize bottleneck", "minimize latency")):
         with pytest.raises(PartError, match="matrix path only"):
             solve(parse(text), method="exact", options={"pyomo": 1})
@@ -545,9 +547,9 @@ def test_the_mip_export_writes_routes_or_refuses_levels_it_would_cost_flat(tmp_p
     from partdsl.cli.main import main
 
     spec = tmp_path / "levels.part"
-    spec.write_text(TEXT + "subject to { acyclic }")  # Archer's MTPP MIP costs them flat
-    assert main(["export", str(spec), "--lp", str(tmp_path / "m.lp")]) == 2
-    assert not (tmp_path / "m.lp").exists()
+    spec.write_text(TEXT + "subject to { acyclic }")  # the max-load IP, not Archer's MTPP MIP (flat costs)
+    assert main(["export", str(spec), "--lp", str(tmp_path / "m.lp")]) == 0
+    assert "stage_order(" in (tmp_path / "m.lp").read_text() and "route(" in (tmp_path / "m.lp").read_text()
     spec.write_text(TEXT)  # the max-load IP prices each route
     assert main(["export", str(spec), "--lp", str(tmp_path / "m.lp")]) == 0
     assert "route(a,gpu(0),gpu(2))" in (tmp_path / "m.lp").read_text()
@@ -589,7 +591,7 @@ def test_auto_names_the_methods_when_none_of_its_members_models_the_spec() -> No
     with pytest.raises(PartError) as e:
         next(auto.run(parse(text), methods=table))
     assert "no method that auto runs on this spec models all of its features" in e.value.message
-    assert "replicas with acyclic: topo, dp, load_search, brute" in e.value.message
+    assert "replication: topo, dp, exact, load_search, brute" in e.value.message
     assert "activation memory: local_search, single, brute" in e.value.message
     assert e.value.span is not None
     # without `acyclic` and activations, exact models it all: the max-load IP proves auto's answer optimal

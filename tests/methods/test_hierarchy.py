@@ -17,8 +17,9 @@ from partdsl import evaluate, parse, solve
 from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Platform, Spec, Work
 from partdsl.generators.regal import regal_spec
 from partdsl.methods.exact import solve_mtpp_variant
-from partdsl.methods.hierarchy import bottleneck_guess, hierarchy, lp_bound, mip_bound, without_acyclic
+from partdsl.methods.hierarchy import bottleneck_guess, hierarchy, lp_bound, mip_bound
 from partdsl.models import mtpp
+from partdsl.models.formulations import MAXLOAD, formulation_for
 from partdsl.solvers.highs_matrix import solve_highs
 
 from tests.support import run_part
@@ -79,9 +80,9 @@ def test_every_relaxation_is_below_the_optimum_and_they_are_ordered(spec: Spec) 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(st.data())
-def test_lp_of_tarnawski_ip_without_acyclic_is_below_the_acyclic_optimum(data) -> None:
+def test_lp_of_tarnawski_ip_with_stage_rows_is_below_the_acyclic_optimum(data) -> None:
     """On accelerators + CPUs under `acyclic` (no MTPP), the LP is that of Tarnawski's IP
-    with `acyclic` dropped: a relaxation, so at most the brute-force acyclic optimum."""
+    with its stage rows (models/maxload_stages.py): at most the brute-force acyclic optimum."""
     from dataclasses import replace
 
     from tests.support.strategies import specs
@@ -89,7 +90,7 @@ def test_lp_of_tarnawski_ip_without_acyclic_is_below_the_acyclic_optimum(data) -
     spec: Spec = data.draw(specs(max_nodes=6, kinds=("bottleneck",), max_devices=3))
     assume(spec.constraints.max_stages is None)
     spec = replace(spec, constraints=replace(spec.constraints, acyclic=True))
-    assert without_acyclic(spec) is not None
+    assert formulation_for(spec) is MAXLOAD
     brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
     assume(brute.status.value == "optimal")
     lp, solved = lp_bound(spec)
@@ -170,9 +171,10 @@ def test_superblock_bounds_say_why_they_do_not_apply() -> None:
 
 
 @pytest.mark.slow  # a long solve (conftest.py: the tiers)
-def test_acyclic_on_a_mixed_platform_beyond_dp_gets_the_relaxed_ip_bound() -> None:
-    """18 parallel nodes: 2^18 ideals, more than dp takes. The exact row is then the dual
-    bound of Tarnawski's IP without `acyclic`: between the LP and the best solution."""
+def test_acyclic_on_a_mixed_platform_beyond_dp_gets_the_ip_bound_with_its_stage_rows() -> None:
+    """18 parallel nodes: 2^18 ideals, more than dp takes. The exact row is Tarnawski's IP
+    with its stage rows (models/maxload_stages.py), between the LP and the best solution
+    (it was the IP without `acyclic`, a relaxation, before that IP modelled it)."""
     text = "graph wide { node src { work 1 ms; out 1 MB } node sink { work 1 ms }\n"
     text += "".join(f"node w{i} {{ work {1 + 0.13 * i:.2f} ms, {3 + 0.2 * i:.1f} ms on cpu; out {i} MB }}"
                     f" src -> w{i} -> sink\n" for i in range(1, 19))
@@ -181,11 +183,11 @@ def test_acyclic_on_a_mixed_platform_beyond_dp_gets_the_relaxed_ip_bound() -> No
     subject to { acyclic }""")
     h = hierarchy(spec, time_limit=30)
     ex, lp = h.bounds["exact"], h.bounds["lp"]
-    assert "without `acyclic`" in ex.note and "without `acyclic`" in lp.note
+    assert ex.note.startswith("Tarnawski's IP") and lp.note == "LP relaxation of Tarnawski's IP"
     assert lp.value <= ex.value + TOL and ex.value <= h.best + TOL
     assert ex.value > h.bounds["simple"].value + 1  # the IP does work the cheap bound cannot
     best = evaluate(spec, np.array([spec.platform.devices.index(h.assignment[n.name]) for n in spec.graph.nodes]))
-    assert best.feasible and math.isclose(best.objective, h.best)  # acyclic: never the relaxed IP's incumbent
+    assert best.feasible and math.isclose(best.objective, h.best)  # the IP's incumbent is acyclic too
 
 
 BOUND_SPEC = """param k = 3
