@@ -16,27 +16,50 @@ def quotient_cycle(k: int, pairs: np.ndarray) -> list[int] | None:
     return find_cycle(k, src.tolist(), dst.tolist())
 
 
-def stage_labels(dense: Dense, dev: np.ndarray) -> tuple[np.ndarray, int]:
-    """The stages `acyclic` orders (Archer sec. 2; docs/language.md), per node, and their
-    count: a device; on a training graph a device's forward part and its backward part,
-    separately (label 2 d + 1 for the backward part). The one definition the evaluator,
-    the MIPs and brute force share: `acyclic` holds iff `stage_cycle` finds no cycle."""
+def stage_of(dense: Dense, nodes: np.ndarray, devices: np.ndarray) -> np.ndarray:
+    """The stage `acyclic` orders (Archer sec. 2; docs/language.md) of each node on its
+    device: the device; on a training graph a device's forward part and its backward
+    part, separately (2 d + 1 for the backward part)."""
     if dense.backward.any():
-        return dev * 2 + dense.backward.astype(np.int64), 2 * dense.D
-    return dev, dense.D
+        return devices * 2 + dense.backward[nodes].astype(np.int64)
+    return devices
+
+
+def stage_count(dense: Dense) -> int:
+    """How many stages `stage_of` numbers: D, or 2 D on a training graph."""
+    return 2 * dense.D if dense.backward.any() else dense.D
+
+
+def stage_labels(dense: Dense, dev: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each node's stage under an assignment, and the stage count. The one definition the
+    evaluator, the MIPs and brute force share: `acyclic` holds iff `stage_cycle` finds no
+    cycle."""
+    return stage_of(dense, np.arange(dense.n), dev), stage_count(dense)
+
+
+def stage_edges(dense: Dense) -> np.ndarray:
+    """[m] the edges that order stages: every edge; on a training graph those between two
+    forward or two backward nodes (docs/language.md: an edge between a forward and a
+    backward node orders no stages, else a backward node feeding a forward one made a
+    cycle of a single device)."""
+    if not dense.backward.any():
+        return np.ones(len(dense.src), dtype=bool)
+    return dense.backward[dense.src] == dense.backward[dense.dst]
+
+
+def stage_quotient(dense: Dense, dev: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The quotient graph over the stages of an assignment: (src, dst) of each of its edges
+    (repeats kept), and the stage count."""
+    lab, k = stage_labels(dense, dev)
+    cross = stage_edges(dense) & (lab[dense.src] != lab[dense.dst])
+    return lab[dense.src][cross], lab[dense.dst][cross], k
 
 
 def stage_cycle(dense: Dense, dev: np.ndarray) -> list[int] | None:
-    """A cycle of the quotient graph over `stage_labels`, or None: `acyclic` holds. On a
-    training graph the forward part's quotient (over forward edges) and the backward
-    part's (over backward edges) separately, as docs/language.md says: an edge between a
-    forward and a backward node orders no stages (else a backward node feeding a forward
-    one made a cycle of a single device)."""
-    lab, k = stage_labels(dense, dev)
-    cross = lab[dense.src] != lab[dense.dst]
-    if dense.backward.any():
-        cross &= dense.backward[dense.src] == dense.backward[dense.dst]
-    return quotient_cycle(k, np.stack([lab[dense.src][cross], lab[dense.dst][cross]], axis=1))
+    """A cycle of the quotient graph over the stages (`stage_quotient`), or None: `acyclic`
+    holds. On a training graph the forward parts' quotient and the backward parts' apart."""
+    src, dst, k = stage_quotient(dense, dev)
+    return quotient_cycle(k, np.stack([src, dst], axis=1))
 
 
 def forward_edges(dense: Dense) -> np.ndarray:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from partdsl.core.dense import topological_order
-from partdsl.core.graphs import stage_labels
+from partdsl.core.graphs import stage_count, stage_edges, stage_labels, stage_of, stage_quotient
 from partdsl.core.ir import Spec
 from partdsl.models.matrix import ColumnNames, Rows
 
@@ -44,15 +44,6 @@ class Stages:
 NONE = Stages(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
-def ordering_edges(spec: Spec) -> np.ndarray:
-    """[m] the edges that order stages (core/graphs.stage_cycle): all, or on a training
-    graph those between two forward or two backward nodes."""
-    d = spec.dense
-    if not d.backward.any():
-        return np.ones(len(d.src), dtype=bool)
-    return d.backward[d.src] == d.backward[d.dst]
-
-
 def columns(spec: Spec, nc: int) -> tuple[Stages, int]:
     """Allocate the positions (under `acyclic`) and used[i] (under a stage limit) from `nc`."""
     d, c = spec.dense, spec.constraints
@@ -60,7 +51,7 @@ def columns(spec: Spec, nc: int) -> tuple[Stages, int]:
         return NONE, nc
     p = q = used = np.zeros(0, np.int64)
     if c.acyclic:
-        k = 2 * d.D if d.backward.any() else d.D
+        k = stage_count(d)
         p = nc + np.arange(k)
         q = nc + k + np.arange(d.n)
         nc += k + d.n
@@ -82,12 +73,12 @@ def add_rows(spec: Spec, st: Stages, xcol: np.ndarray, rows: Rows) -> None:
     if len(st.p):
         M = st.span
         vv, ii = np.nonzero(xcol >= 0)
-        lab = ii * 2 + d.backward[vv].astype(np.int64) if len(st.p) == 2 * d.D else ii
+        lab = stage_of(d, vv, ii)
         x = xcol[vv, ii]
         for sign, tag in ((1.0, "position_le"), (-1.0, "position_ge")):  # +-(q[v] - p[s]) + M x[v,i] <= M
             rows.family(tag, lambda j, vv=vv, ii=ii: (N[vv[j]], Dn[ii[j]]))
             rows.add([st.q[vv], st.p[lab], x], [sign, -sign, M], -np.inf, M)
-        e = np.flatnonzero(ordering_edges(spec))
+        e = np.flatnonzero(stage_edges(d))
         ee, ii = np.repeat(e, d.D), np.tile(np.arange(d.D), len(e))
         u, v = d.src[ee], d.dst[ee]
         keep = xcol[u, ii] >= 0
@@ -106,10 +97,8 @@ def add_rows(spec: Spec, st: Stages, xcol: np.ndarray, rows: Rows) -> None:
 
 def positions(spec: Spec, dev: np.ndarray) -> np.ndarray | None:
     """[K] each stage's position in a topological order of the quotient (None: a cycle)."""
-    d = spec.dense
-    lab, k = stage_labels(d, dev)
-    cross = ordering_edges(spec) & (lab[d.src] != lab[d.dst])
-    order = topological_order(k, lab[d.src][cross], lab[d.dst][cross])
+    src, dst, k = stage_quotient(spec.dense, dev)
+    order = topological_order(k, src, dst)
     if order is None:
         return None
     pos = np.empty(k)

@@ -143,25 +143,23 @@ def _contiguity(spec: Spec, m: pyo.ConcreteModel) -> None:
 def _stages(spec: Spec, m: pyo.ConcreteModel) -> None:
     """`acyclic`: stage positions p, node positions q (models/maxload_stages.py); `stages <= k`:
     used devices."""
-    from partdsl.models.maxload_stages import ordering_edges
+    from partdsl.core.graphs import stage_count, stage_edges, stage_of
 
     d, c = spec.dense, spec.constraints
     if c.acyclic:
-        two = bool(d.backward.any())
-        M = (2 * d.D if two else d.D) - 1
+        M = stage_count(d) - 1
         m.S = pyo.RangeSet(0, M)
         m.stage_pos = pyo.Var(m.S, bounds=(0, M))
         m.node_pos = pyo.Var(m.V, bounds=(0, M))
-
-        def s(v: int, i: int) -> int:
-            return 2 * i + int(d.backward[v]) if two else i
-
-        m.position_le = constraint(m.A, rule=lambda m, v, i: m.node_pos[v] - m.stage_pos[s(v, i)] <= M * (1 - m.x[v, i]))
-        m.position_ge = constraint(m.A, rule=lambda m, v, i: m.stage_pos[s(v, i)] - m.node_pos[v] <= M * (1 - m.x[v, i]))
-        e = np.flatnonzero(ordering_edges(spec))
+        vv, ii = np.array(list(m.A), dtype=np.int64).reshape(-1, 2).T
+        s = dict(zip(zip(vv.tolist(), ii.tolist()), stage_of(d, vv, ii).tolist()))  # (v, i) -> v's stage on i
+        q, p = m.node_pos, m.stage_pos
+        m.position_le = constraint(m.A, rule=lambda m, v, i: q[v] - p[s[v, i]] <= M * (1 - m.x[v, i]))
+        m.position_ge = constraint(m.A, rule=lambda m, v, i: p[s[v, i]] - q[v] <= M * (1 - m.x[v, i]))
+        e = np.flatnonzero(stage_edges(d))
         m.EO = pyo.Set(initialize=[(int(d.src[k]), int(d.dst[k]), i) for k in e for i in range(d.D)
                                    if (int(d.src[k]), i) in m.A], dimen=3)
-        m.stage_order = constraint(m.EO, rule=lambda m, u, v, i: m.node_pos[v] - m.node_pos[u] >= m.x[u, i] - _x(m, v, i))
+        m.stage_order = constraint(m.EO, rule=lambda m, u, v, i: q[v] - q[u] >= m.x[u, i] - _x(m, v, i))
     if c.max_stages is not None:
         m.stage_used = pyo.Var(m.I, within=pyo.Binary)
         m.marks_stage = constraint(m.A, rule=lambda m, v, i: m.x[v, i] <= m.stage_used[i])
