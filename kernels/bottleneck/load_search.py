@@ -35,7 +35,7 @@ from partdsl.evaluator.evaluate import evaluate
 from partdsl.evaluator.replicas import used_devices
 from partdsl.evaluator.violations import memory_used, violations
 from partdsl.kernels.bottleneck.coarse_order import COARSE_POSITIONS
-from partdsl.kernels.bottleneck.load_table import LoadTable
+from partdsl.kernels.bottleneck.load_table import LoadTable, square_sum
 from partdsl.kernels.bottleneck.local_search import local_search
 from partdsl.kernels.bottleneck.replica_layout import Layout, kick
 from partdsl.kernels.graph.contraction import contract
@@ -93,8 +93,7 @@ class Search:
 
     def rate(self, dev: np.ndarray, layout: Layout | None = None) -> Score:
         value, table = self.loads(dev, (layout or self.layout).r if self.layout is not None else None)
-        with np.errstate(over="ignore"):  # loads past 1e154 ms square to inf: a tie the max load decides
-            return value, float(np.square(table).sum())
+        return value, square_sum(table)
 
     def bottlenecks(self, dev: np.ndarray) -> np.ndarray:
         """The most loaded device (per phase under GPipe)."""

@@ -180,6 +180,13 @@ def _scan_tables(dev: np.ndarray, unit: np.ndarray, to: np.ndarray, mptr: np.nda
     return value, spread
 
 
+def square_sum(table: np.ndarray) -> float:
+    """The load search's tie-breaker: the sum of squared loads (past 1e154 ms a square is
+    inf, a tie the max load decides, without numpy's overflow warning)."""
+    with np.errstate(over="ignore"):
+        return float(np.square(table).sum())
+
+
 class LoadTable:
     """`table(dev)` -> (objective, load table [D, P]) under the spec's bottleneck semantics."""
 
@@ -219,16 +226,15 @@ class LoadTable:
             return _scan(dev, unit, to, mptr, midx, *self.preds, self.gpipe, *self.args, *self.replicas(r))
         if self.compiled:  # an infinite part would be taken back as NaN: whole tables
             return _scan_tables(dev, unit, to, mptr, midx, self.gpipe, *self.args, *self.replicas(r))
-        value, spread = np.empty(len(unit)), np.empty(len(unit))
+        value, spreads = np.empty(len(unit)), np.empty(len(unit))
         trial = dev.copy()
         for i, (k, j) in enumerate(zip(unit, to)):
             m = midx[mptr[k]:mptr[k + 1]]
             trial[m] = j
             v, table = self(trial, r)
-            with np.errstate(over="ignore"):  # as LoadSearch.rate: past 1e154 ms a square is inf
-                value[i], spread[i] = v, float(np.square(table).sum())
+            value[i], spreads[i] = v, square_sum(table)
             trial[m] = dev[m]
-        return value, spread
+        return value, spreads
 
     def __call__(self, dev: np.ndarray, r: np.ndarray | None = None) -> tuple[float, np.ndarray]:
         if not self.compiled:

@@ -326,6 +326,32 @@ def test_compiled_load_table_equals_the_evaluator(data) -> None:
         assert LoadTable(spec, use_numba=False)(dev, factors)[0] == ref_value
 
 
+def test_loads_past_1e154_ms_score_without_an_overflow_warning() -> None:
+    """Found by the robustness draw (extreme, seed 644374: mtpp_overflow.part with 1e290 MB
+    tensors): the sum of squared loads overflowed, and a RuntimeWarning filter (pytest's, a
+    user's -W error) made `part solve` an internal error. The square is inf, a tie the max
+    load decides (load_table.square_sum), in the search's score and in the scan's Python path."""
+    import warnings
+
+    from partdsl import parse
+    from partdsl.kernels.bottleneck.load_search import Search
+
+    from tests.support import EXAMPLES
+
+    text = (EXAMPLES / "mtpp_overflow.part").read_text().replace("out 8 MB", "out 1e290 MB")
+    spec = parse(text)
+    dev = np.arange(spec.dense.n) % spec.dense.D  # tensors cross devices: loads of about 1e290 ms
+    s = Search(spec, dev)
+    ks, js = np.arange(s.count), np.zeros(s.count, dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value, spread = s.rate(dev)
+        s.loads.compiled = False
+        values, spreads = s.loads.scan(dev, ks, js, s.mptr, s.midx, None)
+    assert 1e280 < value < math.inf and spread == math.inf
+    assert np.isinf(spreads).any() and np.isfinite(values).all()
+
+
 @SETTINGS
 @given(st.data())
 def test_batched_move_scores_equal_one_evaluation_per_move(data) -> None:
