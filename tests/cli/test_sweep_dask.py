@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -108,10 +106,7 @@ def test_executor_errors() -> None:
     assert p.returncode == 2 and "not an executor I know" in p.stderr
     p = run_part("bound", MTPP, "--executor", "tcp://127.0.0.1:9")  # nothing listens on the discard port
     assert p.returncode == 2 and "cannot reach the Dask scheduler" in p.stderr
-    code = ("import sys; sys.modules['distributed'] = None\n"  # distributed is absent
-            "from partdsl.cli.main import main\n"
-            f"sys.exit(main(['sweep', {MTPP!r}, '--executor', 'dask://127.0.0.1:8786']))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    p = run_part("sweep", MTPP, "--executor", "dask://127.0.0.1:8786", without="distributed")
     assert p.returncode == 5 and "pip install 'partdsl[dask]'" in p.stderr
 
 

@@ -164,12 +164,6 @@ def test_profiles_from_python() -> None:
 
 def test_a_spec_importing_onnx_without_the_extra_exits_5_with_the_hint() -> None:
     """Issue 28, defect 7: a missing optional package is not a bug (exit 5, the pip extra)."""
-    import subprocess
-    import sys
-
-    code = ("import sys; sys.modules['onnx'] = None\n"  # onnx is absent
-            "from partdsl.cli.main import main\n"
-            f"sys.exit(main(['check', {str(EXAMPLES / 'onnx_cnn.part')!r}]))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    p = run_part("check", str(EXAMPLES / "onnx_cnn.part"), without="onnx")
     assert p.returncode == 5, p.stderr
     assert "internal error" not in p.stderr and "partdsl[onnx]" in p.stderr

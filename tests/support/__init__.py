@@ -16,10 +16,15 @@ EXAMPLES = ROOT / "examples"
 DATA = Path(os.environ.get("PARTDSL_DATA") or ROOT / "data") / "dnn-partitioning"
 
 
-def run_part(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run the installed `part` console script (falls back to `python -m`)."""
+def run_part(*args: str, cwd: Path | None = None, without: str | None = None) -> subprocess.CompletedProcess:
+    """Run the installed `part` console script (falls back to `python -m`). `without`: a
+    package made absent (its import fails), to check what a user without that extra sees."""
     exe = shutil.which("part", path=str(Path(sys.executable).parent))
     cmd = [exe] if exe else [sys.executable, "-m", "partdsl.cli.main"]
+    if without is not None:
+        cmd = [sys.executable, "-c", f"import sys; sys.modules[{without!r}] = None\n"
+               f"from partdsl.cli.main import main\nsys.exit(main({list(args)!r}))"]
+        args = ()
     return subprocess.run(cmd + list(args), capture_output=True, text=True, cwd=cwd, timeout=600)
 
 
