@@ -63,7 +63,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     name = registry.display(solver, via_pyomo)
     best, value = yield from STARTS[f.name](spec, seed, deadline.share(heuristics), start, progress)
     # under `acyclic` (not on training graphs) every split it takes is contiguous: no relaxation to run
-    relaxes = spec.constraints.contiguous and not (spec.constraints.acyclic and not spec.graph.is_training)
+    relaxes = spec.constraints.contiguous and (not spec.constraints.acyclic or spec.graph.is_training)
     if f is MAXLOAD and relaxes and relax > 0 and deadline.limited:
         floor = yield from _relaxation(spec, seed, solver, via_pyomo, deadline.share(relax), heuristics, gap,
                                        threads, best, progress, name)

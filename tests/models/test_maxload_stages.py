@@ -14,7 +14,6 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from partdsl import parse_file
 from partdsl.core.assignment import to_array
-from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
 from partdsl.evaluator.evaluate import evaluate
 from partdsl.kernels import brute_force
@@ -88,10 +87,7 @@ def test_the_ip_with_stage_rows_equals_brute_force(spec: Spec, solver: str) -> N
 @given(staged())
 def test_the_pyomo_twin_has_the_same_optimum(spec: Spec) -> None:
     brute = solve(spec, method="brute", gap=0.0, time_limit=1e6)
-    try:
-        r = solve(spec, method="exact", solver="highs", gap=0.0, time_limit=1e6, options={"pyomo": 1})
-    except PartError as e:  # the Pyomo twin is flat only (no levels); our strategies draw none
-        pytest.fail(e.message)
+    r = solve(spec, method="exact", solver="highs", gap=0.0, time_limit=1e6, options={"pyomo": 1})
     if brute.status.value != "optimal":
         assert not r.status.has_solution()
         return
