@@ -70,7 +70,29 @@ def from_expert(spec: Spec, data: dict, where: str) -> np.ndarray:
                 if nd in mapping:
                     raise PartError(f"{where}: node {nd} is listed twice", None)
                 mapping[nd] = f"{pool[0].name}[{i}]"
-    return to_array(spec, mapping, where)
+    return _with_colocated(spec, to_array(spec, mapping, where), where)
+
+
+def _with_colocated(spec: Spec, dev: np.ndarray, where: str) -> np.ndarray:
+    """An expert split lists forward nodes only: each node it leaves out takes the device of
+    the nodes it is colocated with (a training graph's backward nodes), as the authors' code
+    infers it (dnn-partitioning, dp.cpp -expert)."""
+    missing = np.flatnonzero(dev < 0)
+    if missing.size == 0:
+        return dev
+    colo = spec.dense.colo
+    placed = dev >= 0
+    pairs = np.unique(np.stack([colo[placed], dev[placed]], axis=1), axis=0)  # (component, device), each once
+    comp, count = np.unique(pairs[:, 0], return_counts=True)
+    split = set(comp[count > 1].tolist())  # components the listed nodes already split: the evaluator reports them
+    bad = next((v for v in missing.tolist() if int(colo[v]) in split), None)
+    if bad is not None:
+        raise PartError(f"{where}: node {spec.dense.names[bad]} is not listed, and the nodes it is colocated with are "
+                        "on several devices", None, "list it, or place its colocated nodes together")
+    where_of = dict(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))
+    for v in missing.tolist():
+        dev[v] = where_of.get(int(colo[v]), -1)
+    return dev
 
 
 def parse_assignment(spec: Spec, data: Any, where: str = "assignment") -> np.ndarray:

@@ -104,10 +104,12 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            # Tarnawski's max-load IP models replicas (models/maxload_replicas.py), prices transfers per pair of
            # devices (maxload_routes, latency_routes) and orders stages (maxload_stages), where MTPP does not
            ACTIVATIONS,)),
-    Method("dpl", "kernels.bottleneck.baselines:dpl", False, "the DP on one DFS linearization (Tarnawski's DPL)", objectives=MAX_LOAD, ignores=FLAT),
-    Method("pipedream", "kernels.bottleneck.baselines:pipedream", False, "PipeDream's linear DP on a chain, accelerators only; "
-           "-O contract=1 cuts only where the graph is a path, its branchings contracted (baseline)", ("contract",),
-           objectives=MAX_LOAD, ignores=(("overlap", None), ("memory overflow", None), *FLAT)),
+    Method("dpl", "kernels.bottleneck.baselines:dpl", False, "the DP on the line the authors' code builds (Tarnawski's "
+           "DPL, sec. 5.1.2; msr-fiddle/dnn-partitioning -linearize) (baseline)", objectives=MAX_LOAD, ignores=FLAT),
+    Method("pipedream", "kernels.bottleneck.baselines:pipedream", False, "PipeDream as Tarnawski ran it (sec. 6; the authors' "
+           "-pipeDream): each biconnected component's branching fused, then the DP on the authors' line; -O ignore=NAMES "
+           "leaves those nodes' outgoing edges out of the biconnected search (baseline)", ("ignore",),
+           objectives=MAX_LOAD, ignores=FLAT),
     Method("greedy", "kernels.bottleneck.baselines:greedy", False, "fill devices in topological order, each up to a share by its speed "
            "(baseline); under a schedule objective, DiviML's Greedy (eft)",
            objectives=MAX_LOAD, ignores=(REPLICATION, ACTIVATIONS)),

@@ -68,7 +68,7 @@ def test_a_method_refuses_what_it_does_not_model_and_names_who_does(method: str,
 def test_the_command_line_refusal_exits_2(tmp_path) -> None:  # type: ignore[no-untyped-def]
     f = tmp_path / "overlap.part"
     f.write_text(spec_with("overlap"))
-    p = run_part("solve", str(f), "--method", "pipedream")
+    p = run_part("solve", str(f), "--method", "metis")
     assert p.returncode == 2, p.stderr
     assert "does not model overlap" in p.stderr and "methods that model it:" in p.stderr
     assert "Traceback" not in p.stderr

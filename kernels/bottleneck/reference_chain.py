@@ -1,0 +1,185 @@
+"""The chains Tarnawski et al.'s DPL and PipeDream baselines split, as the authors' code builds
+them (msr-fiddle/dnn-partitioning, MIT: `throughput-dp/dp.cpp`, modes `-linearize` and
+`-pipeDream`; the paper's sec. 5.1.2 and sec. 6), reimplemented from that code's behaviour:
+
+1. colour classes (our colocation groups) are contracted, forward and backward apart;
+2. PipeDream only: the biconnected components of the contracted graph, edges out of the
+   `ignore`d vertices left out, each fuse the vertices that are the tail of one of their edges
+   (PipeDream's profiler groups a branching layer's fan-out);
+3. backward classes without a forward part get an empty forward vertex, tied by their
+   backward edges mirrored; forward strongly connected components are fused;
+4. a forward vertex of no work (on any device, its backward part too) with one forward
+   neighbour and no backward one joins that neighbour, until none is left;
+5. the forward vertices are put in a line: a stack of the vertices whose forward inputs are
+   all placed, starting with the sources; the top is placed next, and the vertices it
+   completes are pushed in increasing id order. The DP then splits that line.
+
+A vertex's id is its colour class number (the dnn-partitioning `colorClass`, our group `cN`),
+which orders the pushes; a node with no group gets a fresh id counting down from
+2^31 - 1 - 12345678, in file order, as the authors' reader does.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import networkx as nx
+import numpy as np
+from partdsl.core.ir import Spec
+
+FRESH = 2**31 - 1 - 12345678
+TRIVIAL = 1e-6  # the reference's "no work" (ms)
+
+
+def class_ids(spec: Spec) -> np.ndarray:
+    """Each node's colour class number: the `N` of group `cN`, else a fresh number per group
+    label (or per node without one), counting down in file order."""
+    out = np.empty(len(spec.graph.nodes), dtype=np.int64)
+    fresh, named = FRESH, {}
+    for i, node in enumerate(spec.graph.nodes):
+        m = re.fullmatch(r"c(-?\d+)", node.group or "")
+        if m:
+            out[i] = int(m[1])
+            continue
+        if node.group is None or node.group not in named:
+            fresh -= 1
+            if node.group is not None:
+                named[node.group] = fresh
+        out[i] = named.get(node.group, fresh) if node.group is not None else fresh
+    return out
+
+
+class _Classes:
+    """Colour classes under merges (union-find); the surviving id is the one the merge names."""
+
+    def __init__(self, ids: np.ndarray, backward: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
+        self.ids, self.backward = ids, backward
+        self.parent: dict[int, int] = {int(c): int(c) for c in np.unique(ids)}
+        self.src, self.dst = src, dst
+
+    def find(self, c: int) -> int:
+        root = c
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[c] != root:
+            self.parent[c], c = root, self.parent[c]
+        return root
+
+    def merge(self, into: int, absorbed: Iterable[int]) -> None:
+        into = self.find(into)
+        for a in absorbed:
+            a = self.find(a)
+            if a != into:
+                self.parent[a] = into
+
+    def cls(self) -> np.ndarray:
+        """Each node's class now."""
+        uniq, inv = np.unique(self.ids, return_inverse=True)
+        return np.array([self.find(int(c)) for c in uniq], dtype=np.int64)[inv]
+
+    def vertex(self) -> np.ndarray:
+        """Each node's vertex: its class, times two, plus one if backward."""
+        return self.cls() * 2 + self.backward
+
+    def edges(self) -> set[tuple[int, int]]:
+        """The contracted graph's edges between vertices (no self-loops), with the mirrored
+        forward edges of step 3."""
+        v = self.vertex()
+        a, b = v[self.src], v[self.dst]
+        keep = a != b
+        out = set(zip(a[keep].tolist(), b[keep].tolist()))
+        have_forward = set(np.unique(v[~self.backward]).tolist())
+        orphan = {x // 2 for x in np.unique(v[self.backward]).tolist() if x - 1 not in have_forward}
+        out |= {(y - 1, x - 1) for x, y in out if x % 2 and y % 2 and (x // 2 in orphan or y // 2 in orphan)}
+        return out
+
+
+def _biconnected(cl: _Classes, skip: set[int]) -> None:
+    """Step 2: the tails of each biconnected component's edges share a class. A class
+    keeps the largest id among those it joins."""
+    g = nx.Graph()
+    for u, v in cl.edges():
+        if u not in skip:
+            g.add_edge(u, v, tail=u)
+    for comp in nx.biconnected_component_edges(g):
+        tails = {g.edges[e]["tail"] // 2 for e in comp}
+        cl.merge(max(tails), tails)
+
+
+def _fuse_cycles(cl: _Classes) -> None:
+    """Step 3: forward vertices on a common cycle share a class (the largest id)."""
+    g = nx.DiGraph((u, v) for u, v in cl.edges() if u % 2 == 0 and v % 2 == 0)
+    for comp in nx.strongly_connected_components(g):
+        if len(comp) > 1:
+            classes = {x // 2 for x in comp}
+            cl.merge(max(classes), classes)
+
+
+def _trivial(cl: _Classes, cost: np.ndarray) -> None:
+    """Step 4: a forward vertex of no work (its backward part neither), with one forward
+    neighbour and no backward one, joins its neighbour. Joining removes a leaf of the forward
+    graph, so the leaves are pruned from a work list: linear in the graph."""
+    v = cl.vertex()
+    work: dict[int, float] = {}
+    for x, w in zip(v.tolist(), cost.tolist()):
+        work[x] = work.get(x, 0.0) + w
+    fwd: dict[int, set[int]] = {}
+    bwd: dict[int, int] = {}
+    for a, b in cl.edges():
+        for x, y in ((a, b), (b, a)):
+            if x % 2 == 0:
+                if y % 2 == 0:
+                    fwd.setdefault(x, set()).add(y)
+                else:
+                    bwd[x] = bwd.get(x, 0) + 1
+    free = {x for x in work if x % 2 == 0} | set(fwd)
+
+    def trivial(x: int) -> bool:
+        return (work.get(x, 0.0) < TRIVIAL and work.get(x + 1, 0.0) < TRIVIAL and not bwd.get(x)
+                and len(fwd.get(x, ())) == 1)
+
+    todo = sorted(x for x in free if trivial(x))
+    while todo:
+        x = todo.pop()
+        if not trivial(x):
+            continue
+        (m,) = fwd.pop(x)
+        fwd[m].discard(x)
+        work[m + 1] = work.get(m + 1, 0.0) + work.get(x + 1, 0.0)
+        cl.merge(m // 2, [x // 2])
+        if trivial(m):
+            todo.append(m)
+
+
+def reference_chain(spec: Spec, pipedream: bool = False, ignore: Iterable[str] = ()) -> tuple[np.ndarray, int]:
+    """(position of each node on the line, number of positions): the reference's `-linearize`
+    chain, or with `pipedream` its `-pipeDream` one (`ignore`: names of nodes whose vertices'
+    outgoing edges the biconnected search leaves out, as the reference does for BERT-24's and
+    GNMT's inputs)."""
+    d = spec.dense
+    cl = _Classes(class_ids(spec), d.backward.astype(bool), d.src, d.dst)
+    if pipedream:
+        named = set(ignore)
+        v = cl.vertex()
+        _biconnected(cl, {int(v[i]) for i, name in enumerate(d.names) if name in named})
+    _fuse_cycles(cl)
+    _trivial(cl, np.nan_to_num(d.work, posinf=0.0).sum(axis=1))
+    forward = sorted((u // 2, w // 2) for u, w in cl.edges() if u % 2 == 0 and w % 2 == 0)
+    cls = cl.cls()
+    classes = np.unique(cls).tolist()
+    indeg = dict.fromkeys(classes, 0)
+    succ: dict[int, list[int]] = {c: [] for c in classes}
+    for u, w in forward:
+        indeg[w] += 1
+        succ[u].append(w)
+    stack = [c for c in classes if indeg[c] == 0]
+    line: list[int] = []
+    while stack:  # the top of the stack goes next; the vertices it completes go on, in id order
+        c = stack.pop()
+        line.append(c)
+        for w in succ[c]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                stack.append(w)
+    pos = {c: p for p, c in enumerate(line)}
+    return np.array([pos[c] for c in cls.tolist()], dtype=np.int64), len(line)
