@@ -30,12 +30,12 @@ KEYS = ("tarnawski-1", "tarnawski-4", "archer", "archer-2", "diviml", "diviml-3"
 NOT_REPRODUCIBLE = """## What is not reproduced, and why
 
 - **Tarnawski Table 3** (DP on operator graphs vs the same graphs contracted to layers): the
-  operator-to-layer annotation the paper made by hand is not published. The BERT-12 files carry
-  a `layerId`, but contracting by it (with the colour classes) leaves 28 and 60 units, and the
-  DP's value (642.78, 43,178) is nowhere near the published 159.43 and 465.41: it is not the
-  paper's grouping.
-- **Tarnawski Table 4, operator rows**: the operator graphs' latency setups are not in the
-  public release. (Figures 8 and 9 are drawn above, beside Tables 2 and 1.)
+  grouping behind the published 159.43 and 465.41 is not the files' `layerId`. Contracting by it
+  with the colour classes leaves 28 and 60 units and a DP value of 642.78 and 43,178; the
+  authors' own code does the same (`dp.cpp -contractLayers`, run 2026-12-04: 642.78 and 43,178.24).
+- **Tarnawski Table 4, operator rows**: the four operator graphs' latency setups are public (the
+  authors' repository, `latency-inputs/OperatorGraphs/`, MIT) but not yet bundled here nor run.
+  (Figures 8 and 9 are drawn above, beside Tables 2 and 1.)
 - **Archer Table 2 and Figures 2-4** (production models): proprietary; Table 2's rows above are
   run on the REGAL-style graphs instead.
 - **Archer Table 3 on REGAL's own graphs**: the 1,000 test graphs are public
