@@ -115,8 +115,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            objectives=MAX_LOAD, ignores=(REPLICATION, ACTIVATIONS)),
     Method("local_search", "kernels.bottleneck.local_search:local_search", False, "single-node moves to a local optimum with restarts, "
            "each from SliceGraph on a random order, or from a random split (-O start=random); -O step=best makes the "
-           "best move of all each time (Tarnawski sec. 6: start=random, step=best, restarts=10) (baseline)",
-           ("restarts", "passes", "start", "step"), objectives=MAX_LOAD, ignores=(REPLICATION,)),
+           "best move of all each time; -O devices=accelerators keeps units off host devices (Tarnawski sec. 6: "
+           "start=random, step=best, restarts=10, devices=accelerators) (baseline)",
+           ("restarts", "passes", "start", "step", "devices"), objectives=MAX_LOAD, ignores=(REPLICATION,)),
     Method("load_search", "kernels.bottleneck.load_search:run", False, "iterated local search on max load from the best topo split: "
            "unit moves scored by (max load, sum of squared loads), any split", ("stall",), objectives=MAX_LOAD),
     Method("single", "kernels.single_device:run", False, "everything on one device (baseline)", ignores=(REPLICATION,)),

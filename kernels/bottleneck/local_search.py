@@ -27,6 +27,7 @@ from partdsl.runtime.deadline import NEVER, Deadline
 Score = tuple[int, float]
 STARTS = ("slicegraph", "random")
 STEPS = ("first", "best")
+DEVICES = ("all", "accelerators")  # -O devices=: where units may start and move
 
 
 def _better(s: Score, cur: Score) -> bool:
@@ -86,14 +87,20 @@ class Descent:
 
 def local_search(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, restarts: float = 5,
                  passes: float = np.inf, start: object = "slicegraph", step: object = "first",
-                 **_: object) -> Iterator[Candidate]:
-    """Each restart's local optimum, when it is better than the previous restarts' best."""
+                 devices: object = "all", **_: object) -> Iterator[Candidate]:
+    """Each restart's local optimum, when it is better than the previous restarts' best. With
+    `devices="accelerators"` units start and move on non-host devices only (a unit no
+    accelerator may hold keeps its hosts), as the authors' local search does (Tarnawski
+    sec. 6; dnn-partitioning dp.cpp -localSearch)."""
     if start not in STARTS:
         raise PartError(f"local_search: unknown start '{start}'", None,
                         "write -O start=slicegraph (the default) or -O start=random")
     if step not in STEPS:
         raise PartError(f"local_search: unknown step '{step}'", None,
                         "write -O step=first (the default: each unit in turn) or -O step=best (the best move of all)")
+    if devices not in DEVICES:
+        raise PartError(f"local_search: unknown devices '{devices}'", None,
+                        "write -O devices=all (the default) or -O devices=accelerators (non-host devices only)")
     from partdsl.kernels.bottleneck.order_search import Decoder
 
     d = spec.dense
@@ -102,6 +109,9 @@ def local_search(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, restarts
     u = dec.units
     score = MoveScores(spec, u)
     options = [np.flatnonzero(d.allowed[m].all(axis=0)) for m in score.members]
+    if devices == "accelerators":
+        accel = ~d.host[d.dev_class]
+        options = [o[accel[o]] if accel[o].any() else o for o in options]
     if any(len(opts) == 0 for opts in options):  # a unit no device may hold whole: nothing to search
         return
     best: Score = (np.iinfo(np.int64).max, np.inf)
