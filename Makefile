@@ -6,6 +6,7 @@
 #   make test-latest  the suite on the newest releases pyproject.toml allows (own venv)
 #   make test-large   the tests of large instances (marker `large`, minutes each)
 #   make tables       the papers' tables, reproduced into docs/tables.md (over an hour)
+#   make tables-quick a subset at 10 s limits, into build/tables-quick.md
 #   make lock         rewrite constraints.txt from the newest releases (after test-latest passes)
 #   make browser      Debian's chromium and chromedriver, for the HTML report's browser test (root)
 PYTHON ?= python3.11
@@ -15,7 +16,7 @@ LOCK   := constraints.txt
 BIN    := $(VENV)/bin
 PIP    := python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test test-fast test-large test-latest lock bench clean browser tables
+.PHONY: demo test test-fast test-large test-latest lock bench clean browser tables tables-quick
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=python3 to use another)"; exit 2; }
@@ -47,6 +48,9 @@ browser:
 
 tables: $(VENV)/.test
 	$(BIN)/python benchmarks/reproduce.py --jobs 2
+
+tables-quick: $(VENV)/.test
+	$(BIN)/python benchmarks/reproduce.py --quick --jobs 2
 
 test-large: $(VENV)/.test
 	$(BIN)/python -m pytest -q -m large

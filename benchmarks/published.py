@@ -47,6 +47,13 @@ TARNAWSKI_T4: dict[str, tuple[float, str, float, float, tuple[float, bool], floa
     "inceptionv3_inference": (1318.08, "93.5%", 2485.24, 1621.74, (3068.00, True), None),
     "gnmt_inference": (225.6, "<1%", 268.50, 244.33, (636.91, True), 293.40),
 }
+# Table 4's operator rows (the `latency-operators/` files; no expert split)
+TARNAWSKI_T4_OPERATORS: dict[str, tuple[float, str, float, float, tuple[float, bool], float | None]] = {
+    "bert_l-3_inference": (408.47, "<1%", 416.20, 415.90, (497.75, False), None),
+    "bert_l-6_inference": (438.06, "12.6%", 494.13, 445.48, (564.61, False), None),
+    "bert_l-12_inference": (729.56, "93.8%", 867.84, 1327.03, (1755.41, False), None),
+    "resnet50_inference": (672.06, "54.0%", 839.54, 1123.65, (857.73, False), None),
+}
 
 # Archer et al. Table 3 (REGAL graphs): geometric mean of each lower bound / best solution.
 ARCHER_KS = (2, 4, 8, 16, 32, 64)

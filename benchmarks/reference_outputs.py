@@ -7,7 +7,9 @@ the values tests/methods/test_reference_baselines.py holds our baselines to.
 CHECKOUT is a clone of https://github.com/msr-fiddle/dnn-partitioning (commit b207b6a);
 `throughput-dp/dp.cpp` is compiled with g++ -O3 and run with `-linearize` (DPL),
 `-pipeDream` and `-expert` (the human-expert splits; a training workload without one
-takes its inference split, as the code does) on every throughput input.
+takes its inference split, as the code does) on every throughput input; on every latency
+input, `latency-greedy/greedy.cpp` (the greedy) and its `-computeLatency` of dp.cpp's split
+(the max-load DP baseline).
 """
 from __future__ import annotations
 
@@ -20,6 +22,19 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "dnn-partitioning" / "reference" / "outputs.json"
 FOLDERS = {"LayerGraphs": "throughput", "OperatorGraphs": "throughput-operators"}
+LATENCY = {"LayerGraphs": "latency", "OperatorGraphs": "latency-operators"}
+
+
+def _latency(exe: Path, greedy: Path, f: Path) -> dict[str, float]:
+    """The greedy's latency, and the latency of the max-load DP's split."""
+    out = json.loads(subprocess.run([str(greedy)], stdin=f.open(), capture_output=True, text=True, check=True).stdout)
+    split = Path(tempfile.mkdtemp()) / "split.json"
+    split.write_text(subprocess.run([str(exe)], stdin=f.open(), capture_output=True, text=True, check=True).stdout)
+    run = subprocess.run([str(greedy), "-computeLatency", str(split)], stdin=f.open(), capture_output=True, text=True,
+                         check=True)
+    err = run.stdout + run.stderr
+    return {"greedy": out["totalLatency"],
+            "maxload_dp": float(re.findall(r"the latency of given split is: (\S+)", err)[-1])}
 
 
 def main() -> None:
@@ -31,6 +46,8 @@ def main() -> None:
     commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     exe = Path(tempfile.mkdtemp()) / "dp"
     subprocess.run(["g++", "-O3", "-std=c++17", str(repo / "throughput-dp" / "dp.cpp"), "-o", str(exe)], check=True)
+    greedy = exe.parent / "greedy"
+    subprocess.run(["g++", "-O3", "-std=c++17", str(repo / "latency-greedy" / "greedy.cpp"), "-o", str(greedy)], check=True)
     gxx = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     values: dict[str, dict[str, float]] = {}
     for folder, ours in FOLDERS.items():
@@ -47,9 +64,14 @@ def main() -> None:
                                      text=True, check=True).stderr
                 row["expert"] = float(re.findall(r"max-load of the split: (\S+)", err)[-1])
                 row["expert_split"] = split.name
+    for folder, ours in LATENCY.items():
+        for f in sorted((repo / "latency-inputs" / folder).glob("*.json")):
+            values[f"{ours}/{f.stem}"] = _latency(exe, greedy, f)
     doc = {"source": "https://github.com/msr-fiddle/dnn-partitioning", "commit": commit, "compiler": gxx,
            "program": "throughput-dp/dp.cpp, g++ -O3", "modes": {"dpl": "-linearize", "pipedream": "-pipeDream",
-                                                                 "expert": "-expert SPLIT (stderr: max-load of the split)"},
+                                                                 "expert": "-expert SPLIT (stderr: max-load of the split)",
+                                                                 "greedy": "latency-greedy/greedy.cpp (totalLatency)",
+                                                                 "maxload_dp": "greedy -computeLatency of dp.cpp's split"},
            "values": values}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=1) + "\n")

@@ -79,12 +79,15 @@ def solved(spec: Any, method: str, time_limit: float | None = None, **options: o
     """`method` on `spec` (seed 0) as a Run; a method that cannot run is an error for the caller."""
     from partdsl import solve
     from partdsl.core.errors import PartError
+    from partdsl.core.solver_errors import SolverUnavailable
 
     t = time.monotonic()
     try:
         r = solve(spec, method=method, seed=0, time_limit=time_limit, options=options or None)
     except PartError as e:  # the method refuses this spec (a feature it does not model): the row says so
         return Run(math.nan, math.nan, f"refused: {e.message}", time.monotonic() - t, False)
+    except SolverUnavailable as e:  # an optional package (a peer, a commercial solver) is not installed
+        return Run(math.nan, math.nan, f"not run: {e} ({e.hint})", time.monotonic() - t, False)
     ev = r.evaluation
     timeline = tuple((float(m.group(1)), float(m.group(2))) for m in map(INCUMBENT.match, r.log) if m)
     where = tuple(r.assignment[n.name] for n in spec.graph.nodes) if r.assignment else ()

@@ -3,7 +3,7 @@ table that public data allows, the published value beside ours, the ratio, the t
 the certificate (status, proven bound, gap); then what cannot be reproduced, and why.
 
     python benchmarks/reproduce.py --jobs 2        # every table (over an hour on 2 cores)
-    python benchmarks/reproduce.py --quick         # a subset at 10 s limits (under 10 minutes)
+    python benchmarks/reproduce.py --quick         # a subset at 10 s limits, to build/tables-quick.md
     python benchmarks/reproduce.py --only tarnawski-1,diviml --out /tmp/t.md
     python benchmarks/reproduce.py --only tarnawski-1 --update   # those tables' sections of docs/tables.md
 
@@ -33,9 +33,7 @@ NOT_REPRODUCIBLE = """## What is not reproduced, and why
   grouping behind the published 159.43 and 465.41 is not the files' `layerId`. Contracting by it
   with the colour classes leaves 28 and 60 units and a DP value of 642.78 and 43,178; the
   authors' own code does the same (`dp.cpp -contractLayers`, run 2026-12-04: 642.78 and 43,178.24).
-- **Tarnawski Table 4, operator rows**: the four operator graphs' latency setups are public (the
-  authors' repository, `latency-inputs/OperatorGraphs/`, MIT) but not yet bundled here nor run.
-  (Figures 8 and 9 are drawn above, beside Tables 2 and 1.)
+- (Tarnawski's Figures 8 and 9 are drawn above, beside Tables 2 and 1.)
 - **Archer Table 2 and Figures 2-4** (production models): proprietary; Table 2's rows above are
   run on the REGAL-style graphs instead.
 - **Archer Table 3 on REGAL's own graphs**: the 1,000 test graphs are public
@@ -175,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
                     "(deepmind-research/regal) instead of generated graphs")
     ap.add_argument("--graphs", type=int, help="archer, archer-2: how many graphs (default 10; quick 2)")
     ap.add_argument("--note", default="", help="a sentence on this run, printed under the header")
-    ap.add_argument("--out", default=str(ROOT / "docs" / "tables.md"))
+    ap.add_argument("--out", default=None, help="the file to write (default docs/tables.md; with --quick "
+                    "build/tables-quick.md, so a quick run never replaces the committed tables)")
     ap.add_argument("--update", action="store_true",
                     help="replace only these tables' sections of --out, keep the others (not with --quick)")
     args = ap.parse_args(argv)
@@ -183,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     bad = [k for k in keys if k not in KEYS]
     if bad:
         ap.error(f"unknown table {', '.join(bad)} (tables: {', '.join(KEYS)})")
-    out = Path(args.out)
+    out = Path(args.out or (ROOT / "build" / "tables-quick.md" if args.quick else ROOT / "docs" / "tables.md"))
+    out.parent.mkdir(parents=True, exist_ok=True)
     if args.update and (args.quick or not out.exists()):
         ap.error(f"--update replaces sections of a full run's {out}: " + ("not with --quick" if args.quick
                                                                             else "it does not exist"))
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         text = update(out.read_text(), text, f"python benchmarks/reproduce.py --only {','.join(keys)} --update{cap}",
                       (time.monotonic() - t0) / 60)
     out.write_text(text)
-    print(f"wrote {args.out}", file=sys.stderr)
+    print(f"wrote {out}", file=sys.stderr)
     return 0
 
 

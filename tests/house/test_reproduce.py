@@ -322,3 +322,19 @@ def test_a_mean_over_fewer_runs_says_so() -> None:
     assert mean_cell([0.25, 1.0], 2, 4) == "0.5000"
     assert mean_cell([0.25, 1.0], 10, 3) == "0.500 (2 of 10)"
     assert mean_cell([], 10, 4) == "-"
+
+
+def test_a_missing_peer_gives_a_row_that_says_so() -> None:
+    """Without pyscotch the Scotch rows say it is not installed and how to install it; the
+    run goes on (it used to stop with SolverUnavailable)."""
+    import subprocess
+
+    spec = ("graph g { node a { work 1 ms on acc; out 1 MB }  node b { work 1 ms on acc }  a -> b } "
+            "platform { device acc[2] { link 1 GB/s } } minimize bottleneck")
+    code = (f"import sys; sys.modules['pyscotch'] = None; sys.path.insert(0, {str(BENCH)!r})\n"
+            "from partdsl import parse\nfrom repro_common import row, solved\n"
+            f"run = solved(parse({spec!r}), 'scotch', repair=1)\n"
+            "print(row('g', 'Scotch', 1.0, run))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "not run: " in p.stdout and "pyscotch" in p.stdout and "pip install" in p.stdout
