@@ -138,7 +138,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            objectives=SCHEDULED, ignores=FLAT),
     *(Method(name, "kernels.peers.runners:run", False, f"{package} as a peer: k-way partition (edge weights = transfers, "
              "vertex weights = compute, one block per device), mapped to devices; -O repair=1 contracts colocation "
-             "and fixes memory and placement by moves (baseline)", ("repair", "imbalance"), ignores=PEER_IGNORES + FLAT,
+             "and fixes memory and placement by moves" + ("; -O graph=tarnawski runs it as Tarnawski et al. did (the "
+             "authors' dp.cpp -scotch graph, gpart's strategy, accelerators only)" if name == "scotch" else "")
+             + " (baseline)", ("repair", "imbalance", "graph"), ignores=PEER_IGNORES + FLAT,
              variant=name)
       for name, (package, _, _) in PEERS.items()),
     Method("met", LIST_SCHEDULE, False, "DiviML's MET (bMET under a batch, also a name here): "

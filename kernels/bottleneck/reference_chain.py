@@ -14,6 +14,13 @@ them (msr-fiddle/dnn-partitioning, MIT: `throughput-dp/dp.cpp`, modes `-lineariz
    all placed, starting with the sources; the top is placed next, and the vertices it
    completes are pushed in increasing id order. The DP then splits that line.
 
+Up to HASH_ORDER_LIMIT nodes (the papers' graphs have at most 2,012), `-linearize` follows the
+code's own tie-breaks as well (`hash_line`): the sources are stacked, and the work-free leaves
+merged one at a time, in the order its hash maps list them (libstdc++'s), which gives its
+chain position by position on all 16 bundled inputs. That costs a pass per merge (37 s for a
+5,000-node chain with a leaf on every node), so above the limit, and for `-pipeDream`, the
+sources and merges go in id order in one linear pass.
+
 A vertex's id is its colour class number (the dnn-partitioning `colorClass`, our group `cN`),
 which orders the pushes; a node with no group gets a fresh id counting down from
 2^31 - 1 - 12345678, in file order, as the authors' reader does.
@@ -26,9 +33,11 @@ from collections.abc import Iterable
 import networkx as nx
 import numpy as np
 from partdsl.core.ir import Spec
+from partdsl.kernels.bottleneck.libstdcxx_hash import unordered_order
 
 FRESH = 2**31 - 1 - 12345678
 TRIVIAL = 1e-6  # the reference's "no work" (ms)
+HASH_ORDER_LIMIT = 2_500  # nodes up to which DPL follows the code's hash-map order (one pass per merge)
 
 
 def class_ids(spec: Spec) -> np.ndarray:
@@ -157,6 +166,8 @@ def reference_chain(spec: Spec, pipedream: bool = False, ignore: Iterable[str] =
     outgoing edges the biconnected search leaves out, as the reference does for BERT-24's and
     GNMT's inputs)."""
     d = spec.dense
+    if not pipedream and d.n <= HASH_ORDER_LIMIT:
+        return hash_line(spec)
     cl = _Classes(class_ids(spec), d.backward.astype(bool), d.src, d.dst)
     if pipedream:
         named = set(ignore)
@@ -183,3 +194,123 @@ def reference_chain(spec: Spec, pipedream: bool = False, ignore: Iterable[str] =
                 stack.append(w)
     pos = {c: p for p, c in enumerate(line)}
     return np.array([pos[c] for c in cls.tolist()], dtype=np.int64), len(line)
+
+
+def _vcc(cls: np.ndarray) -> tuple[int, dict[int, int]]:
+    classes = np.unique(cls)
+    return int(classes[-1]), {int(c): r for r, c in enumerate(classes)}
+
+
+def _contract(order: list[tuple[int, bool]], find: dict[int, int], cls: np.ndarray) -> list[tuple[int, bool]]:
+    """The code's contraction: the vertices (class, backward) in the order its hash map of
+    vertex ids lists them, after inserting the current vertices' new ids in `order`."""
+    top, rank = _vcc(cls)
+    key = [(top + 1 + rank[find.get(c, c)]) if b else find.get(c, c) for c, b in order]
+    back = {top + 1 + r: c for c, r in rank.items()}
+    return [(back[k], True) if k > top else (k, False) for k in unordered_order(key)]
+
+
+def hash_line(spec: Spec) -> tuple[np.ndarray, int]:
+    """The `-linearize` chain with the code's own tie-breaks: the sources stacked in the order
+    of its hash map of vertices after each contraction (kernels/bottleneck/libstdcxx_hash.py),
+    a work-free leaf merged one at a time, the first in that order, with a contraction after
+    each, and the vertices a placed one completes pushed artificial edges first, each group
+    in id order. Linear per merge, so for graphs of up to HASH_ORDER_LIMIT nodes (above,
+    reference_chain takes the sources and merges in id order, in one linear pass)."""
+    d = spec.dense
+    back = d.backward.astype(bool)
+    cls = class_ids(spec)
+    src, dst = d.src, d.dst
+    order = _contract([(int(c), bool(b)) for c, b in zip(cls, back)], {}, cls)  # from the file's order
+    forward = set(cls[~back].tolist())
+    top, rank = _vcc(cls)
+    orphans = [c for c, b in order if b and c not in forward]
+    orphans = [k - top - 1 for k in unordered_order(top + 1 + rank[c] for c in orphans)]
+    by_rank = {r: c for c, r in rank.items()}
+    order += [(by_rank[r], False) for r in orphans]
+    cl = _Classes(cls, back, src, dst)
+    _fuse_cycles_last(cl, order)
+    cls = cl.cls()
+    order = _contract(order, {c: cl.find(c) for c in cl.parent}, cls)
+    cpu_fpga = np.nan_to_num(d.work, posinf=0.0)
+    while True:  # the first work-free leaf in the current order joins its neighbour; contract; again
+        leaf = _first_trivial(cls, back, cpu_fpga, src, dst, order)
+        if leaf is None:
+            break
+        (c, into) = leaf
+        cls = np.where(cls == c, into, cls)
+        order = _contract(order, {c: into}, cls)
+    true, artificial = _forward_edges(cls, back, src, dst)
+    indeg: dict[int, int] = {c: 0 for c, b in order if not b}
+    for u, v in true | artificial:
+        indeg[v] += 1
+    out: dict[int, list[int]] = {c: [] for c in indeg}
+    for group in (sorted(artificial), sorted(true)):
+        for u, v in group:
+            out[u].append(v)
+    stack = [c for c, b in order if not b and indeg[c] == 0]
+    line: list[int] = []
+    while stack:
+        c = stack.pop()
+        line.append(c)
+        for w in out[c]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                stack.append(w)
+    pos = {c: p for p, c in enumerate(line)}
+    return np.array([pos[int(c)] for c in cls], dtype=np.int64), len(line)
+
+
+def _forward_edges(cls: np.ndarray, back: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[set, set]:
+    """(true, artificial) forward edges between classes: the contracted graph's own, and the
+    mirrored ones of backward-only classes."""
+    forward = set(cls[~back].tolist())
+    true, artificial = set(), set()
+    for a, b in zip(src.tolist(), dst.tolist()):
+        ca, cb = int(cls[a]), int(cls[b])
+        if (ca, back[a]) == (cb, back[b]):
+            continue
+        if not back[a] and not back[b]:
+            true.add((ca, cb))
+        elif back[a] and back[b] and (ca not in forward or cb not in forward):
+            artificial.add((cb, ca))
+    return true, artificial
+
+
+def _fuse_cycles_last(cl: _Classes, order: list[tuple[int, bool]]) -> None:
+    """Forward cycles fused into the class whose forward vertex comes last in `order` (the
+    code's union-find order)."""
+    where = {c: i for i, (c, b) in enumerate(order) if not b}
+    true, artificial = _forward_edges(cl.cls(), cl.backward, cl.src, cl.dst)
+    for comp in nx.strongly_connected_components(nx.DiGraph(true | artificial)):
+        if len(comp) > 1:
+            root = max(comp, key=lambda c: where[c])
+            cl.merge(root, comp)
+
+
+def _first_trivial(cls: np.ndarray, back: np.ndarray, work: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                   order: list[tuple[int, bool]]) -> tuple[int, int] | None:
+    """(class, the class it joins) for the first vertex in `order` the code merges: forward, no
+    work on any device (its class's backward part neither), one incident forward edge (the
+    contracted true and artificial edges counted apart) and no backward neighbour."""
+    key = cls * 2 + back
+    uniq, inv = np.unique(key, return_inverse=True)
+    cost = np.zeros((len(uniq), work.shape[1]))
+    np.add.at(cost, inv, work)
+    cost_of = {int(k): row for k, row in zip(uniq.tolist(), cost)}
+    true, artificial = _forward_edges(cls, back, src, dst)
+    fwd: dict[int, list[int]] = {}
+    for u, v in list(true) + list(artificial):
+        fwd.setdefault(u, []).append(v)
+        fwd.setdefault(v, []).append(u)
+    has_bwd = {int(cls[a]) for a, b in zip(src.tolist(), dst.tolist()) if not back[a] and back[b]}
+    has_bwd |= {int(cls[b]) for a, b in zip(src.tolist(), dst.tolist()) if back[a] and not back[b]}
+    for c, b in order:
+        if b or c in has_bwd or len(fwd.get(c, ())) != 1:
+            continue
+        if (cost_of.get(c * 2, np.zeros(1)) >= TRIVIAL).any():
+            continue
+        if cost_of.get(c * 2 + 1, np.zeros(1)).sum() >= TRIVIAL:
+            continue
+        return c, fwd[c][0]
+    return None

@@ -156,10 +156,44 @@ def partition(spec: Spec, name: str, seed: int = 0, repair: bool = False, imbala
     return (repair_moves(spec, dev) if repair else dev), printed.text
 
 
+def tarnawski_scotch(spec: Spec) -> np.ndarray:
+    """A device per node: Scotch's `gpart k` (a complete target, its default mapping strategy,
+    1% imbalance, its random state reset) on the graph the authors' dp.cpp -scotch writes
+    (kernels/peers/scotch_reference.py), part i on accelerator i."""
+    from partdsl.kernels.peers.scotch_reference import reference_graph
+
+    scotch = load("scotch")
+    g = reference_graph(spec)
+    d = spec.dense
+    acc = np.flatnonzero(~d.host[d.dev_class])
+    dt = scotch.get_scotch_dtype()
+    graph = scotch.Graph()
+    graph.build(g.xadj.astype(dt), g.adjncy.astype(dt), g.vwgt.astype(dt), g.adjwgt.astype(dt))
+    arch = scotch.Architecture()
+    arch.complete(len(acc))
+    strat = scotch.Strategy()
+    strat.request_mapping(scotch.StrategyFlags.DEFAULT, balance=0.01)
+    scotch.random_reset()
+    return acc[np.asarray(graph.map(arch, strat), dtype=np.int64)][g.vertex]
+
+
+GRAPHS = ("peer", "tarnawski")  # -O graph=: the peer graph of kernels/peers/graph.py, or the authors' (scotch only)
+
+
 def run(name: str) -> Callable[..., Iterator[tuple[str, np.ndarray] | SolverLog]]:
     def method(spec: Spec, seed: int = 0, threads: int | None = None, repair: float = 0,
-               imbalance: float | None = None, **_: object) -> Iterator[tuple[str, np.ndarray] | SolverLog]:
+               imbalance: float | None = None, graph: object = "peer",
+               **_: object) -> Iterator[tuple[str, np.ndarray] | SolverLog]:
         load(name)
+        if graph not in GRAPHS or (graph == "tarnawski" and name != "scotch"):
+            raise PartError(f"{name}: unknown graph '{graph}'", None, "write -O graph=peer (the default)"
+                            + (" or -O graph=tarnawski (the authors' Scotch run)" if name == "scotch" else ""))
+        if graph == "tarnawski":
+            if repair or imbalance is not None:
+                raise PartError("-O graph=tarnawski runs Scotch as the authors did: without repair or imbalance", None,
+                                "leave out -O repair and -O imbalance")
+            yield Candidate("scotch (the authors' graph and gpart's strategy)", tarnawski_scotch(spec))
+            return
         if imbalance is not None and not 0 <= imbalance < 10:
             raise PartError(f"imbalance {imbalance:g} is out of range", None,
                             "a fraction of the even share, e.g. imbalance 0.05 for 5%")
