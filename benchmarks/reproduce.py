@@ -34,6 +34,8 @@ NOT_REPRODUCIBLE = """## What is not reproduced, and why
   with the colour classes leaves 28 and 60 units and a DP value of 642.78 and 43,178; the
   authors' own code does the same (`dp.cpp -contractLayers`, run 2026-12-04: 642.78 and 43,178.24).
 - (Tarnawski's Figures 8 and 9 are drawn above, beside Tables 2 and 1.)
+- **Archer Table 1** (the MIP hierarchy's bounds over BRKGA's best, k = 2 to 64, on the production
+  dataset): the production models are proprietary; Table 3 above is the same measure on REGAL-style graphs.
 - **Archer Table 2 and Figures 2-4** (production models): proprietary; Table 2's rows above are
   run on the REGAL-style graphs instead.
 - **Archer Table 3 on REGAL's own graphs**: the 1,000 test graphs are public

@@ -129,8 +129,8 @@ def test_the_model_zoo_substitute_gains_over_the_best_device_as_its_columns_say(
             assert value(r["gain over best device"][:-1]) == pytest.approx(best / value(r["ours"]), abs=6e-3)
         assert value(by[(model, "milp_split")]["ours"]) <= value(by[(model, "heft")]["ours"]) * (1 + 1e-3)
     t2 = {r["model"]: r for r in next(rs for title, rs in tables(written).items() if "Table II (substitute)" in title)}
-    assert t2["torchvision (published)"]["CPU (Xeon)"] == "223.10 (28.6x)"
-    assert all(r["GPU (A100)"].endswith("(1.0x)") for r in t2.values())
+    assert t2["torchvision (published)"]["CPU (Xeon)"] == "223.10 (29x)"  # as the paper prints it
+    assert all(r["GPU (A100)"].endswith("(1.0x)") for m, r in t2.items() if m != "torchvision (published)")
 
 
 def test_the_light_models_weights_become_parameters_of_their_readers() -> None:

@@ -57,6 +57,7 @@ def shipped_vertices(spec: Spec, ids: tuple[int, ...]) -> list[str]:
     return names
 
 
+@pytest.mark.slow  # the real workloads (conftest.py: the tiers)
 @pytest.mark.parametrize("key", THROUGHPUT)
 def test_dpl_pipedream_and_expert_are_the_references(tmp_path: Path, key: str) -> None:
     """The code's values on every throughput input: DPL (its line followed to its hash map's
@@ -75,6 +76,7 @@ def test_dpl_pipedream_and_expert_are_the_references(tmp_path: Path, key: str) -
         assert ev.feasible and abs(ev.objective - ref["expert"]) <= 1e-4 * ref["expert"]
 
 
+@pytest.mark.slow  # the real workloads (conftest.py: the tiers)
 @pytest.mark.parametrize("key", ["throughput/bert24_training", "throughput/gnmt_training"])
 def test_pipedream_with_the_nodes_the_reference_names_gives_the_published_value(tmp_path: Path, key: str) -> None:
     """The shipped code's list names the input nodes and their gradients (BERT-24: node4 and
@@ -145,6 +147,7 @@ def _placed(spec: Spec, data: dict) -> dict[str, str]:
     return {n: spec.platform.devices[j] for n, j in zip(spec.dense.names, dev.tolist())}
 
 
+@pytest.mark.slow  # the real workloads (conftest.py: the tiers)
 @pytest.mark.parametrize("key", ["latency/bert24_inference", "latency/gnmt_inference",
                                  "latency-operators/bert_l-3_inference", "latency-operators/resnet50_inference"])
 def test_fill_is_the_reference_latency_greedy(tmp_path: Path, key: str) -> None:
@@ -156,6 +159,7 @@ def test_fill_is_the_reference_latency_greedy(tmp_path: Path, key: str) -> None:
     assert _close(r.objective, REFERENCE[key]["greedy"]), (r.objective, REFERENCE[key]["greedy"])
 
 
+@pytest.mark.slow  # the real workloads (conftest.py: the tiers)
 @pytest.mark.parametrize("key", ["latency/bert24_inference", "latency/gnmt_inference",
                                  "latency-operators/bert_l-3_inference", "latency-operators/bert_l-6_inference"])
 def test_maxload_dp_scores_the_reference_split(tmp_path: Path, key: str) -> None:
@@ -169,6 +173,7 @@ def test_maxload_dp_scores_the_reference_split(tmp_path: Path, key: str) -> None
     assert abs(r.objective - REFERENCE[key]["maxload_dp"]) <= 1e-5 * r.objective, (r.objective, REFERENCE[key]["maxload_dp"])
 
 
+@pytest.mark.slow  # the real workloads (conftest.py: the tiers)
 def test_local_search_on_accelerators_stays_off_the_cpu(tmp_path: Path) -> None:
     """The authors' local search moves nodes between accelerators only (dp.cpp -localSearch):
     -O devices=accelerators never places a node on the CPU; every device may, and does here."""
@@ -194,6 +199,7 @@ def test_every_input_has_the_authors_scotch_graph() -> None:
     assert len(list(SCOTCH_GRAPHS.glob("*.grf"))) == 24
 
 
+@pytest.mark.slow  # the real workloads (conftest.py: the tiers)
 @pytest.mark.parametrize("name", sorted(p.stem for p in SCOTCH_GRAPHS.glob("*.grf")))
 def test_the_scotch_graph_is_the_one_the_authors_code_writes(tmp_path: Path, name: str) -> None:
     """Byte for byte: the vertices in the order the code's hash maps list them, weights
@@ -207,6 +213,7 @@ def test_the_scotch_graph_is_the_one_the_authors_code_writes(tmp_path: Path, nam
     assert grf_text(reference_graph(parse_file(out))) == (SCOTCH_GRAPHS / f"{name}.grf").read_text()
 
 
+@pytest.mark.slow  # the real workloads (conftest.py: the tiers)
 @pytest.mark.parametrize("name", ["throughput--bert24_inference", "throughput-operators--bert_l-3_training"])
 def test_scotch_graph_tarnawski_maps_scotchs_parts_of_that_graph_to_the_accelerators(tmp_path: Path, name: str) -> None:
     """The method's split is Scotch's partition of the authors' graph (read back from the
