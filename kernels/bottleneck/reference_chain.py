@@ -183,9 +183,15 @@ def reference_chain(spec: Spec, pipedream: bool = False, ignore: Iterable[str] =
     for u, w in forward:
         indeg[w] += 1
         succ[u].append(w)
-    stack = [c for c in classes if indeg[c] == 0]
+    return _stack_line([c for c in classes if indeg[c] == 0], succ, indeg, cls)
+
+
+def _stack_line(stack: list[int], succ: dict[int, list[int]], indeg: dict[int, int],
+                cls: np.ndarray) -> tuple[np.ndarray, int]:
+    """Step 5: the top of the stack goes next on the line; the vertices it completes are pushed
+    in `succ`'s order. (Each node's position on the line, the number of positions.)"""
     line: list[int] = []
-    while stack:  # the top of the stack goes next; the vertices it completes go on, in id order
+    while stack:
         c = stack.pop()
         line.append(c)
         for w in succ[c]:
@@ -193,7 +199,7 @@ def reference_chain(spec: Spec, pipedream: bool = False, ignore: Iterable[str] =
             if indeg[w] == 0:
                 stack.append(w)
     pos = {c: p for p, c in enumerate(line)}
-    return np.array([pos[c] for c in cls.tolist()], dtype=np.int64), len(line)
+    return np.array([pos[int(c)] for c in cls.tolist()], dtype=np.int64), len(line)
 
 
 def _vcc(cls: np.ndarray) -> tuple[int, dict[int, int]]:
@@ -248,17 +254,7 @@ def hash_line(spec: Spec) -> tuple[np.ndarray, int]:
     for group in (sorted(artificial), sorted(true)):
         for u, v in group:
             out[u].append(v)
-    stack = [c for c, b in order if not b and indeg[c] == 0]
-    line: list[int] = []
-    while stack:
-        c = stack.pop()
-        line.append(c)
-        for w in out[c]:
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                stack.append(w)
-    pos = {c: p for p, c in enumerate(line)}
-    return np.array([pos[int(c)] for c in cls], dtype=np.int64), len(line)
+    return _stack_line([c for c, b in order if not b and indeg[c] == 0], out, indeg, cls)
 
 
 def _forward_edges(cls: np.ndarray, back: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[set, set]:
