@@ -40,9 +40,10 @@ TRIVIAL = 1e-6  # the reference's "no work" (ms)
 HASH_ORDER_LIMIT = 2_500  # nodes up to which DPL follows the code's hash-map order (one pass per merge)
 
 
-def class_ids(spec: Spec) -> np.ndarray:
-    """Each node's colour class number: the `N` of group `cN`, else a fresh number per group
-    label (or per node without one), counting down in file order."""
+def class_ids(spec: Spec, per_label: bool = True) -> np.ndarray:
+    """Each node's colour class number: the `N` of group `cN`, else a fresh number, counting
+    down in file order, per group label (nodes of one label share it; `per_label=False`: per
+    node, as reference_dp numbers them)."""
     out = np.empty(len(spec.graph.nodes), dtype=np.int64)
     fresh, named = FRESH, {}
     for i, node in enumerate(spec.graph.nodes):
@@ -50,11 +51,12 @@ def class_ids(spec: Spec) -> np.ndarray:
         if m:
             out[i] = int(m[1])
             continue
-        if node.group is None or node.group not in named:
+        shared = per_label and node.group is not None
+        if not shared or node.group not in named:
             fresh -= 1
-            if node.group is not None:
+            if shared:
                 named[node.group] = fresh
-        out[i] = named.get(node.group, fresh) if node.group is not None else fresh
+        out[i] = named[node.group] if shared else fresh
     return out
 
 
@@ -93,14 +95,12 @@ class _Classes:
     def edges(self) -> set[tuple[int, int]]:
         """The contracted graph's edges between vertices (no self-loops), with the mirrored
         forward edges of step 3."""
-        v = self.vertex()
+        cls = self.cls()
+        v = cls * 2 + self.backward
         a, b = v[self.src], v[self.dst]
         keep = a != b
-        out = set(zip(a[keep].tolist(), b[keep].tolist()))
-        have_forward = set(np.unique(v[~self.backward]).tolist())
-        orphan = {x // 2 for x in np.unique(v[self.backward]).tolist() if x - 1 not in have_forward}
-        out |= {(y - 1, x - 1) for x, y in out if x % 2 and y % 2 and (x // 2 in orphan or y // 2 in orphan)}
-        return out
+        _, mirrored = _forward_edges(cls, self.backward, self.src, self.dst)
+        return set(zip(a[keep].tolist(), b[keep].tolist())) | {(2 * u, 2 * w) for u, w in mirrored}
 
 
 def _biconnected(cl: _Classes, skip: set[int]) -> None:
@@ -115,13 +115,15 @@ def _biconnected(cl: _Classes, skip: set[int]) -> None:
         cl.merge(max(tails), tails)
 
 
-def _fuse_cycles(cl: _Classes) -> None:
-    """Step 3: forward vertices on a common cycle share a class (the largest id)."""
-    g = nx.DiGraph((u, v) for u, v in cl.edges() if u % 2 == 0 and v % 2 == 0)
-    for comp in nx.strongly_connected_components(g):
+def _fuse_cycles(cl: _Classes, order: list[tuple[int, bool]] | None = None) -> None:
+    """Step 3: classes whose forward vertices lie on a common cycle (mirrored edges included)
+    become one: the largest id, or with `order` the class whose forward vertex comes last in
+    it (the code's union-find order)."""
+    where = {c: i for i, (c, b) in enumerate(order) if not b} if order is not None else None
+    true, mirrored = _forward_edges(cl.cls(), cl.backward, cl.src, cl.dst)
+    for comp in nx.strongly_connected_components(nx.DiGraph(true | mirrored)):
         if len(comp) > 1:
-            classes = {x // 2 for x in comp}
-            cl.merge(max(classes), classes)
+            cl.merge(max(comp, key=where.__getitem__) if where is not None else max(comp), comp)
 
 
 def _trivial(cl: _Classes, cost: np.ndarray) -> None:
@@ -175,12 +177,12 @@ def reference_chain(spec: Spec, pipedream: bool = False, ignore: Iterable[str] =
         _biconnected(cl, {int(v[i]) for i, name in enumerate(d.names) if name in named})
     _fuse_cycles(cl)
     _trivial(cl, np.nan_to_num(d.work, posinf=0.0).sum(axis=1))
-    forward = sorted((u // 2, w // 2) for u, w in cl.edges() if u % 2 == 0 and w % 2 == 0)
     cls = cl.cls()
+    true, mirrored = _forward_edges(cls, cl.backward, cl.src, cl.dst)
     classes = np.unique(cls).tolist()
     indeg = dict.fromkeys(classes, 0)
     succ: dict[int, list[int]] = {c: [] for c in classes}
-    for u, w in forward:
+    for u, w in sorted(true | mirrored):
         indeg[w] += 1
         succ[u].append(w)
     return _stack_line([c for c in classes if indeg[c] == 0], succ, indeg, cls)
@@ -225,19 +227,8 @@ def hash_line(spec: Spec) -> tuple[np.ndarray, int]:
     reference_chain takes the sources and merges in id order, in one linear pass)."""
     d = spec.dense
     back = d.backward.astype(bool)
-    cls = class_ids(spec)
     src, dst = d.src, d.dst
-    order = _contract([(int(c), bool(b)) for c, b in zip(cls, back)], {}, cls)  # from the file's order
-    forward = set(cls[~back].tolist())
-    top, rank = _vcc(cls)
-    orphans = [c for c, b in order if b and c not in forward]
-    orphans = [k - top - 1 for k in unordered_order(top + 1 + rank[c] for c in orphans)]
-    by_rank = {r: c for c, r in rank.items()}
-    order += [(by_rank[r], False) for r in orphans]
-    cl = _Classes(cls, back, src, dst)
-    _fuse_cycles_last(cl, order)
-    cls = cl.cls()
-    order = _contract(order, {c: cl.find(c) for c in cl.parent}, cls)
+    order, cls = hash_vertices(spec)
     cpu_fpga = np.nan_to_num(d.work, posinf=0.0)
     while True:  # the first work-free leaf in the current order joins its neighbour; contract; again
         leaf = _first_trivial(cls, back, cpu_fpga, src, dst, order)
@@ -257,6 +248,26 @@ def hash_line(spec: Spec) -> tuple[np.ndarray, int]:
     return _stack_line([c for c, b in order if not b and indeg[c] == 0], out, indeg, cls)
 
 
+def hash_vertices(spec: Spec) -> tuple[list[tuple[int, bool]], np.ndarray]:
+    """The code's contracted graph after steps 1 and 3: its vertices (class, backward) in the
+    order its hash map lists them, and each node's class. Read in file order and contracted;
+    a forward vertex appended for each backward-only class, in its hash set's order; forward
+    cycles fused; contracted again."""
+    d = spec.dense
+    back = d.backward.astype(bool)
+    cls = class_ids(spec)
+    order = _contract([(int(c), bool(b)) for c, b in zip(cls, back)], {}, cls)  # from the file's order
+    forward = set(cls[~back].tolist())
+    top, rank = _vcc(cls)
+    by_rank = {r: c for c, r in rank.items()}
+    orphans = unordered_order(top + 1 + rank[c] for c, b in order if b and c not in forward)
+    order += [(by_rank[k - top - 1], False) for k in orphans]
+    cl = _Classes(cls, back, d.src, d.dst)
+    _fuse_cycles(cl, order)
+    cls = cl.cls()
+    return _contract(order, {c: cl.find(c) for c in cl.parent}, cls), cls
+
+
 def _forward_edges(cls: np.ndarray, back: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[set, set]:
     """(true, artificial) forward edges between classes: the contracted graph's own, and the
     mirrored ones of backward-only classes."""
@@ -271,17 +282,6 @@ def _forward_edges(cls: np.ndarray, back: np.ndarray, src: np.ndarray, dst: np.n
         elif back[a] and back[b] and (ca not in forward or cb not in forward):
             artificial.add((cb, ca))
     return true, artificial
-
-
-def _fuse_cycles_last(cl: _Classes, order: list[tuple[int, bool]]) -> None:
-    """Forward cycles fused into the class whose forward vertex comes last in `order` (the
-    code's union-find order)."""
-    where = {c: i for i, (c, b) in enumerate(order) if not b}
-    true, artificial = _forward_edges(cl.cls(), cl.backward, cl.src, cl.dst)
-    for comp in nx.strongly_connected_components(nx.DiGraph(true | artificial)):
-        if len(comp) > 1:
-            root = max(comp, key=lambda c: where[c])
-            cl.merge(root, comp)
 
 
 def _first_trivial(cls: np.ndarray, back: np.ndarray, work: np.ndarray, src: np.ndarray, dst: np.ndarray,

@@ -38,6 +38,7 @@ import numpy as np
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.ideal_kernels import frontiers_until, words
 from partdsl.kernels.bottleneck.libstdcxx_hash import unordered_order
+from partdsl.kernels.bottleneck.reference_chain import class_ids
 from partdsl.kernels.graph.contraction import colocation_blocks
 from partdsl.kernels.jit import njit
 from partdsl.runtime.deadline import NEVER, Deadline
@@ -47,21 +48,11 @@ class NotApplicable(Exception):
     """The spec is not the paper's two-class platform (one accelerator class, one CPU class)."""
 
 
-FRESH_CLASS = 2**31 - 1 - 12345678  # the paper's code numbers nodes without a colour class down from here
-
-
 def class_keys(spec: Spec) -> list[int]:
     """The paper's code's colour class of each node: the JSON's colorClass (our importer's
-    group cN), else a fresh number, counting down in node order as its reader does."""
-    keys, fresh = [], FRESH_CLASS
-    for nd in spec.graph.nodes:
-        g = nd.group or ""
-        if g[:1] == "c" and g[1:].lstrip("-").isdigit():
-            keys.append(int(g[1:]))
-        else:
-            fresh -= 1
-            keys.append(fresh)
-    return keys
+    group cN), else a fresh number, counting down in node order as its reader does
+    (reference_chain.class_ids, one per node)."""
+    return class_ids(spec, per_label=False).tolist()
 
 
 def units(spec: Spec, acc: int, cpu: int) -> tuple[np.ndarray, int]:

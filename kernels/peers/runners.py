@@ -50,18 +50,30 @@ def _metis(pg: PeerGraph, k: int, share: np.ndarray, imbalance: float, seed: int
     return np.asarray(parts, dtype=np.int64)
 
 
-def _scotch(pg: PeerGraph, k: int, share: np.ndarray, imbalance: float, seed: int, threads: int) -> np.ndarray:
+def _scotch_map(xadj: np.ndarray, adjncy: np.ndarray, vwgt: np.ndarray, adjwgt: np.ndarray, k: int,
+                imbalance: float, share: np.ndarray | None = None, seed: int | None = None) -> np.ndarray:
+    """Scotch's default mapping strategy onto a complete target of k parts (weighted by
+    `share` if given), its random state reset (seeded first if `seed` is given): a part per
+    vertex."""
     scotch = load("scotch")
     dt = scotch.get_scotch_dtype()
     g = scotch.Graph()
-    g.build(pg.xadj.astype(dt), pg.adjncy.astype(dt), pg.vwgt.astype(dt), pg.adjwgt.astype(dt))
+    g.build(xadj.astype(dt), adjncy.astype(dt), vwgt.astype(dt), adjwgt.astype(dt))
     arch = scotch.Architecture()
-    arch.complete_weighted(k, np.maximum(np.rint(share / share.max() * 1000), 1).astype(dt))
+    if share is None:
+        arch.complete(k)
+    else:
+        arch.complete_weighted(k, np.maximum(np.rint(share / share.max() * 1000), 1).astype(dt))
     strat = scotch.Strategy()
     strat.request_mapping(scotch.StrategyFlags.DEFAULT, balance=imbalance)
-    scotch.random_seed(seed)
+    if seed is not None:
+        scotch.random_seed(seed)
     scotch.random_reset()
     return np.asarray(g.map(arch, strat), dtype=np.int64)
+
+
+def _scotch(pg: PeerGraph, k: int, share: np.ndarray, imbalance: float, seed: int, threads: int) -> np.ndarray:
+    return _scotch_map(pg.xadj, pg.adjncy, pg.vwgt, pg.adjwgt, k, imbalance, share, seed)
 
 
 _KAHYPAR: dict = {}
@@ -162,19 +174,10 @@ def tarnawski_scotch(spec: Spec) -> np.ndarray:
     (kernels/peers/scotch_reference.py), part i on accelerator i."""
     from partdsl.kernels.peers.scotch_reference import reference_graph
 
-    scotch = load("scotch")
     g = reference_graph(spec)
     d = spec.dense
     acc = np.flatnonzero(~d.host[d.dev_class])
-    dt = scotch.get_scotch_dtype()
-    graph = scotch.Graph()
-    graph.build(g.xadj.astype(dt), g.adjncy.astype(dt), g.vwgt.astype(dt), g.adjwgt.astype(dt))
-    arch = scotch.Architecture()
-    arch.complete(len(acc))
-    strat = scotch.Strategy()
-    strat.request_mapping(scotch.StrategyFlags.DEFAULT, balance=0.01)
-    scotch.random_reset()
-    return acc[np.asarray(graph.map(arch, strat), dtype=np.int64)][g.vertex]
+    return acc[_scotch_map(g.xadj, g.adjncy, g.vwgt, g.adjwgt, len(acc), 0.01)][g.vertex]
 
 
 GRAPHS = ("peer", "tarnawski")  # -O graph=: the peer graph of kernels/peers/graph.py, or the authors' (scotch only)

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
 from partdsl.kernels.bottleneck.libstdcxx_hash import unordered_order
-from partdsl.kernels.bottleneck.reference_chain import class_ids
+from partdsl.kernels.bottleneck.reference_chain import hash_vertices
 
 
 @dataclass(frozen=True)
@@ -33,56 +32,6 @@ class ReferenceGraph:
     adjncy: np.ndarray
     adjwgt: np.ndarray
     vertex: np.ndarray  # [n] the vertex of each node
-
-
-def _keys(cls: np.ndarray) -> tuple[int, dict[int, int]]:
-    classes = np.unique(cls)
-    return int(classes[-1]), {int(c): r for r, c in enumerate(classes)}
-
-
-def _fused(cls: np.ndarray, backward: np.ndarray, src: np.ndarray, dst: np.ndarray,
-           nodes: list[tuple[int, bool]]) -> dict[int, int]:
-    """Classes whose forward parts lie on a common cycle, once each backward-only class has a
-    forward vertex tied by its backward edges mirrored, -> the class they become: the one
-    whose forward vertex comes last in `nodes` (the code's union-find order)."""
-    has_forward = set(cls[~backward].tolist())
-    edges = {(int(cls[a]), bool(backward[a]), int(cls[b]), bool(backward[b])) for a, b in zip(src.tolist(), dst.tolist())}
-    g = nx.DiGraph()
-    for ca, ba, cb, bb in edges:
-        if (ca, ba) == (cb, bb):
-            continue
-        if not ba and not bb:
-            g.add_edge(ca, cb)
-        elif ba and bb and (ca not in has_forward or cb not in has_forward):
-            g.add_edge(cb, ca)  # the mirrored forward edge
-    where = {c: i for i, (c, b) in enumerate(nodes) if not b}
-    out: dict[int, int] = {}
-    for comp in nx.strongly_connected_components(g):
-        if len(comp) > 1:
-            root = max(comp, key=lambda x: where[x])
-            out.update(dict.fromkeys(comp, root))
-    return out
-
-
-def _vertex_order(cls: np.ndarray, backward: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[list[int], np.ndarray]:
-    """The classes in the order the code writes them, and each node's class after its fusion.
-    The code's contracted graph lists its vertices (keyed: a forward one by its class, a
-    backward one by the largest class + 1 + its class's rank) in hash order, appends a forward
-    vertex for each class with backward nodes only, fuses forward cycles, contracts again,
-    and then lists the classes of those vertices in hash order."""
-    top, rank = _keys(cls)
-    first = unordered_order((top + 1 + rank[int(c)]) if b else int(c) for c, b in zip(cls, backward))
-    as_pair = {top + 1 + r: c for c, r in rank.items()}
-    nodes = [(as_pair[v], True) if v > top else (v, False) for v in first]
-    has_forward = set(cls[~backward].tolist())
-    orphans = unordered_order(top + 1 + rank[c] for c, b in nodes if b and c not in has_forward)
-    nodes += [(as_pair[v], False) for v in orphans]
-    fuse = _fused(cls, backward, src, dst, nodes)
-    cls = np.array([fuse.get(int(c), int(c)) for c in cls], dtype=np.int64)
-    top, rank = _keys(cls)
-    second = unordered_order((top + 1 + rank[fuse.get(c, c)]) if b else fuse.get(c, c) for c, b in nodes)
-    back = {top + 1 + r: c for c, r in rank.items()}
-    return unordered_order(back.get(v, v) for v in second), cls
 
 
 def original_ids(spec: Spec) -> list[int]:
@@ -104,7 +53,8 @@ def reference_graph(spec: Spec) -> ReferenceGraph:
     if not d.class_allowed[:, c].all():
         raise PartError("graph=tarnawski: a node cannot run on the accelerators (the authors' code refuses it too)",
                         None, "use the scotch peer's own graph (without -O graph=tarnawski)")
-    order, cls = _vertex_order(class_ids(spec), d.backward.astype(bool), d.src, d.dst)
+    vertices, cls = hash_vertices(spec)
+    order = unordered_order(c for c, _ in vertices)  # its map of classes, filled from its vertices
     at = {k: i for i, k in enumerate(order)}
     vertex = np.array([at[int(k)] for k in cls], dtype=np.int64)
     V = len(order)
