@@ -56,7 +56,7 @@ def test_a_profile_plans_with_its_module_names(tmp_path: Path) -> None:
     assert json.loads(r.stdout)["status"] == "optimal"
     r = run_part("export", str(out), "--plan", str(plan), "--format", "fqn", "--json")
     assert r.returncode == 0, r.stderr
-    flat = [m for chunk in json.loads(r.stdout)["module_fqns_per_model_part"] for m in chunk]
+    flat = [m for chunk in json.loads(r.stdout)["module_paths_per_model_part"] for m in chunk]
     assert flat == ["model.embed_tokens"] + [f"model.layers.{i}" for i in range(6)] + ["lm_head"]
 
 

@@ -48,7 +48,7 @@ def test_a_pt2_plans_to_hugging_face_module_lists(tmp_path: Path) -> None:
     (tmp_path / "plan.json").write_text(r.stdout)
     r = run_part("export", str(part), "--plan", str(tmp_path / "plan.json"), "--format", "fqn", "--json")
     assert r.returncode == 0, r.stderr
-    flat = [m for chunk in json.loads(r.stdout)["module_fqns_per_model_part"] for m in chunk]
+    flat = [m for chunk in json.loads(r.stdout)["module_paths_per_model_part"] for m in chunk]
     assert flat == ["model.embed_tokens", "model.rotary_emb"] + [f"model.layers.{i}" for i in range(LAYERS)] \
         + ["model.norm", "lm_head"]
 

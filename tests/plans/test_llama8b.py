@@ -74,7 +74,7 @@ def test_training_throughput_plan_is_proven_and_beats_todays_splits(tmp_path: Pa
     assert sum(int(s.split("*")[1].rstrip("L")) if "*" in s else s.count("t") for s in stages) == 32
     r = run_part("export", str(spec_path), "--plan", str(plan), "--format", "fqn", "--json")
     assert r.returncode == 0, r.stderr
-    parts = json.loads(r.stdout)["module_fqns_per_model_part"]
+    parts = json.loads(r.stdout)["module_paths_per_model_part"]
     assert parts[0][0] == "model.embed_tokens" and parts[-1][-2:] == ["model.norm", "lm_head"]
 
 

@@ -118,8 +118,21 @@ def test_megatron_layout_reads_back_as_the_plan() -> None:
     assert "decoder_first_pipeline_num_layers" not in doc  # middle stages 3 and 2: not expressible so
     even = ["gpu[0]"] * 3 + ["gpu[1]"] * 3 + ["gpu[2]"] * 3 + ["gpu[3]"]  # 2 | 3 | 3 | 0 + L
     doc = megatron(pipeline(spec, by_layers(spec, even), units(spec)))
-    assert (doc["decoder_first_pipeline_num_layers"], doc["decoder_last_pipeline_num_layers"]) == (2, 0)
     assert doc["pipeline_model_parallel_layout"] == "Et*2|t*3|t*3|L"
+    # Megatron's TransformerConfig refuses a last stage of 0 layers (issue 71.2): the layout only
+    assert "decoder_last_pipeline_num_layers" not in doc and "uneven_args" not in doc
+    even = ["gpu[0]"] * 2 + ["gpu[1]"] * 3 + ["gpu[2]"] * 3 + ["gpu[3]"] * 2  # 1 | 3 | 3 | 1 + L
+    doc = megatron(pipeline(spec, by_layers(spec, even), units(spec)))
+    assert (doc["decoder_first_pipeline_num_layers"], doc["decoder_last_pipeline_num_layers"]) == (1, 1)
+
+
+def test_megatron_uneven_counts_only_where_its_config_takes_them() -> None:
+    """transformer_config.py: first and last larger than 0, the middle stages even and not empty."""
+    from partdsl.plans.formats import _megatron_takes_uneven
+
+    assert _megatron_takes_uneven([2, 3, 3, 1]) and _megatron_takes_uneven([4, 4])
+    for counts in ([0, 4], [4, 0], [2, 0, 0, 2], [1, 3, 2, 1], [0, 10, 6]):
+        assert not _megatron_takes_uneven(counts), counts
 
 
 def test_interleaved_chunks_are_virtual_stages_for_megatron_and_torchtitan_only() -> None:
@@ -130,8 +143,10 @@ def test_interleaved_chunks_are_virtual_stages_for_megatron_and_torchtitan_only(
     stages = megatron_stages(doc["pipeline_model_parallel_layout"])
     assert doc["pipeline_model_parallel_size"] == 2 and len(stages) == 4 and doc["virtual_stages_per_rank"] == 2
     assert [st.count("t") for st in stages] == [1, 2, 2, 1]
-    parts = fqn(line)["module_fqns_per_model_part"]
+    parts = fqn(line)["module_paths_per_model_part"]
     assert parts == [["embed", "l1"], ["l2", "l3"], ["l4", "l5"], ["l6", "ln_f", "lm_head"]]
+    assert fqn(line)["module_fqns_per_model_part"] == [["tok_embeddings", "layers.0"], ["layers.1", "layers.2"],
+                                                       ["layers.3", "layers.4"], ["layers.5", "norm", "lm_head"]]
     for writer in (vllm, deepspeed):
         with pytest.raises(PartError, match="interleaves 2 chunks"):
             writer(line)
@@ -157,12 +172,26 @@ def test_vllm_deepspeed_and_fqn_cover_every_layer_once() -> None:
     counts = [int(x) for x in v["VLLM_PP_LAYER_PARTITION"].split(",")]
     assert counts == [2, 3, 2] and sum(counts) == v["layers"] == 7 and len(counts) == v["pipeline_parallel_size"]
     assert [r["device"] for r in v["ranks"]] == ["gpu[1]", "gpu[0]", "gpu[2]"]
-    ds = deepspeed(line)
-    assert ds["parts"] == [0, 3, 6, 9] and len(ds["layers"]) == 9 and ds["num_stages"] == 3
+    ds = deepspeed(line)  # the specs: embedding, 7 layers, final norm, head (issue 71.4: the head was left out)
+    assert ds["parts"] == [0, 3, 6, 10] and ds["num_stages"] == 3
+    assert ds["layers"] == ["embed"] + [f"l{i}" for i in range(1, 8)] + ["ln_f", "lm_head"]
     f = fqn(line)
-    flat = [m for part in f["module_fqns_per_model_part"] for m in part]
+    flat = [m for part in f["module_paths_per_model_part"] for m in part]
     assert flat == ["embed"] + [f"l{i}" for i in range(1, 8)] + ["ln_f", "lm_head"]
     assert list(f["split_spec"]) == ["l3", "l6"]
+    # torchtitan's names (issue 71.1): its Decoder's tok_embeddings, layers.N from 0, norm, lm_head
+    assert f["module_fqns_per_model_part"] == [["tok_embeddings", "layers.0", "layers.1"],
+                                               ["layers.2", "layers.3", "layers.4"],
+                                               ["layers.5", "layers.6", "norm", "lm_head"]]
+
+
+def test_vllm_refuses_a_rank_without_layers() -> None:
+    """Issue 71.3: `2,3,3,0` gave vLLM a rank with no KV cache."""
+    spec = decoder(8)
+    where = ["gpu[0]"] * 3 + ["gpu[1]"] * 3 + ["gpu[2]"] * 3 + ["gpu[3]"]  # 2 | 3 | 3 | L only
+    with pytest.raises(PartError, match=r"rank 3 \(gpu\[3\]\) holds no decoder layer") as e:
+        vllm(pipeline(spec, by_layers(spec, where), units(spec)))
+    assert "solve on 3 device(s)" in e.value.hint
 
 
 def test_group_by_layer_plans_whole_layers_and_the_evaluator_scores_the_operators() -> None:
@@ -233,7 +262,7 @@ def test_onnx_import_keeps_module_paths_for_units_and_fqn(tmp_path) -> None:
     plan.write_text(r.stdout)
     r = run_part("export", str(part), "--plan", str(plan), "--format", "fqn", "--json")
     assert r.returncode == 0, r.stderr
-    flat = [m for chunk in json.loads(r.stdout)["module_fqns_per_model_part"] for m in chunk]
+    flat = [m for chunk in json.loads(r.stdout)["module_paths_per_model_part"] for m in chunk]
     assert flat == ["model.embed_tokens", "model.layers.0", "model.layers.1", "model.layers.2", "model.norm", "lm_head"]
 
 
@@ -370,7 +399,7 @@ def test_hugging_face_llama_exported_by_torch_plans_with_its_own_module_names(tm
     (tmp_path / "plan.json").write_text(r.stdout)
     r = run_part("export", str(part), "--plan", str(tmp_path / "plan.json"), "--format", "fqn", "--json")
     assert r.returncode == 0, r.stderr
-    flat = [m for chunk in json.loads(r.stdout)["module_fqns_per_model_part"] for m in chunk]
+    flat = [m for chunk in json.loads(r.stdout)["module_paths_per_model_part"] for m in chunk]
     assert flat[-2:] == ["model.norm", "lm_head"] and flat.index("model.embed_tokens") < flat.index("model.layers.0")
     assert [m for m in flat if m.startswith("model.layers")] == [f"model.layers.{i}" for i in range(4)]
     grouped = group_by(parse_file(part), "module:3")
