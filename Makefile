@@ -5,6 +5,8 @@
 #   make test-fast    the fast tier for the edit loop: no subprocess runs, property tests or long solves
 #   make test-latest  the suite on the newest releases pyproject.toml allows (own venv)
 #   make test-large   the tests of large instances (marker `large`, minutes each)
+#   make test-frameworks  exported plans read by Megatron-Core, torchtitan and torch.distributed.pipelining,
+#                     and a real pipelined training step on the CPU (own venv: torch, transformers, ...)
 #   make tables       the papers' tables, reproduced into docs/tables.md (over an hour)
 #   make tables-quick a subset at 10 s limits, into build/tables-quick.md
 #   make lock         rewrite constraints.txt from the newest releases (after test-latest passes)
@@ -12,11 +14,12 @@
 PYTHON ?= python3.11
 VENV   ?= .venv
 LATEST ?= .venv-latest
+FRAMEWORKS ?= .venv-frameworks
 LOCK   := constraints.txt
 BIN    := $(VENV)/bin
 PIP    := python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test test-fast test-large test-latest lock bench clean browser tables tables-quick
+.PHONY: demo test test-fast test-large test-latest test-frameworks lock bench clean browser tables tables-quick
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=python3 to use another)"; exit 2; }
@@ -65,6 +68,17 @@ test-latest:
 	  | grep -iE '^(highspy|pyscipopt|pyomo|numpy|scipy|numba|lark|hypothesis|pytest|networkx|pymetis|pyscotch|mtkahypar|distributed|matplotlib|onnx|import-linter|grimp|selenium)==' | tr '\n' ' '; echo
 	$(LATEST)/bin/python -m pytest -q -p no:cacheprovider -n auto --dist worksteal
 
+# every package at its newest release but torch (conformance/requirements.txt says why)
+test-frameworks:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=python3 to use another)"; exit 2; }
+	test -x $(FRAMEWORKS)/bin/python || $(PYTHON) -m venv $(FRAMEWORKS)
+	$(FRAMEWORKS)/bin/$(PIP) --upgrade pip
+	$(FRAMEWORKS)/bin/$(PIP) -e '.[test]' -r conformance/requirements.txt
+	@$(FRAMEWORKS)/bin/python -m pip freeze --exclude-editable --disable-pip-version-check \
+	  | grep -iE '^(torch|transformers|megatron-core|torchtitan|triton)==' | tr '\n' ' '; echo
+	# from conformance/: the root folder on sys.path would shadow packages (Hugging Face's `kernels`) with partdsl's own
+	cd conformance && ../$(FRAMEWORKS)/bin/python -m pytest -q -p no:cacheprovider .
+
 lock:
 	test -x $(LATEST)/bin/python || { echo "run make test-latest first"; exit 2; }
 	{ echo "# The versions the test suite passed with (make lock: pip freeze of $(LATEST) after make test-latest)."; \
@@ -78,4 +92,4 @@ bench: $(VENV)/.test
 	$(BIN)/python benchmarks/kernels.py
 
 clean:
-	rm -rf $(VENV) $(LATEST) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LATEST) $(FRAMEWORKS) build *.egg-info .pytest_cache .hypothesis

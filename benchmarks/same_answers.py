@@ -5,6 +5,11 @@ be identical.
 
     python benchmarks/same_answers.py --save before.json      # on the old tree (the reshape's: same_answers_before.json)
     python benchmarks/same_answers.py --compare before.json   # on the new one: exit 1 on a difference
+
+`auto` under a time limit is an anytime answer: two runs of one tree differ where the limit
+stops it (a bound a few 0.1% apart). `--methods dp,greedy,heft,...` solves every case with
+each listed method as well, methods whose answer does not depend on the clock, so a
+difference there is a change in the code, not in the machine's speed.
 """
 from __future__ import annotations
 
@@ -33,19 +38,29 @@ def cases(tmp: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def answers(limit: float) -> dict[str, dict]:
+def solve(path: Path, limit: float, method: str | None) -> dict:
+    """One `part solve --json`: what it must reproduce, and its exit code."""
+    how = ["--method", method] if method else []
+    run = subprocess.run([*PART, "solve", str(path), "--json", "--seed", "0", "--time-limit", str(limit), *how],
+                         capture_output=True, text=True)
+    out = json.loads(run.stdout or "{}")
+    return {"solve": {k: out.get(k) for k in KEEP}, "exit": run.returncode}
+
+
+def answers(limit: float, methods: list[str]) -> dict[str, dict]:
     got: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as d:
         for name, path in cases(Path(d)):
             t0 = time.monotonic()
             check = json.loads(subprocess.run([*PART, "check", str(path), "--json"], capture_output=True,
                                               text=True).stdout or "{}")
-            run = subprocess.run([*PART, "solve", str(path), "--json", "--seed", "0", "--time-limit", str(limit)],
-                                 capture_output=True, text=True)
-            solve = json.loads(run.stdout or "{}")
-            got[name] = {"check": {k: check.get(k) for k in CHECK_KEEP},
-                         "solve": {k: solve.get(k) for k in KEEP}, "exit": run.returncode}
+            got[name] = {"check": {k: check.get(k) for k in CHECK_KEEP}, **solve(path, limit, None)}
             print(f"{name:45s} {time.monotonic() - t0:6.1f} s  {got[name]['solve']}", file=sys.stderr, flush=True)
+            for method in methods:
+                t0 = time.monotonic()
+                got[f"{name} --method {method}"] = row = solve(path, limit, method)
+                print(f"  {method:43s} {time.monotonic() - t0:6.1f} s  exit {row['exit']} {row['solve']}",
+                      file=sys.stderr, flush=True)
     return got
 
 
@@ -54,8 +69,10 @@ def main() -> int:
     ap.add_argument("--save", metavar="FILE")
     ap.add_argument("--compare", metavar="FILE")
     ap.add_argument("--time-limit", type=float, default=600.0, help="a backstop per solve (default %(default)s s)")
+    ap.add_argument("--methods", default="", metavar="M,M,...",
+                    help="also solve every case with each of these methods (ones the clock does not steer)")
     a = ap.parse_args()
-    got = answers(a.time_limit)
+    got = answers(a.time_limit, [m for m in a.methods.split(",") if m])
     if a.save:
         Path(a.save).write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
     if a.compare:

@@ -43,15 +43,20 @@ def test_no_import_circles_but_the_lazy_one() -> None:
     assert [c for c in circles if c not in ALLOWED_CIRCLES] == []
 
 
+def scripts() -> list[Path]:
+    """The benchmarks and the framework conformance tier: no package, the same length rules."""
+    return sorted((ROOT / "benchmarks").glob("*.py")) + sorted((ROOT / "conformance").glob("*.py"))
+
+
 def test_no_source_file_over_400_lines() -> None:
-    files = sources() + sorted((ROOT / "benchmarks").glob("*.py"))
+    files = sources() + scripts()
     long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text().splitlines())) > 400}
     assert long == {}
 
 
 def test_no_function_over_80_lines() -> None:
     long = set()
-    for p in sources() + sorted((ROOT / "benchmarks").glob("*.py")):
+    for p in sources() + scripts():
         for node in ast.walk(ast.parse(p.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 80:
                 long.add(f"{p.relative_to(ROOT)}:{node.name}")
