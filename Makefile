@@ -74,8 +74,10 @@ test-frameworks:
 	test -x $(FRAMEWORKS)/bin/python || $(PYTHON) -m venv $(FRAMEWORKS)
 	$(FRAMEWORKS)/bin/$(PIP) --upgrade pip
 	$(FRAMEWORKS)/bin/$(PIP) -e '.[test]' -r conformance/requirements.txt
+	# DeepSpeed is a source package whose build imports torch: built against the torch above, no CUDA ops
+	DS_BUILD_OPS=0 $(FRAMEWORKS)/bin/$(PIP) --no-build-isolation deepspeed
 	@$(FRAMEWORKS)/bin/python -m pip freeze --exclude-editable --disable-pip-version-check \
-	  | grep -iE '^(torch|transformers|megatron-core|torchtitan|triton)==' | tr '\n' ' '; echo
+	  | grep -iE '^(torch|transformers|megatron-core|torchtitan|triton|deepspeed)==' | tr '\n' ' '; echo
 	# from conformance/: the root folder on sys.path would shadow packages (Hugging Face's `kernels`) with partdsl's own
 	cd conformance && ../$(FRAMEWORKS)/bin/python -m pytest -q -p no:cacheprovider .
 

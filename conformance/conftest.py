@@ -1,8 +1,8 @@
 """The framework conformance tier (issue 71): plans partdsl exports, handed to the
 frameworks' own code. `make test-frameworks` runs it in its own virtual environment
 (.venv-frameworks) with the newest releases of torch (the CPU build), transformers,
-megatron-core and torchtitan (conformance/requirements.txt); `make test` and `make demo`
-never need them.
+megatron-core, torchtitan and DeepSpeed (conformance/requirements.txt); `make test` and
+`make demo` never need them.
 
 Each model is built by `transformers` with random weights (a Llama, a Mistral and a Qwen2
 shape), exported by `torch.export` to a .pt2 and planned as a user would:
