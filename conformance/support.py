@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,14 +21,17 @@ def hf_model(family: str):  # type: ignore[no-untyped-def]
                  num_attention_heads=4, max_position_embeddings=64, use_cache=False)
     config = {"llama": lambda: tf.LlamaConfig(num_key_value_heads=4, **shape),
               "mistral": lambda: tf.MistralConfig(num_key_value_heads=2, sliding_window=None, **shape),
-              "qwen2": lambda: tf.Qwen2Config(num_key_value_heads=2, **shape)}[family]()
+              "qwen2": lambda: tf.Qwen2Config(num_key_value_heads=2, **shape),
+              "gpt2": lambda: tf.GPT2Config(vocab_size=512, n_embd=32, n_layer=LAYERS, n_head=4, n_positions=64,
+                                            use_cache=False, bos_token_id=0, eos_token_id=0)}[family]()
     torch.manual_seed(0)
-    model = {"llama": tf.LlamaForCausalLM, "mistral": tf.MistralForCausalLM,
-             "qwen2": tf.Qwen2ForCausalLM}[family](config)
+    model = {"llama": tf.LlamaForCausalLM, "mistral": tf.MistralForCausalLM, "qwen2": tf.Qwen2ForCausalLM,
+             "gpt2": tf.GPT2LMHeadModel}[family](config)
     return model.eval()
 
 
-FAMILIES = ("llama", "mistral", "qwen2")
+FAMILIES = ("llama", "mistral", "qwen2", "gpt2")  # GPT-2: a fused QKV whose split sends three tensors
+LAYER = re.compile(r"(?:model\.layers|transformer\.h)\.(\d+)")  # a decoder layer's module path, and its number
 
 
 def part(*args: str) -> str:
@@ -52,8 +56,5 @@ class Plans:
 
     def layers_per_chunk(self) -> list[list[int]]:
         """The decoder layers (from 0) of each chunk, read from the plan's module paths."""
-        import re
-
         paths = self.export("fqn")["module_paths_per_model_part"]
-        return [[int(m.group(1)) for p in chunk if (m := re.fullmatch(r"model\.layers\.(\d+)", p))]
-                for chunk in paths]
+        return [[int(m.group(1)) for p in chunk if (m := LAYER.fullmatch(p))] for chunk in paths]

@@ -10,13 +10,13 @@ import re
 from collections import Counter
 
 import pytest
-from support import FAMILIES, LAYERS, TOKENS
+from support import FAMILIES, LAYER, LAYERS, TOKENS
 
 DEVICES = ["a100=2", "a100=3", "h100=1,a100=3"]
 
 
-def _layers(names: list[str], prefix: str) -> list[int]:
-    return sorted({int(m.group(1)) for n in names if (m := re.match(re.escape(prefix) + r"(\d+)\.", n))})
+def _layers(names: list[str], pattern: re.Pattern) -> list[int]:
+    return sorted({int(m.group(1)) for n in names if (m := pattern.match(n))})
 
 
 @pytest.mark.parametrize("devices", DEVICES)
@@ -31,7 +31,7 @@ def test_torchtitan_splits_its_own_llama_as_planned(plans, devices: str) -> None
     chunks = [[n for n, _ in _split_module(model, names).named_parameters()] for names in parts]
     held = Counter(n for chunk in chunks for n in chunk)
     assert set(held) == {n for n, _ in model.named_parameters()} and set(held.values()) == {1}
-    assert [_layers(chunk, "layers.") for chunk in chunks] == plan.layers_per_chunk()
+    assert [_layers(chunk, re.compile(r"layers\.(\d+)\.")) for chunk in chunks] == plan.layers_per_chunk()
     assert any(n.startswith("tok_embeddings.") for n in chunks[0])
     assert any(n.startswith("lm_head.") for n in chunks[-1]) and any(n.startswith("norm.") for n in chunks[-1])
 
@@ -50,8 +50,13 @@ def test_pippy_splits_the_hugging_face_model_as_planned(plans, family: str) -> N
                     split_spec={k: SplitPoint.BEGINNING for k in doc["split_spec"]})
     assert pipe.num_stages == len(doc["module_paths_per_model_part"])
     stages = [[n for n, _ in pipe.get_stage_module(s).named_parameters()] for s in range(pipe.num_stages)]
-    # pipeline() renames the parameters (model.layers.0 -> model_layers_0 ...): count them per layer
-    assert sum(len(s) for s in stages) == len(list(model.parameters()))
-    assert [_layers([n.replace("_", ".") + "." for n in s], "model.layers.") for s in stages] \
-        == plan.layers_per_chunk()
-    assert any("embed_tokens" in n for n in stages[0]) and any("lm_head" in n for n in stages[-1])
+    # every parameter on one stage; a tied head (GPT-2's lm_head is its wte) is on the first
+    # stage, as the embedding, and on the last, which PiPPy keeps in step
+    held = Counter(n for st in stages for n in st)
+    tied = {"lm_head.weight"} if model.config.tie_word_embeddings else set()
+    assert set(held) == {n for n, _ in model.named_parameters(remove_duplicate=False)}
+    assert {n for n, k in held.items() if k > 1} == tied
+    assert all(tied <= set(st) for st in (stages[0], stages[-1]))
+    dotted = re.compile(LAYER.pattern + r"\.")
+    assert [_layers([n.replace("_", ".") for n in s], dotted) for s in stages] == plan.layers_per_chunk()
+    assert any(re.search("embed_tokens|wte", n) for n in stages[0]) and any("lm_head" in n for n in stages[-1])

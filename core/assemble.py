@@ -28,7 +28,8 @@ class EdgeTensor:
 def carriers(nodes: list[Node], tensors: list[EdgeTensor]) -> tuple[list[Node], list[Edge]]:
     """Tarnawski App. B's subdivision: each tensor becomes a carrier node `source~k` (no
     work, colocated with its source, sending the tensor) on the path source -> carrier ->
-    each target; the direct edges source -> target are the ones it replaces."""
+    each target; the direct edges source -> target are the ones it replaces. A carrier is
+    in its source's group and module (plans place it with its layer)."""
     by_name = {nd.name: nd for nd in nodes}
     count: dict[str, int] = {}
     extra: list[Node] = []
@@ -40,7 +41,7 @@ def carriers(nodes: list[Node], tensors: list[EdgeTensor]) -> tuple[list[Node], 
         count[t.source] = k = count.get(t.source, 0) + 1
         name = f"{t.source}~{k}"
         extra.append(Node(name, (Work(0.0),), out=t.out, comm=t.comm, backward=src.backward,
-                          tensor_of=t.source, span=t.span))
+                          tensor_of=t.source, span=t.span, group=src.group, module=src.module))
         edges += [(t.source, t.span, name, t.span)] + [(name, t.span, b, t.span) for b in t.targets]
     return extra, edges
 

@@ -61,7 +61,7 @@ class Units:
 
 
 def _layer_key(nd: Node, pattern: re.Pattern | None) -> str | None:
-    text = nd.module or nd.group or nd.name
+    text = nd.module or nd.group or nd.tensor_of or nd.name  # a tensor carrier goes with its source
     if pattern is not None:
         m = pattern.search(text)
         return None if m is None else (m.group(1) if m.groups() and m.group(1) is not None else m.group(0))

@@ -98,6 +98,37 @@ def test_a_node_between_layers_is_refused_by_name() -> None:
     assert u.layers == 4
 
 
+def test_a_tensor_carrier_goes_with_its_layer() -> None:
+    """Issue 71.5: a fused QKV (GPT-2's `split`) sends each output as a tensor of its own; its
+    carriers (`qkv~1` ...) had no module path and stood 'between decoder layers'."""
+    from partdsl.dsl.parser import parse
+
+    spec = parse("""
+    graph g {
+      node embed { work 1 ms on gpu; module "transformer.wte" }
+      node qkv { work 1 ms on gpu; module "transformer.h.0.attn" }
+      node q { work 1 ms on gpu; module "transformer.h.0.attn" }
+      node k { work 1 ms on gpu; module "transformer.h.0.attn" }
+      node mlp1 { work 1 ms on gpu; module "transformer.h.1.mlp" }
+      node head { work 1 ms on gpu; module "lm_head" }
+      embed -> qkv
+      qkv -> {q} out 1 MB
+      qkv -> {k} out 1 MB
+      q -> mlp1
+      k -> mlp1
+      mlp1 -> head
+    }
+    platform { device gpu[2] { memory 16 GB; link 10 GB/s } }
+    minimize bottleneck
+    """)
+    carriers = [nd for nd in spec.graph.nodes if nd.tensor_of]
+    assert [(nd.name, nd.module) for nd in carriers] == [("qkv~1", "transformer.h.0.attn"),
+                                                          ("qkv~2", "transformer.h.0.attn")]
+    u = units(spec)
+    assert u.layers == 2 and u.modules[1] == ("transformer.h.0",)
+    assert {int(u.unit[spec.graph.index[nd.name]]) for nd in carriers} == {1}
+
+
 def test_a_graph_without_layers_is_refused() -> None:
     g = GraphBuilder("cnn").node("conv", 1.0).node("fc", 1.0).edge("conv", "fc")
     with pytest.raises(PartError, match="no node .* is in a decoder layer"):
