@@ -18,6 +18,10 @@ class Violation:
     nodes: tuple[str, ...] = ()
     device: str | None = None
 
+    def __str__(self) -> str:
+        """What a person reads (issue 71: export messages showed the dataclass repr)."""
+        return f"{self.kind}: {self.message}"
+
     def to_json(self) -> dict:
         d: dict = {"kind": self.kind, "message": self.message}
         if self.nodes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -435,3 +436,19 @@ def test_hugging_face_llama_exported_by_torch_plans_with_its_own_module_names(tm
     assert [m for m in flat if m.startswith("model.layers")] == [f"model.layers.{i}" for i in range(4)]
     grouped = group_by(parse_file(part), "module:3")
     assert "model_layers_2" in {nd.group for nd in grouped.graph.nodes}
+
+
+def test_an_export_refusal_names_the_broken_rule_in_words(tmp_path) -> None:
+    """Issue 71.7: an interleaved plan of a `--group-by layer` spec (which is `acyclic`) was
+    refused with a Python repr, `Violation(kind='acyclic', ...)`, in the message."""
+    from partdsl.dsl.parser import parse_file
+
+    spec_path = Path(__file__).resolve().parents[2] / "examples" / "llama_tiny.part"
+    rounds = {"embedding": "gpu[0]", "model_layers_0": "gpu[0]", "model_layers_1": "gpu[1]",
+              "model_layers_2": "gpu[0]", "model_layers_3": "gpu[1]", "head": "gpu[1]"}
+    plan = tmp_path / "interleaved.json"
+    plan.write_text(json.dumps({nd.name: rounds[nd.group] for nd in parse_file(spec_path).graph.nodes
+                                if nd.tensor_of is None}))
+    r = run_part("export", str(spec_path), "--plan", str(plan), "--format", "megatron")
+    assert r.returncode == 2
+    assert "violates the spec: acyclic: " in r.stderr and "Violation(" not in r.stderr
