@@ -5,11 +5,16 @@ embedding on the first rank, the head on the last, and the decoder layers cut by
 - `vllm`: vLLM's even split (vllm/distributed/utils.py, get_pp_indices): layers // P per
   rank, the remainder one each to the ranks before the last, from the back;
 - `parameters`: DeepSpeed's `partition_method="parameters"` (deepspeed/runtime/pipe/
-  module.py): the layer specs (embedding modules, layers, head modules) cut into P
-  contiguous parts whose largest parameter count is least (the linear partition problem).
+  module.py, `_partition_layers`) as DeepSpeed 0.19 computes it: the layer specs (the
+  embedding, the layers, each module after them: final norm, head) weighed by their
+  parameters and cut by `partition_balanced` (deepspeed/runtime/utils.py), a DP that keeps
+  for each prefix and part count the split of least spread (largest part minus smallest).
 
-`ranks` is the device of each pipeline rank, in order."""
+`ranks` is the device of each pipeline rank, in order; `best_ranks` tries every order of
+the device classes over the ranks, as a user who launched the split would."""
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from partdsl.core.errors import PartError
@@ -31,28 +36,54 @@ def _layer_counts(kind: str, layers: int, p: int) -> list[int]:
     return counts
 
 
-def _min_max_cuts(weights: np.ndarray, p: int) -> list[int]:
-    """The first item of each of p contiguous parts, the heaviest part as light as can be
-    (binary search on the bound over the prefix sums; greedy probes)."""
-    n = len(weights)
-    prefix = np.concatenate([[0.0], np.cumsum(weights)])
+def _uniform_starts(n: int, p: int) -> list[int]:
+    """DeepSpeed's partition_uniform: n // p items per part, one more to the first n % p;
+    with fewer items than parts, one each and the rest empty."""
+    if n <= p:
+        return [min(k, n) for k in range(p + 1)]
+    size, extra = divmod(n, p)
+    return [k * size + min(k, extra) for k in range(p + 1)]
 
-    def cuts(bound: float) -> list[int] | None:
-        starts, i = [0], 0
-        while True:
-            j = int(np.searchsorted(prefix, prefix[i] + bound, side="right")) - 1  # items i..j-1 fit
-            if j >= n:
-                return starts + [n] * (p - len(starts))
-            if j == i or len(starts) == p:
-                return None
-            starts.append(j)
-            i = j
 
-    lo, hi = float(weights.max(initial=0.0)), float(prefix[-1])
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if cuts(mid) is not None else (mid, hi)
-    return cuts(hi) or [0] * p
+def deepspeed_balanced(weights: np.ndarray, p: int) -> list[int]:
+    """DeepSpeed's partition_balanced: the part boundaries (p + 1 of them, 0 first, n last).
+    best[i, j] is the least spread of a split of the first i items into j parts that extends
+    the best split of its first k items into j - 1 parts; ties go to the latest k."""
+    w = np.asarray(weights, dtype=float)
+    n = len(w)
+    if n <= p:
+        return _uniform_starts(n, p)
+    prefix = np.concatenate([[0.0], np.cumsum(w)])
+    hi = np.full((n + 1, p + 1), np.inf)
+    lo = np.full((n + 1, p + 1), np.inf)
+    spread = np.full((n + 1, p + 1), np.inf)
+    cut = np.zeros((n + 1, p + 1), dtype=np.int64)
+    hi[0, 0] = spread[0, 0] = 0.0
+    for i in range(1, n + 1):
+        seg = prefix[i] - prefix[:i]  # the last part, items k..i-1, for k = 0..i-1
+        for j in range(1, min(i, p) + 1):
+            top, bottom = np.maximum(hi[:i, j - 1], seg), np.minimum(lo[:i, j - 1], seg)
+            cost = top - bottom
+            k = int(np.flatnonzero(cost == cost.min())[-1])
+            spread[i, j], hi[i, j], lo[i, j], cut[i, j] = cost[k], top[k], bottom[k], k
+    bounds = [n]
+    for j in range(p, 0, -1):
+        bounds.append(int(cut[bounds[-1], j]))
+    return bounds[::-1]
+
+
+def _spec_weights(spec: Spec, units: Units, fw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """DeepSpeed's layer specs of a decoder: E, each layer, then each module of L (its final
+    norm and head) on its own. The parameters of each spec, and each unit's first spec."""
+    nodes = spec.graph.nodes
+    tail_mods = list(units.modules[units.tail]) or [""]
+    spec_of = units.unit.copy()
+    for v in np.flatnonzero(units.unit == units.tail).tolist():
+        m = nodes[v].module or ""
+        spec_of[v] = units.tail + next((i for i, t in enumerate(tail_mods) if m == t or m.startswith(t + ".")), 0)
+    params = np.array([nd.params for nd in nodes])
+    weights = np.bincount(spec_of[fw], weights=params[fw], minlength=units.tail + len(tail_mods))
+    return weights, spec_of
 
 
 def baseline(spec: Spec, units: Units, kind: str, ranks: list[str]) -> np.ndarray:
@@ -71,11 +102,56 @@ def baseline(spec: Spec, units: Units, kind: str, ranks: list[str]) -> np.ndarra
                             "group each backward node with its layer (part convert --group-by layer)")
     p, idx = len(ranks), {d: i for i, d in enumerate(spec.platform.devices)}
     if kind == "parameters":
-        params = np.array([nd.params for nd in spec.graph.nodes])
-        per_unit = np.bincount(units.unit[fw], weights=params[fw], minlength=units.tail + 1)
-        starts = _min_max_cuts(per_unit, p) + [units.tail + 1]
-        rank_of = np.concatenate([np.full(starts[r + 1] - starts[r], r) for r in range(p)])
+        weights, spec_of = _spec_weights(spec, units, fw)
+        bounds = deepspeed_balanced(weights, p)
+        rank_of = np.concatenate([np.full(bounds[r + 1] - bounds[r], r) for r in range(p)])
+        node_rank = np.empty(len(unit), dtype=np.int64)
+        node_rank[fw] = rank_of[spec_of[fw]]
+        if not fw.all():  # a backward node goes with its layer's first forward spec
+            first = np.zeros(units.tail + 1, dtype=np.int64)
+            first[units.unit[fw]] = rank_of[spec_of[fw]]
+            node_rank[~fw] = first[unit[~fw]]
     else:
         counts = _layer_counts(kind, units.layers, p)
-        rank_of = np.concatenate([[0], np.repeat(np.arange(p), counts), [p - 1]])
-    return np.array([idx[ranks[r]] for r in rank_of[unit]], dtype=np.int64)
+        node_rank = np.concatenate([[0], np.repeat(np.arange(p), counts), [p - 1]])[unit]
+    return np.array([idx[ranks[r]] for r in node_rank], dtype=np.int64)
+
+
+def best_ranks(spec: Spec, units: Units, kind: str, score: Callable[[np.ndarray], float],
+               limit: int = 5040) -> tuple[list[str], np.ndarray]:
+    """The split `kind` over the order of device classes that scores best (least), trying
+    each distinct order of the classes over the ranks (devices of one class alike), at most
+    `limit` of them."""
+    devices, of_class = spec.platform.devices, spec.platform.device_class
+    pool: dict[int, list[str]] = {}
+    for d, c in zip(devices, of_class):
+        pool.setdefault(c, []).append(d)
+    best: tuple[float, list[str], np.ndarray] | None = None
+    for n, order in enumerate(multiset_orders(list(of_class))):
+        if n == limit:
+            break
+        taken = {c: iter(ds) for c, ds in pool.items()}
+        ranks = [next(taken[c]) for c in order]
+        dev = baseline(spec, units, kind, ranks)
+        value = score(dev)
+        if best is None or value < best[0]:
+            best = (value, ranks, dev)
+    assert best is not None
+    return best[1], best[2]
+
+
+def multiset_orders(items: list[int]) -> Iterator[tuple[int, ...]]:
+    """Each distinct order of `items` once (equal items alike), in lexicographic order."""
+    a = sorted(items)
+    while True:
+        yield tuple(a)
+        i = len(a) - 2
+        while i >= 0 and a[i] >= a[i + 1]:
+            i -= 1
+        if i < 0:
+            return
+        j = len(a) - 1
+        while a[j] <= a[i]:
+            j -= 1
+        a[i], a[j] = a[j], a[i]
+        a[i + 1:] = reversed(a[i + 1:])

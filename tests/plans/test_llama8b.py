@@ -43,15 +43,20 @@ def test_both_programs_are_the_same_8b_model(tmp_path: Path) -> None:
 
 def never_worse(spec, assignment: dict) -> float:  # type: ignore[no-untyped-def]
     """The plan's objective by the evaluator, checked against uniform, vLLM's and DeepSpeed's
-    `parameters` splits over the same ranks."""
-    from partdsl.plans.baselines import BASELINES, baseline
+    `parameters` splits, each over the order of the GPUs that suits it best."""
+    from partdsl.plans.baselines import BASELINES, best_ranks
     from partdsl.plans.units import units
 
     ours = evaluate(spec, np.array([spec.platform.devices.index(assignment[nd.name]) for nd in spec.graph.nodes]))
     assert ours.feasible
-    u, ranks = units(spec), list(spec.platform.devices)
+
+    def score(dev: np.ndarray) -> float:
+        ev = evaluate(spec, dev)
+        return ev.objective if ev.feasible else float("inf")
+
+    u = units(spec)
     for kind in BASELINES:
-        theirs = evaluate(spec, baseline(spec, u, kind, ranks))
+        theirs = evaluate(spec, best_ranks(spec, u, kind, score)[1])
         assert not theirs.feasible or theirs.objective >= ours.objective - 1e-6, kind
     return ours.objective
 
