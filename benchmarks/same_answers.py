@@ -3,8 +3,11 @@ default method, seed 0) on every file in examples/ and on every bundled workload
 (data/dnn-partitioning, converted by `part convert`). Objective, bound and status must
 be identical.
 
-    python benchmarks/same_answers.py --save before.json      # on the old tree (the reshape's: same_answers_before.json)
+    python benchmarks/same_answers.py --save before.json      # on the old tree
     python benchmarks/same_answers.py --compare before.json   # on the new one: exit 1 on a difference
+
+same_answers_before.json is the tree before issue 70's reshape (2c3d422), saved with
+`--time-limit 60 --methods dp,greedy,single,fill,maxload_dp,heft,eft,met,mla`.
 
 `auto` under a time limit is an anytime answer: two runs of one tree differ where the limit
 stops it (a bound a few 0.1% apart). `--methods dp,greedy,heft,...` solves every case with
