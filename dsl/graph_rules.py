@@ -142,6 +142,8 @@ class GraphRules:
                 prev, nxt = (ch[i - 1] if i else None), (ch[i + 1] if i + 1 < len(ch) else None)
                 ok = (isinstance(prev, Ref) and isinstance(nxt, Ref) and prev.index is not None
                       and nxt.index is not None and prev.family == nxt.family and prev.index < nxt.index)
+                if not ok and self._two_families(prev, nxt, e[1]):
+                    continue  # graph_block names the mistake once it knows the graph's nodes
                 if not ok:
                     raise PartError("`...` must stand between two members of one family, in "
                                     "increasing order", e[1], "write e.g. `block[1] -> ... -> block[12]`")
@@ -179,8 +181,18 @@ class GraphRules:
         return ("edges", edges, [EdgeTensor(a.names[0], targets, value if kind == "out" else None,
                                             value if kind == "comm" else None, span) for a in ends[0]])
 
+    def _two_families(self, prev: Any, nxt: Any, span: Span) -> bool:
+        """`blok[1] -> ... -> block[12]`: most likely a misspelt member, which only the graph's
+        nodes tell. Kept for graph_block (the chain runs prev -> nxt meanwhile)."""
+        if not (isinstance(prev, Ref) and isinstance(nxt, Ref) and prev.index is not None
+                and nxt.index is not None and prev.family != nxt.family):
+            return False
+        self.__dict__.setdefault("_loose_ellipses", []).append(span)
+        return True
+
     @v_args(meta=True)
     def graph_block(self, meta: Any, ch: list) -> Graph:
+        loose, self.__dict__["_loose_ellipses"] = self.__dict__.get("_loose_ellipses", []), []
         name = str(ch[0])
         nodes: list[Node] = []
         edges: list[Edge] = []
@@ -191,7 +203,11 @@ class GraphRules:
             elif isinstance(x, tuple) and x[0] == "edges":
                 edges += x[1]
                 tensors += x[2]
-        return assemble_graph(name, nodes, edges, self.span(meta), tensors)
+        graph = assemble_graph(name, nodes, edges, self.span(meta), tensors)  # an unknown member is named here
+        if loose:
+            raise PartError("`...` must stand between two members of one family, in increasing order", loose[0],
+                            "write e.g. `block[1] -> ... -> block[12]`")
+        return graph
 
     @v_args(meta=True)
     def import_format(self, meta: Any, ch: list) -> str:

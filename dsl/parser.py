@@ -83,10 +83,46 @@ def syntax_error(e: UnexpectedInput, text: str, file: str) -> PartError:
         if "UNIT" in expected or close:
             hint = (f"did you mean {' or '.join(repr(c) for c in close)}? " if close else "") + f"units are: {UNIT_LIST}"
             return PartError(f"unknown unit '{val}'", span, hint, text, "syntax")
+    misspelt = _misspelt_keyword(parser, text, tok.start_pos, file, line)
+    if misspelt is not None:
+        return misspelt
     keywords = [s.strip("'") for s in shown if s.startswith("'")]
     close = did_you_mean(val, [k for k in keywords if k.isalpha()])
     hint = (close if close.startswith("did you mean") else "expected " + ", ".join(shown))
     return PartError(f"unexpected '{val}'", span, hint, text, "syntax")
+
+
+TOP_LEVEL = ("graph", "platform", "minimize", "maximize", "subject", "param", "import")  # what starts a top-level item
+
+
+def _misspelt_keyword(parser: Lark, text: str, pos: int | None, file: str, line: int) -> PartError | None:
+    """`nodes embed { ... }`: a line that opens with a word close to a keyword, then a name,
+    was read as an edge chain (`nodes -> ...`) and failed at the name. Say the keyword."""
+    if pos is None:
+        return None
+    start = text.rfind("\n", 0, pos) + 1
+    m = re.fullmatch(r"(\s*)([A-Za-z_]\w*)\s+", text[start:pos])
+    if m is None:
+        return None
+    word = m.group(2)
+    col = len(m.group(1)) + 1
+    span = Span(file, line, col, line, col + len(word))
+    if word in TOP_LEVEL:  # `platform {` read as an edge inside a graph: the graph was not closed
+        stack: list[int] = []  # the braces still open before the line (comments and strings aside: a hint)
+        for k in re.finditer(r"[{}]", text[:start]):
+            if k.group() == "{":
+                stack.append(k.start())
+            elif stack:
+                stack.pop()
+        if stack:
+            return PartError(f"'{word}' inside a block: is a '}}' missing before it?", span,
+                             f"close the block opened on line {text.count(chr(10), 0, stack[-1]) + 1} with '}}'",
+                             text, "syntax")
+    keywords = {t.pattern.value for t in parser.terminals if t.pattern.type == "str" and t.pattern.value.isalpha()}
+    close = did_you_mean(word, sorted(keywords))
+    if word in keywords or not close.startswith("did you mean"):
+        return None
+    return PartError(f"unknown keyword '{word}'", span, close, text, "syntax")
 
 
 def _after_number(text: str, pos: int | None) -> bool:
@@ -220,8 +256,10 @@ def assemble_spec(tr: ToIR, items: list[Any], span: Span) -> Spec:
             what = kinds[t]
             spans = tr.block_spans.get(t, [])  # blocks whose IR carries no span: the second one
             where = getattr(x, "span", None) or (spans[1] if len(spans) > 1 else None)
-            hint = ("one spec partitions one graph: put the other graph in its own file"
-                    if t is Graph else f"merge the two `{what}` blocks into one")
+            hint = {Graph: "one spec partitions one graph: put the other graph in its own file",
+                    Objective: "a spec has one objective: keep one `minimize`/`maximize` line (compare "
+                               "objectives with two specs, or `part solve -D` on a param)"
+                    }.get(t, f"merge the two `{what}` blocks into one")
             raise PartError(f"more than one `{what}` in this spec", where, hint)
         found[t] = x
     if Graph not in found:

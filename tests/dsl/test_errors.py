@@ -69,7 +69,15 @@ CASES = [
     ("gpipe-without-backward", f"{G}\n{PLAT}\nminimize bottleneck training gpipe", "needs backward nodes", 3, "minimize",
      "`backward`"),
     ("two-graphs", f"{G}\n{G.replace('graph g', 'graph h')}\n{PLAT}", "more than one `graph`", 2, "graph", "own file"),
-    ("two-objectives", f"{G}\n{PLAT}\nminimize latency\nminimize bottleneck", "more than one `objective`", 4, "minimize", None),
+    ("two-objectives", f"{G}\n{PLAT}\nminimize latency\nminimize bottleneck", "more than one `objective`", 4, "minimize",
+     "keep one `minimize`/`maximize` line"),  # issue 76.4: it said to merge two objectives
+    # issue 76.4: these three ended in "expected '->'" or blamed `...`
+    ("misspelt-statement-keyword", f"graph g {{\n  nodes a {{ work 1 ms }}\n}}\n{PLAT}", "unknown keyword 'nodes'", 2,
+     "nodes", "did you mean 'node'"),
+    ("graph-not-closed", f"graph g {{ node a {{ work 1 ms }}\n{PLAT}", "'platform' inside a block", 2, "platform",
+     "opened on line 1"),
+    ("misspelt-member-before-ellipsis", f"graph g {{ node L[1..3] {{ work 1 ms }}\n  Lx[1] -> ... -> L[3] }}\n{PLAT}",
+     "unknown node 'Lx[1]'", 2, "Lx[1]", "did you mean 'L[1]'"),
     ("no-graph", PLAT, "declares no graph", 1, "platform", "import"),
     ("no-platform", G, "declares no platform", 1, "graph", "device gpu"),
     ("gap-out-of-range", f"{G}\n{PLAT}\nsolve {{ gap 150% }}", "gap 1.5 is not a fraction", 3, "150%", "1%"),
