@@ -64,6 +64,21 @@ def output_tensors(nodes: list[Node], outputs: list[list[str]], readers: dict[st
     return [replace(nd, out=None) if nd.name in senders else nd for nd in nodes], tensors
 
 
+def _close_or_known(name: str, names: list[str]) -> str:
+    """The close names, else the graph's nodes in the order declared, each family as one
+    range (`embed, block[1..12], head`) and a hint to declare the node."""
+    close = did_you_mean(name, names)
+    if close.startswith("did you mean") or not names:
+        return close
+    shown: dict[str, list[int]] = {}
+    for nm in names:
+        fam, _, idx = nm.partition("[")
+        shown.setdefault(fam if idx[:-1].isdigit() else nm, []).extend([int(idx[:-1])] if idx[:-1].isdigit() else [])
+    parts = [f"{k}[{min(v)}..{max(v)}]" if len(v) > 1 else f"{k}[{v[0]}]" if v else k for k, v in shown.items()]
+    listed = ", ".join(parts[:12]) + (", ..." if len(parts) > 12 else "")
+    return f"no node has a name like it; the graph has {listed} (declare it: `node {name} {{ work 1 ms }}`)"
+
+
 def assemble_graph(name: str, nodes: list[Node], edges: list[Edge], span: Span | None,
                    tensors: list[EdgeTensor] | None = None) -> Graph:
     """Nodes + named edges (+ edge tensors, as carriers) -> Graph, with duplicate-node and
@@ -97,7 +112,7 @@ def assemble_graph(name: str, nodes: list[Node], edges: list[Edge], span: Span |
                 hint = (f"'{x}' is a family; name a member like `{x}[1]` or a range like `{x}[1..4]`"
                         if x in families else
                         f"family {fam} has members {fam}[{members[0]}] .. {fam}[{members[-1]}]" if members else
-                        did_you_mean(x, list(index)))
+                        _close_or_known(x, list(index)))
                 raise PartError(f"unknown node '{x}' in graph '{name}'", sp, hint)
         if a == b:
             raise PartError(f"graph '{name}' has a cycle: {a} -> {a}", sb, "a node cannot feed itself")

@@ -40,7 +40,11 @@ CASES = [
      f"  a -> b -> c -> a }}\n{PLAT}", "has a cycle: a -> b -> c -> a", 2, "~a", "acyclic"),
     ("self-loop", f"graph g {{ node a {{ work 1 ms }}\n a -> a }}\n{PLAT}", "cycle: a -> a", 2, "~a", None),
     ("unknown-node", f"graph g {{ node a {{ work 1 ms }}\n  a -> c }}\n{PLAT}", "unknown node 'c'", 2, "c",
-     "known names: a"),
+     "the graph has a (declare it: `node c"),
+    # issue 76.4: the hint listed block[10], block[11], ... in string order instead of the graph's nodes
+    ("unknown-node-among-families", f"graph g {{ node embed {{ work 1 ms }} node block[1..12] {{ work 1 ms }}\n"
+     f"  node head {{ work 1 ms }} embed -> block[1] -> ... -> block[12] -> head -> tail }}\n{PLAT}",
+     "unknown node 'tail'", 2, "tail", "the graph has embed, block[1..12], head"),
     ("family-without-index", f"graph g {{ node L[1..3] {{ work 1 ms }}\n  L -> L[2] }}\n{PLAT}",
      "unknown node 'L'", 2, "L", "name a member like `L[1]`"),
     ("bad-ellipsis", f"graph g {{ node L[1..3] {{ work 1 ms }} node a {{ work 1 ms }}\n  a -> ... -> L[3] }}\n{PLAT}",
