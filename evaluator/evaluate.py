@@ -174,6 +174,16 @@ def _latency(spec: Spec, dense: Dense, dev: np.ndarray, u: subgraphs.SubgraphUni
         p["start"] = min(p.get("start", INF), s.start[a])
         p["finish"] = max(p.get("finish", 0.0), s.finish[a])
         p["subgraphs"] = p.get("subgraphs", 0) + 1
+    for v in np.flatnonzero(u.of_node >= u.A).tolist():  # a host node is a unit of its own: its run time
+        x = u.of_node[v]
+        if dev[v] < 0 or not np.isfinite(s.finish[x]):
+            continue
+        d = dense.devices[dev[v]]
+        p = parts[d]
+        p["compute"] += s.finish[x] - s.start[x]
+        loads[d] += float(s.finish[x] - s.start[x])
+        p["start"] = min(p.get("start", INF), s.start[x])
+        p["finish"] = max(p.get("finish", 0.0), s.finish[x])
     return s.value, loads, parts, viol
 
 
