@@ -95,3 +95,16 @@ def test_json_depth_is_counted_across_chunks(chunk: int) -> None:
 
     for text, depth in [("", 0), ("[]", 1), ('{"a": [1, [2, {"b": [3]}]]}', 5), ("[" * 70 + "]" * 70 + "[[]]", 70)]:
         assert _max_depth(text, chunk) == depth
+
+
+def test_a_python_repr_in_what_the_user_reads_is_a_problem() -> None:
+    """The campaign's repr check (issues 71, 76: `Violation(kind='acyclic', ...)` reached an
+    export message) matches the reprs users met, not prose with parentheses."""
+    from tests.support.mutants import REPR
+
+    for seen in ("violates the spec: Violation(kind='acyclic', message='x')", "load np.float64(3.5) ms",
+                 "parts array([0, 1])", "<partdsl.core.ir.Spec object at 0x7f00>"):
+        assert REPR.search(seen), seen
+    for prose in ("proven bound 9.5: HiGHS dual bound (Optimal)", "acyclic: a stage feeds an earlier one (gpu[1])",
+                  "did you mean 'node' or 'module'?", "the DP over 15 ideals (exhaustive)"):
+        assert not REPR.search(prose), prose

@@ -5,7 +5,8 @@ in the default run (tests/cli/test_robustness.py).
 A case is a folder with `spec.part` (bytes: it may not be UTF-8) and whatever it imports;
 `run_case` runs `part check`, `part solve` and `part eval` on it in-process and returns
 what went wrong, if anything: an internal error (a traceback), an error without
-file:line:column, or a hang (the caller's alarm)."""
+file:line:column, a Python repr in what the user reads (issues 71, 76), or a hang (the
+caller's alarm)."""
 from __future__ import annotations
 
 import contextlib
@@ -180,6 +181,9 @@ def write_case(case: Case, folder: Path) -> Path:
 
 
 LOCATION = re.compile(r"--> .+:\d+:\d+")
+# a Python object's repr where a person reads words: a dataclass's `Violation(kind=...`, numpy's
+# `np.float64(3.0)` or `array([...`, an `<... object at 0x...>`
+REPR = re.compile(r"\b[A-Z]\w*\((?:[a-z_]+=)|\bnp\.(?:float|int)\d*\(|\barray\(\[|<[\w.]+ object at 0x")
 
 
 def run_case(spec: Path, partition: Path, solve_args: tuple[str, ...] = ("--time-limit", "1"),
@@ -204,6 +208,8 @@ def run_case(spec: Path, partition: Path, solve_args: tuple[str, ...] = ("--time
             problems.append(f"{argv[0]}: {type(e).__name__} escaped main: {e}")
             continue
         text = err.getvalue()
+        if REPR.search(text + out.getvalue()):
+            problems.append(f"{argv[0]}: a Python repr in its output: {REPR.search(text + out.getvalue())[0]!r}")
         if code == 1 or "internal error" in text or "Traceback" in text:
             problems.append(f"{argv[0]}: exit {code}: {text.strip()[:400]}")
         elif code == 2 and argv[0] != "eval" and not LOCATION.search(text):  # eval's own errors are the partition file's
