@@ -5,7 +5,7 @@
 #   make test-fast    the fast tier for the edit loop: no subprocess runs, property tests or long solves
 #   make test-latest  the suite on the newest releases pyproject.toml allows (own venv)
 #   make test-large   the tests of large instances (marker `large`, minutes each)
-#   make test-frameworks  exported plans read by Megatron-Core, torchtitan and torch.distributed.pipelining,
+#   make test-frameworks  exported plans read by Megatron-Core, torchtitan, DeepSpeed and torch.distributed.pipelining,
 #                     and a real pipelined training step on the CPU (own venv: torch, transformers, ...)
 #   make tables       the papers' tables, reproduced into docs/tables.md (over an hour)
 #   make tables-quick a subset at 10 s limits, into build/tables-quick.md

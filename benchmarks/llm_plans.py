@@ -76,17 +76,13 @@ def main() -> None:
     devs = np.array([spec.platform.devices.index(r.assignment[nd.name]) for nd in spec.graph.nodes])
     ours = evaluate(spec, devs).objective
     print(what + "\n")
-    def score(dev: np.ndarray) -> float:
-        ev = evaluate(spec, dev)
-        return ev.objective if ev.feasible else float("inf")
-
     def order(line) -> str:  # type: ignore[no-untyped-def]
         return ", ".join(c.device.split("[")[0] for c in line.chunks)
 
     print("| split | layers per stage | GPU order | " + f"{args.objective} (ms) | / partdsl |")
     print("|---|---|---|---|---|")
     for kind in BASELINES:
-        _, dev = best_ranks(grouped, u, kind, score)
+        _, dev = best_ranks(grouped, u, kind)
         ev = evaluate(spec, dev)
         line = pipeline(grouped, dev, u)
         per = ", ".join(str(len(c.layers(u))) for c in line.chunks)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,13 @@ FAMILIES = ("llama", "mistral", "qwen2", "gpt2")  # GPT-2: a fused QKV whose spl
 LAYER = re.compile(r"(?:model\.layers|transformer\.h)\.(\d+)")  # a decoder layer's module path, and its number
 
 
+def free_port() -> int:
+    """A free TCP port on the loopback, for a process group's rendezvous."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def part(*args: str) -> str:
     r = subprocess.run([*PART, *args], capture_output=True, text=True)
     assert r.returncode == 0, f"part {' '.join(args)}: exit {r.returncode}\n{r.stderr}"
@@ -49,7 +57,6 @@ class Plans:
              "-o", str(self.spec))
         self.answer = folder / "answer.json"
         self.answer.write_text(part("solve", str(self.spec), "--json", "--time-limit", "60"))
-        self.solved = json.loads(self.answer.read_text())
 
     def export(self, fmt: str) -> dict:
         return json.loads(part("export", str(self.spec), "--plan", str(self.answer), "--format", fmt, "--json"))

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from pathlib import Path
 
 import pytest
-from support import LAYERS
+from support import LAYERS, free_port
 
 
 def _stage(rank: int, world: int, port: int, parts: list[int], out: str) -> None:
@@ -36,12 +35,6 @@ def _stage(rank: int, world: int, port: int, parts: list[int], out: str) -> None
                                                          "built": len(module.forward_funcs)}))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("devices", ["a100=2", "a100=3", "h100=1,a100=3"])
 def test_deepspeed_builds_the_planned_stages(plans, devices: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     import torch.multiprocessing as mp
@@ -50,7 +43,7 @@ def test_deepspeed_builds_the_planned_stages(plans, devices: str, tmp_path: Path
     doc = plan.export("deepspeed")
     assert len(doc["layers"]) == LAYERS + 3 and doc["layers"][-2:] == ["model.norm", "lm_head"]
     p = doc["num_stages"]
-    mp.spawn(_stage, args=(p, _free_port(), doc["parts"], str(tmp_path)), nprocs=p, join=True)
+    mp.spawn(_stage, args=(p, free_port(), doc["parts"], str(tmp_path)), nprocs=p, join=True)
     built = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(p)]
     specs = [list(range(b["start"], b["stop"])) for b in built]
     assert [b["built"] for b in built] == [len(s) for s in specs]

@@ -5,11 +5,10 @@ loss of each micro-batch, and the gradient of every parameter on its stage, equa
 unsplit model's to 1e-5."""
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
-from support import TOKENS, hf_model
+from support import TOKENS, free_port, hf_model
 
 MICRO, BATCH = 2, 4
 
@@ -27,21 +26,18 @@ def _loss(logits, labels):  # type: ignore[no-untyped-def]
     return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
 
 
-class _Logits:
-    """The model's logits alone, so the last stage hands the loss a tensor."""
+def _logits(model):  # type: ignore[no-untyped-def]
+    """The model with its logits alone as output, so the last stage hands the loss a tensor."""
+    import torch
 
-    @staticmethod
-    def wrap(model):  # type: ignore[no-untyped-def]
-        import torch
+    class Logits(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lm = model
 
-        class Logits(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.lm = model
-
-            def forward(self, ids):  # type: ignore[no-untyped-def]
-                return self.lm(input_ids=ids, use_cache=False).logits
-        return Logits()
+        def forward(self, ids):  # type: ignore[no-untyped-def]
+            return self.lm(input_ids=ids, use_cache=False).logits
+    return Logits()
 
 
 def _rank(rank: int, world: int, port: int, split: list[str], out: str) -> None:
@@ -54,7 +50,7 @@ def _rank(rank: int, world: int, port: int, split: list[str], out: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     ids, labels = _data()
-    pipe = pipeline(_Logits.wrap(hf_model("llama")), mb_args=(ids[:BATCH // MICRO],),
+    pipe = pipeline(_logits(hf_model("llama")), mb_args=(ids[:BATCH // MICRO],),
                     split_spec={"lm." + k: SplitPoint.BEGINNING for k in split})
     stage = pipe.build_stage(rank, torch.device("cpu"))
     schedule = ScheduleGPipe(stage, n_microbatches=MICRO, loss_fn=_loss)
@@ -68,12 +64,6 @@ def _rank(rank: int, world: int, port: int, split: list[str], out: str) -> None:
     dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_a_two_stage_training_step_from_the_exported_plan_equals_the_unsplit_model(plans, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     import torch
     import torch.multiprocessing as mp
@@ -83,11 +73,11 @@ def test_a_two_stage_training_step_from_the_exported_plan_equals_the_unsplit_mod
     assert len(doc["module_paths_per_model_part"]) == 2, doc
     split = list(doc["split_spec"])
     assert split == [doc["module_paths_per_model_part"][1][0]]
-    mp.spawn(_rank, args=(2, _free_port(), split, str(tmp_path)), nprocs=2, join=True)
+    mp.spawn(_rank, args=(2, free_port(), split, str(tmp_path)), nprocs=2, join=True)
     got = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
 
     ids, labels = _data()
-    model = _Logits.wrap(hf_model("llama"))
+    model = _logits(hf_model("llama"))
     m = BATCH // MICRO
     ref = [_loss(model(ids[i:i + m]), labels[i:i + m]) for i in range(0, BATCH, m)]
     (sum(ref) / MICRO).backward()  # the schedule scales each stage's gradients by 1 / micro-batches

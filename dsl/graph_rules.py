@@ -13,6 +13,11 @@ from partdsl.core.quantities import FLOPS, SIZE, TIME
 from partdsl.dsl.tokens import Ref, tok_span, unquote
 
 
+def _misplaced_ellipsis(span: Span) -> PartError:
+    return PartError("`...` must stand between two members of one family, in increasing order", span,
+                     "write e.g. `block[1] -> ... -> block[12]`")
+
+
 class GraphRules:
     """Mixin of ToIR: one method per graph rule of grammars/part.lark."""
 
@@ -145,8 +150,7 @@ class GraphRules:
                 if not ok and self._two_families(prev, nxt, e[1]):
                     continue  # graph_block names the mistake once it knows the graph's nodes
                 if not ok:
-                    raise PartError("`...` must stand between two members of one family, in "
-                                    "increasing order", e[1], "write e.g. `block[1] -> ... -> block[12]`")
+                    raise _misplaced_ellipsis(e[1])
                 check_count(nxt.index - prev.index - 1, MAX_NODES, f"`...` between {prev.names[0]} and "
                             f"{nxt.names[0]} stands for too many members", e[1], "check the two indices")
                 mid = tuple(f"{prev.family}[{j}]" for j in range(prev.index + 1, nxt.index))
@@ -205,8 +209,7 @@ class GraphRules:
                 tensors += x[2]
         graph = assemble_graph(name, nodes, edges, self.span(meta), tensors)  # an unknown member is named here
         if loose:
-            raise PartError("`...` must stand between two members of one family, in increasing order", loose[0],
-                            "write e.g. `block[1] -> ... -> block[12]`")
+            raise _misplaced_ellipsis(loose[0])
         return graph
 
     @v_args(meta=True)

@@ -174,16 +174,20 @@ def _latency(spec: Spec, dense: Dense, dev: np.ndarray, u: subgraphs.SubgraphUni
         p["start"] = min(p.get("start", INF), s.start[a])
         p["finish"] = max(p.get("finish", 0.0), s.finish[a])
         p["subgraphs"] = p.get("subgraphs", 0) + 1
-    for v in np.flatnonzero(u.of_node >= u.A).tolist():  # a host node is a unit of its own: its run time
-        x = u.of_node[v]
-        if dev[v] < 0 or not np.isfinite(s.finish[x]):
-            continue
-        d = dense.devices[dev[v]]
-        p = parts[d]
-        p["compute"] += s.finish[x] - s.start[x]
-        loads[d] += float(s.finish[x] - s.start[x])
-        p["start"] = min(p.get("start", INF), s.start[x])
-        p["finish"] = max(p.get("finish", 0.0), s.finish[x])
+    host = np.flatnonzero((u.of_node >= u.A) & (dev >= 0))  # a host node is a unit of its own: its run time
+    x = u.of_node[host]
+    ran = np.isfinite(s.finish[x])
+    host, x = host[ran], x[ran]
+    busy = np.bincount(dev[host], weights=s.finish[x] - s.start[x], minlength=D)[:D]
+    first, last = np.full(D, INF), np.zeros(D)
+    np.minimum.at(first, dev[host], s.start[x])
+    np.maximum.at(last, dev[host], s.finish[x])
+    for j in np.unique(dev[host]).tolist():
+        d, p = dense.devices[j], parts[dense.devices[j]]
+        p["compute"] += busy[j]
+        loads[d] += float(busy[j])
+        p["start"] = min(p.get("start", INF), first[j])
+        p["finish"] = max(p.get("finish", 0.0), last[j])
     return s.value, loads, parts, viol
 
 

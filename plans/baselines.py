@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
+from partdsl.evaluator.evaluate import evaluate
 from partdsl.plans.units import Units
 
 BASELINES = ("uniform", "vllm", "parameters")
@@ -36,36 +37,27 @@ def _layer_counts(kind: str, layers: int, p: int) -> list[int]:
     return counts
 
 
-def _uniform_starts(n: int, p: int) -> list[int]:
-    """DeepSpeed's partition_uniform: n // p items per part, one more to the first n % p;
-    with fewer items than parts, one each and the rest empty."""
-    if n <= p:
-        return [min(k, n) for k in range(p + 1)]
-    size, extra = divmod(n, p)
-    return [k * size + min(k, extra) for k in range(p + 1)]
-
-
 def deepspeed_balanced(weights: np.ndarray, p: int) -> list[int]:
     """DeepSpeed's partition_balanced: the part boundaries (p + 1 of them, 0 first, n last).
     best[i, j] is the least spread of a split of the first i items into j parts that extends
-    the best split of its first k items into j - 1 parts; ties go to the latest k."""
+    the best split of its first k items into j - 1 parts; ties go to the latest k. With no
+    more items than parts, DeepSpeed's partition_uniform: one item each, the rest empty."""
     w = np.asarray(weights, dtype=float)
     n = len(w)
     if n <= p:
-        return _uniform_starts(n, p)
+        return [min(k, n) for k in range(p + 1)]
     prefix = np.concatenate([[0.0], np.cumsum(w)])
-    hi = np.full((n + 1, p + 1), np.inf)
+    hi = np.full((n + 1, p + 1), np.inf)  # the largest and smallest part of the best split
     lo = np.full((n + 1, p + 1), np.inf)
-    spread = np.full((n + 1, p + 1), np.inf)
     cut = np.zeros((n + 1, p + 1), dtype=np.int64)
-    hi[0, 0] = spread[0, 0] = 0.0
+    hi[0, 0] = 0.0
     for i in range(1, n + 1):
         seg = prefix[i] - prefix[:i]  # the last part, items k..i-1, for k = 0..i-1
         for j in range(1, min(i, p) + 1):
             top, bottom = np.maximum(hi[:i, j - 1], seg), np.minimum(lo[:i, j - 1], seg)
             cost = top - bottom
             k = int(np.flatnonzero(cost == cost.min())[-1])
-            spread[i, j], hi[i, j], lo[i, j], cut[i, j] = cost[k], top[k], bottom[k], k
+            hi[i, j], lo[i, j], cut[i, j] = top[k], bottom[k], k
     bounds = [n]
     for j in range(p, 0, -1):
         bounds.append(int(cut[bounds[-1], j]))
@@ -74,7 +66,8 @@ def deepspeed_balanced(weights: np.ndarray, p: int) -> list[int]:
 
 def _spec_weights(spec: Spec, units: Units, fw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """DeepSpeed's layer specs of a decoder: E, each layer, then each module of L (its final
-    norm and head) on its own. The parameters of each spec, and each unit's first spec."""
+    norm and head) on its own. The parameters of each spec, and each node's spec (unit k < L
+    is spec k, so a unit's first spec has its number)."""
     nodes = spec.graph.nodes
     tail_mods = list(units.modules[units.tail]) or [""]
     spec_of = units.unit.copy()
@@ -105,23 +98,28 @@ def baseline(spec: Spec, units: Units, kind: str, ranks: list[str]) -> np.ndarra
         weights, spec_of = _spec_weights(spec, units, fw)
         bounds = deepspeed_balanced(weights, p)
         rank_of = np.concatenate([np.full(bounds[r + 1] - bounds[r], r) for r in range(p)])
-        node_rank = np.empty(len(unit), dtype=np.int64)
+        node_rank = rank_of[unit]  # a backward node goes with its unit's first spec
         node_rank[fw] = rank_of[spec_of[fw]]
-        if not fw.all():  # a backward node goes with its layer's first forward spec
-            first = np.zeros(units.tail + 1, dtype=np.int64)
-            first[units.unit[fw]] = rank_of[spec_of[fw]]
-            node_rank[~fw] = first[unit[~fw]]
     else:
         counts = _layer_counts(kind, units.layers, p)
         node_rank = np.concatenate([[0], np.repeat(np.arange(p), counts), [p - 1]])[unit]
     return np.array([idx[ranks[r]] for r in node_rank], dtype=np.int64)
 
 
-def best_ranks(spec: Spec, units: Units, kind: str, score: Callable[[np.ndarray], float],
+def _objective(spec: Spec) -> Callable[[np.ndarray], float]:
+    """The evaluator's objective of an assignment, inf where it breaks the spec."""
+    def score(dev: np.ndarray) -> float:
+        ev = evaluate(spec, dev)
+        return ev.objective if ev.feasible else float("inf")
+    return score
+
+
+def best_ranks(spec: Spec, units: Units, kind: str, score: Callable[[np.ndarray], float] | None = None,
                limit: int = 5040) -> tuple[list[str], np.ndarray]:
-    """The split `kind` over the order of device classes that scores best (least), trying
-    each distinct order of the classes over the ranks (devices of one class alike), at most
-    `limit` of them."""
+    """The split `kind` over the order of device classes that scores best (least; by default
+    the evaluator's objective, inf when infeasible), trying each distinct order of the
+    classes over the ranks (devices of one class alike), at most `limit` of them."""
+    score = score or _objective(spec)
     devices, of_class = spec.platform.devices, spec.platform.device_class
     pool: dict[int, list[str]] = {}
     for d, c in zip(devices, of_class):

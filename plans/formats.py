@@ -98,7 +98,7 @@ def vllm(line: Pipeline) -> dict:
     empty = [r for r, n in enumerate(counts) if n == 0]
     if empty:
         r = empty[0]
-        raise PartError(f"rank {r} ({line.ranks[r]}) holds no decoder layer ({line._held(line.ranks[r])}); vLLM "
+        raise PartError(f"rank {r} ({line.ranks[r]}) holds no decoder layer ({line.held(line.ranks[r])}); vLLM "
                         "gives such a rank no KV cache", None,
                         f"solve on {len(counts) - len(empty)} device(s), so that every rank holds a layer, or export "
                         "the plan as megatron or fqn")

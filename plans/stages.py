@@ -42,11 +42,11 @@ class Pipeline:
     def need_one_chunk_per_rank(self, fmt: str) -> None:
         if self.virtual > 1:
             raise PartError(f"format {fmt} has one stage per rank, and this plan interleaves {self.virtual} chunks on "
-                            f"each of its {self.size} devices ({self._held(self.ranks[0])})", None,
+                            f"each of its {self.size} devices ({self.held(self.ranks[0])})", None,
                             "export it as megatron or fqn (both take interleaved stages), or solve with "
                             "`subject to { contiguous }` for one block per device")
 
-    def _held(self, dev: str) -> str:
+    def held(self, dev: str) -> str:
         return f"{dev} holds " + ", ".join(self._span(c) for c in self.chunks if c.device == dev)
 
     def _span(self, c: Chunk) -> str:
@@ -98,7 +98,7 @@ def pipeline(spec: Spec, dev: np.ndarray, units: Units) -> Pipeline:
     if len(chunks) % p or any(c.device != ranks[i % p] for i, c in enumerate(chunks)):
         bad = next((d for d in ranks if sum(c.device == d for c in chunks) > 1))
         line = Pipeline(units, tuple(chunks), tuple(ranks))
-        raise PartError(f"the plan's stages do not form a pipeline: {line._held(bad)}, and its {len(chunks)} blocks "
+        raise PartError(f"the plan's stages do not form a pipeline: {line.held(bad)}, and its {len(chunks)} blocks "
                         f"do not come round by round in one order of its {p} devices", None,
                         "pipelines give each device one block of consecutive layers, or (interleaved) block r, r + P, "
                         "... of one device order: solve with `subject to { contiguous }`")
