@@ -22,6 +22,34 @@ EXIT_CODES = """exit codes:
   130 interrupted by Ctrl-C (the best answer found so far is printed)"""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a did-you-mean for a value outside `choices` (`--format megatronn`,
+    `part slove`); its subcommand parsers are of this class too."""
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        if action.choices is not None and value not in action.choices:
+            from partdsl.core.errors import did_you_mean
+
+            options = [str(c) for c in action.choices]
+            close = did_you_mean(str(value), options)
+            hint = close if close.startswith("did you") else "choose from " + ", ".join(options)
+            raise argparse.ArgumentError(action, f"invalid choice: '{value}' ({hint})")
+        super()._check_value(action, value)
+
+
+UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "ms": 1e-3, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def duration(text: str) -> float:
+    """A --time-limit: seconds as a bare number, or with a unit (500ms, 30s, 2min, 1.5h)."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-z]*)\s*", text.lower())
+    if not m or m.group(2) not in UNITS:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a duration: write seconds (30), or 500ms, 30s, 2min, 1.5h")
+    return float(m.group(1)) * UNITS[m.group(2)]
+
+
 def spec_arguments(p: argparse.ArgumentParser) -> None:
     """The spec file, -D overrides and --json: what every spec command takes."""
     p.add_argument("spec", help="a .part file")

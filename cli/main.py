@@ -38,6 +38,7 @@ from partdsl.cli.common import (
     EXIT_SOLVER,
     EXIT_UNAVAILABLE,
     EXIT_USER,
+    Parser,
 )
 from partdsl.importers.import_options import UncostedOperators
 from partdsl.runtime.memory import SCALABLE
@@ -46,7 +47,7 @@ COMMANDS = (check, evaluate, solve, export, bound, sweep, plot, report, convert,
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="part", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Partition DNN computation graphs across devices, with certified answers.",
         epilog=EXIT_CODES)

@@ -4,6 +4,9 @@
 compilation) when numba is importable and PARTDSL_NO_NUMBA is not set; otherwise it
 returns the function unchanged, which still runs (slower) as plain Python. Kernels that
 have a separate vectorized NumPy implementation choose it when `HAVE_NUMBA` is False.
+The first compilation of a partdsl kernel in a process (a cache miss: the first runs
+after an install) prints one line on a terminal, through numba's compile events, so
+that some 10 s of compiling is not taken for a hang.
 """
 from __future__ import annotations
 
@@ -20,6 +23,39 @@ if not os.environ.get("PARTDSL_NO_NUMBA"):
         HAVE_NUMBA = True
     except ImportError:  # pragma: no cover - numba is a dependency, but stay usable without it
         HAVE_NUMBA = False
+
+
+NOTICE = ("partdsl: compiling the numba kernels for this machine (the first runs after an install: "
+          "about 10 s; later runs read them from numba's cache)")
+
+
+def _tell_on_first_compile() -> None:
+    """Print NOTICE once when numba starts compiling a partdsl function, if stderr is a
+    terminal (a log or a test's captured stderr stays as it was) in the main process."""
+    import multiprocessing
+    import sys
+
+    from numba.core import event
+
+    class Notice(event.Listener):
+        told = False
+
+        def on_start(self, ev: event.Event) -> None:
+            fn = getattr(ev.data.get("dispatcher"), "py_func", None) if isinstance(ev.data, dict) else None
+            if self.told or not getattr(fn, "__module__", "").startswith("partdsl."):
+                return
+            self.told = True
+            if sys.stderr.isatty() and multiprocessing.parent_process() is None:
+                print(NOTICE, file=sys.stderr, flush=True)
+
+        def on_end(self, ev: event.Event) -> None:
+            pass
+
+    event.register("numba:compile", Notice())
+
+
+if HAVE_NUMBA:
+    _tell_on_first_compile()
 
 
 def njit(fn: F) -> F:

@@ -19,6 +19,8 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
+from partdsl.runtime.main_guard import may_spawn
+
 CONNECT_TIMEOUT = "5s"
 RETRIES = 2  # a job whose run failed for a reason outside it (a worker lost, a connection dropped) runs again
 
@@ -68,7 +70,7 @@ def warm_pool(workers: int | None, modules: Sequence[str]) -> Iterator[LocalPool
     """`workers` local processes (default: one per core), started now, each importing
     `modules` as it starts; None on one core, where `run_all` runs the jobs here."""
     n = workers or os.cpu_count() or 1
-    if n <= 1:
+    if n <= 1 or not may_spawn():
         yield None
         return
     pool = LocalPool(n, tuple(modules))
@@ -114,13 +116,13 @@ def _imports(modules: tuple[str, ...]) -> None:
 def run_all(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | None = None,
             executor: Executor | None = None) -> Iterator[tuple[int, Any]]:
     """(index, fn(*job)) for every job, in order of completion. Ctrl-C cancels the jobs
-    not started and is re-raised. If local worker processes cannot start (a script run
-    without an `if __name__ == "__main__":` guard re-runs itself in spawned children),
-    the jobs left run in this process. On a given executor, a job that fails for a reason
+    not started and is re-raised. Called from a script's top level outside an
+    `if __name__ == "__main__":` block (runtime/main_guard.py), or if local worker
+    processes cannot start, the jobs (left) run in this process. On a given executor, a job that fails for a reason
     other than our own errors (a Dask worker killed or lost, a dropped connection) is
     submitted again, up to RETRIES times, with a line on stderr; then its error is raised."""
     workers = min(workers or os.cpu_count() or 1, max(len(jobs), 1))
-    if runs_here(workers, executor, len(jobs)):
+    if runs_here(workers, executor, len(jobs)) or (executor is None and not may_spawn()):
         for i, job in enumerate(jobs):
             yield i, fn(*job)
         return

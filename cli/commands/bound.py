@@ -10,6 +10,7 @@ from partdsl.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_NO_SOLUTION,
     EXIT_OK,
+    duration,
     executor_argument,
     load_figures,
     progress_printer,
@@ -22,7 +23,7 @@ from partdsl.cli.sweep import run_points
 def add(sub) -> None:  # type: ignore[no-untyped-def]
     p = sub.add_parser("bound", help="the lower-bound hierarchy (simple, LP, bottleneck, bottleneck-guess, exact)")
     spec_arguments(p)
-    p.add_argument("--time-limit", type=float, metavar="SECONDS", help="budget of each MIP (bottleneck-guess: of all k)")
+    p.add_argument("--time-limit", type=duration, metavar="SECONDS", help="budget of each MIP (bottleneck-guess: of all k)")
     p.add_argument("--solver", help="MIP backend of the MIP bounds: " + solver_names() + " (the LP bound is HiGHS's simplex)")
     p.add_argument("--threads", type=int, metavar="N")
     p.add_argument("--workers", type=int, metavar="N",

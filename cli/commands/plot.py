@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from partdsl.cli.common import EXIT_OK, answer_of, emit, evaluate_file, load_figures, load_spec, spec_arguments
+from partdsl.cli.common import (
+    EXIT_OK,
+    answer_of,
+    duration,
+    emit,
+    evaluate_file,
+    load_figures,
+    load_spec,
+    spec_arguments,
+)
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
@@ -13,7 +22,7 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("partition", nargs="?", help="a partition or schedule JSON to draw (default: solve first)")
     p.add_argument("--output", "-o", required=True, metavar="FILE", help="out.png, out.svg or out.pdf")
     p.add_argument("--method", help="the method to solve with when no partition is given")
-    p.add_argument("--time-limit", type=float, metavar="SECONDS")
+    p.add_argument("--time-limit", type=duration, metavar="SECONDS")
     p.add_argument("--seed", type=int, metavar="N")
     p.set_defaults(func=run)
 

@@ -7,7 +7,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from partdsl.cli.common import EXIT_OK, answer_of, emit, load_figures, load_spec, spec_arguments
+from partdsl.cli.common import EXIT_OK, answer_of, duration, emit, load_figures, load_spec, spec_arguments
 
 
 def add(sub) -> None:  # type: ignore[no-untyped-def]
@@ -16,7 +16,7 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     spec_arguments(p)
     p.add_argument("--html", required=True, metavar="FILE", help="the page to write (out.html)")
     p.add_argument("--method", help="the method to solve with (default: the spec's, else the default method)")
-    p.add_argument("--time-limit", type=float, metavar="SECONDS")
+    p.add_argument("--time-limit", type=duration, metavar="SECONDS")
     p.add_argument("--gap", type=float, metavar="FRACTION")
     p.add_argument("--seed", type=int, metavar="N")
     p.set_defaults(func=run)

@@ -14,6 +14,7 @@ from partdsl.cli.common import (
     Deferred,
     HelpFormatter,
     defines,
+    duration,
     emit,
     import_arguments,
     import_options,
@@ -35,7 +36,7 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("--solver", help="comma-separated MIP solvers, for the methods that run one (default highs)")
     p.add_argument("-D", dest="define", action="append", metavar="NAME=V1,V2", help="param values to cross (repeatable)")
     p.add_argument("-O", dest="option", action="append", metavar="NAME=VALUE", help="a method option for every run")
-    p.add_argument("--time-limit", type=float, metavar="SECONDS", help="wall-clock budget of each run")
+    p.add_argument("--time-limit", type=duration, metavar="SECONDS", help="wall-clock budget of each run")
     p.add_argument("--gap", type=float, metavar="FRACTION")
     p.add_argument("--seed", type=int, default=0, metavar="N")
     p.add_argument("--output", "-o", metavar="FILE", help="runs.csv, or runs.jsonl for JSON lines; an existing file "
