@@ -210,12 +210,18 @@ def evaluate_file(spec, path: str, data):  # type: ignore[no-untyped-def]
 
 def answer_of(spec, r):  # type: ignore[no-untyped-def]
     """What `part plot` and `part report` draw of a Result: the device per node (a
-    schedule's, -1 for a node it spreads over several devices) and the proven bound where
-    it is a time (minimized objectives; None for throughput)."""
+    schedule's, -1 for a node it spreads over several devices) and the proven bound as a
+    time, ms: a minimized objective's bound, or under batched throughput the makespan a
+    batch cannot beat (batch / the throughput's upper bound)."""
+    import math
+
     from partdsl.core.assignment import to_array
 
     dev = to_array(spec, r.assignment) if r.assignment is not None else r.evaluation.schedule.node_devices(spec.dense.n)
-    return dev, (r.bound if r.sense == "min" else None)
+    if r.sense == "min":
+        return dev, r.bound
+    ok = r.bound is not None and math.isfinite(r.bound) and r.bound > 0
+    return dev, (1e3 * spec.objective.batch / r.bound if ok else None)
 
 
 def load_figures():  # type: ignore[no-untyped-def]

@@ -1,7 +1,7 @@
 """`part report SPEC --html OUT.html`: one self-contained HTML page (issue 32, item 3): the
 spec in brief, the answer (status, method, objective, proven bound, gap, why it stopped),
-the picture of `part plot` inline as SVG, the plan device by device, and the command that
-reproduces it. No script, no stylesheet or font from elsewhere: it opens offline."""
+the picture of `part plot` inline as SVG, the plan device by device (cli/html_plan.py),
+and the command that reproduces it. No script, no stylesheet or font from elsewhere: it opens offline."""
 from __future__ import annotations
 
 import html
@@ -11,11 +11,11 @@ import re
 from datetime import UTC, datetime
 
 import numpy as np
+from partdsl.cli.html_plan import plan_section
 from partdsl.cli.report import gap_text, objective_name
 from partdsl.core.ir import Spec
 from partdsl.core.result import Result
 
-SHOWN_NODES = 30  # node names listed per device; the rest are counted
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
@@ -83,25 +83,8 @@ def answer_summary(r: Result) -> str:
     ])
 
 
-def plan_table(spec: Spec, r: Result, dev: np.ndarray) -> str:
-    """Per device: its load (or finish) from the evaluator, its node count, and its nodes."""
-    d = spec.dense
-    ev = r.evaluation
-    head = "<tr><th>device</th><th>nodes</th><th>load</th><th>memory</th><th>which</th></tr>"
-    body = []
-    for j, name in enumerate(d.devices):
-        on = np.flatnonzero(dev == j)
-        names = ", ".join(d.names[i] for i in on[:SHOWN_NODES])
-        if len(on) > SHOWN_NODES:
-            names += f", ... ({len(on) - SHOWN_NODES:,} more)"
-        load = ev.loads.get(name, 0.0) if ev is not None else math.nan
-        mem = ev.parts.get(name, {}).get("memory", math.nan) if ev is not None else math.nan
-        body.append(f"<tr><td>{_e(name)}</td><td class=num>{len(on):,}</td><td class=num>{_num(load)}</td>"
-                    f"<td class=num>{_num(mem / 2**20, 4)} MiB</td><td>{_e(names)}</td></tr>")
-    return f"<table>{head}{''.join(body)}</table>"
-
-
-def page(spec: Spec, source: str, r: Result, dev: np.ndarray | None, svg: str | None, command: str) -> str:
+def page(spec: Spec, source: str, r: Result, dev: np.ndarray | None, svg: str | None, command: str,
+         micro_batches: int | None = None) -> str:
     """The whole report as one HTML document."""
     from partdsl import __version__
 
@@ -112,7 +95,7 @@ def page(spec: Spec, source: str, r: Result, dev: np.ndarray | None, svg: str | 
     if svg is not None:
         parts += ["<h2>Picture</h2>", f"<figure>{svg}</figure>"]
     if dev is not None and r.evaluation is not None:
-        parts += ["<h2>Plan</h2>", plan_table(spec, r, dev)]
+        parts += ["<h2>Plan</h2>", plan_section(spec, r, dev, micro_batches)]
         if r.evaluation.violations:
             parts += ["<p>violations:</p><ul>"
                       + "".join(f"<li>{_e(v.message)}</li>" for v in r.evaluation.violations) + "</ul>"]

@@ -10,6 +10,7 @@ from partdsl.core.evaluation import Evaluation
 from partdsl.core.ir import Spec
 from partdsl.core.quantities import human_rate, human_size
 from partdsl.core.result import Result
+from partdsl.evaluator.device_record import device_records
 
 if TYPE_CHECKING:
     from partdsl.methods.hierarchy import Hierarchy
@@ -106,12 +107,7 @@ def describe(spec: Spec, bound: float) -> str:
 
 def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str:
     d = spec.dense
-    ops = assignment.copy()
-    ops[d.tensor_source >= 0] = -1  # operators only: carriers ride with their sources
-    counts = np.bincount(ops[ops >= 0], minlength=d.D)
-    if ev.schedule is not None:  # operators with a piece on each device
-        counts = np.bincount(list({(p.node, p.device): p.device for p in ev.schedule.pieces
-                                   if spec.graph.nodes[p.node].tensor_of is None}.values()), minlength=d.D)
+    records = device_records(spec, ev, assignment)
     rows = []
     scheduled = spec.objective.scheduled
     finish = any("finish" in p for p in ev.parts.values())  # latency: when each device is done
@@ -124,13 +120,13 @@ def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str
             if spec.constraints.memory == "overflow":
                 cells.append(fmt(p.get("overflow", 0.0)))
             if spec.constraints.replicate > 1:
-                cells += [str(int(p.get("replicas", 1))) if counts[j] else "-", fmt(p.get("sync", 0.0))]
+                cells += [str(int(p.get("replicas", 1))) if records[j].used else "-", fmt(p.get("sync", 0.0))]
             if spec.objective.training == "gpipe":
                 cells += [fmt(p.get("fw", 0.0)), fmt(p.get("bw", 0.0))]
             if finish:
                 cells.append(fmt(p["finish"]) if "finish" in p else "-")
             cells.append(fmt(ev.loads.get(dev, 0.0)))
-        rows.append([dev, str(counts[j])] + cells + [human_size(p.get("memory", 0.0))])
+        rows.append([dev, str(records[j].nodes)] + cells + [human_size(records[j].memory)])
     if scheduled:
         head = ["device", "nodes", "busy ms", "finish ms"]
     else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from partdsl.core import ranges
 from partdsl.core.errors import PartError, Span, did_you_mean
 from partdsl.core.ir import Graph, Node, Work
 from partdsl.core.limits import MAX_EDGES, MAX_NODES, check_count
@@ -70,12 +71,7 @@ def _close_or_known(name: str, names: list[str]) -> str:
     close = did_you_mean(name, names)
     if close.startswith("did you mean") or not names:
         return close
-    shown: dict[str, list[int]] = {}
-    for nm in names:
-        fam, _, idx = nm.partition("[")
-        shown.setdefault(fam if idx[:-1].isdigit() else nm, []).extend([int(idx[:-1])] if idx[:-1].isdigit() else [])
-    parts = [f"{k}[{min(v)}..{max(v)}]" if len(v) > 1 else f"{k}[{v[0]}]" if v else k for k, v in shown.items()]
-    listed = ", ".join(parts[:12]) + (", ..." if len(parts) > 12 else "")
+    listed = ranges.shown(names, 12)
     return f"no node has a name like it; the graph has {listed} (declare it: `node {name} {{ work 1 ms }}`)"
 
 

@@ -57,6 +57,20 @@ def transfer_charges(dense: Dense, dev: np.ndarray, phase: np.ndarray | None = N
     return inn, out
 
 
+def transfer_bytes(dense: Dense, dev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes in and out per device under `transfer_charges`' rule: a tensor leaves its
+    device once and enters each other device that reads it once. Nodes without a device
+    (-1: split over several) count on no device."""
+    src, dst = dense.src, dense.dst
+    cross = (dev[src] != dev[dst]) & (dev[src] >= 0) & (dev[dst] >= 0)
+    cu, cv = src[cross], dst[cross]
+    u = np.unique(cu)
+    out = np.bincount(dev[u], weights=dense.out_bytes[u], minlength=dense.D)[:dense.D]
+    ud = np.unique(cu * dense.D + dev[cv])
+    inn = np.bincount(ud % dense.D, weights=dense.out_bytes[ud // dense.D], minlength=dense.D)[:dense.D]
+    return inn, out
+
+
 def _compute(dense: Dense, dev: np.ndarray, phase: np.ndarray | None = None) -> np.ndarray:
     P = 1 if phase is None else 2
     ph = np.zeros(dense.n, dtype=np.int64) if phase is None else phase

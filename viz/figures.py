@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 from partdsl.core.evaluation import Evaluation
 from partdsl.core.ir import Spec
+from partdsl.core.ranges import shown
 
 PARTS = (("compute", "#4c72b0"), ("in", "#dd8452"), ("out", "#55a868"), ("overflow", "#c44e52"))
+TRANSFER, HATCH_IN, HATCH_OUT = "#eeeeee", "////", "...."  # gray and hatched: no device's colour
+LABEL_PT, LEGEND_PT = 7, 7  # the smallest text drawn: readable at the default size (issue 76)
 FORMATS = (".png", ".svg", ".pdf")
 
 
@@ -63,8 +67,9 @@ def layers(spec: Spec) -> np.ndarray:
 
 
 def declutter(ax, texts: list) -> int:  # type: ignore[no-untyped-def,type-arg]
-    """Hide every text that overlaps one kept before it (in the order given): labels never
-    overlap. Returns how many were hidden."""
+    """Hide every text that overlaps one kept before it (in the order given), or that is
+    wider than its bar (a Gantt label with `bar_span` = the bar's (start, finish)):
+    labels never overlap and stay inside their bars. Returns how many were hidden."""
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     kept: list = []  # type: ignore[type-arg]
@@ -72,7 +77,13 @@ def declutter(ax, texts: list) -> int:  # type: ignore[no-untyped-def,type-arg]
     for t in texts:
         t.set_visible(True)
         box = t.get_window_extent(renderer).expanded(1.05, 1.1)
-        if any(box.overlaps(k) for k in kept):
+        span = getattr(t, "bar_span", None)
+        if span is not None:
+            (x0, _), (x1, _) = ax.transData.transform([(span[0], 0.0), (span[1], 0.0)])
+            too_wide = box.width > abs(x1 - x0)
+        else:
+            too_wide = False
+        if too_wide or any(box.overlaps(k) for k in kept):
             t.set_visible(False)
             hidden += 1
         else:
@@ -105,17 +116,43 @@ def _groups(spec: Spec, dev: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray,
     return of, labels, np.where(lo == hi, hi, -1), what
 
 
-def graph(ax, spec: Spec, dev: np.ndarray) -> list:  # type: ignore[no-untyped-def,type-arg]
+def cut_weights(spec: Spec) -> np.ndarray:
+    """[m] what each edge would carry if cut: its source's output bytes, or, where the spec
+    gives no sizes (dnn-partitioning graphs), its slowest transfer time."""
+    d = spec.dense
+    per_node = d.out_bytes if (d.out_bytes > 0).any() else d.comm.max(axis=1, initial=0.0)
+    return np.asarray(per_node, dtype=float)[d.src]
+
+
+def _edges(ax, xy: np.ndarray, e_src: np.ndarray, e_dst: np.ndarray, cut: np.ndarray,  # type: ignore[no-untyped-def]
+           weight: np.ndarray) -> None:
+    """Edges gray; cut edges red and dashed, their width and ink by what crosses (bytes,
+    or transfer time where sizes are not given), so that many small cuts stay faint."""
+    from matplotlib.collections import LineCollection
+
+    top = float(weight[cut].max(initial=0.0))
+    share = np.sqrt(weight / top) if top > 0 else np.ones(len(weight))
+    plain = ~cut
+    ax.add_collection(LineCollection(np.stack([xy[e_src[plain]], xy[e_dst[plain]]], axis=1), colors="#999999",
+                                     linestyles="-", linewidths=0.6, zorder=1))
+    ink = np.tile([0.769, 0.306, 0.322, 1.0], (int(cut.sum()), 1))
+    ink[:, 3] = 0.25 + 0.75 * share[cut]
+    ax.add_collection(LineCollection(np.stack([xy[e_src[cut]], xy[e_dst[cut]]], axis=1), colors=ink, linestyles="--",
+                                     linewidths=0.4 + 2.6 * share[cut], zorder=1, label="_cut"))
+
+
+def graph(ax, spec: Spec, dev: np.ndarray, used: Sequence[bool] = ()) -> list:  # type: ignore[no-untyped-def,type-arg]
     """Nodes in layers, colored by device (gray: no single device), cut edges dashed red.
     Above COLLAPSE_NODES nodes, each layer (core/layers.py: `l3_q` -> `l3`, ONNX and torch
     name prefixes, `group`) is one marker sized by its node count, colored by its device,
     gray where it spans several (a stage boundary inside the layer); names without layers
-    give bands of depth per device (_groups). Returns the labels, for `declutter` once the
-    figure's layout is final."""
-    from matplotlib.collections import LineCollection
-
+    give bands of depth per device (_groups). `used` (the evaluator's device records):
+    devices that ran something, listed in the legend even when they hold only pieces of
+    split nodes (drawn gray). Returns the labels, for `declutter` once the figure's layout
+    is final."""
     d = spec.dense
     depth = layers(spec).astype(float)
+    weight = cut_weights(spec)
     collapsed = d.n > COLLAPSE_NODES
     if collapsed:
         of, labels, gdev, what = _groups(spec, dev, depth)
@@ -123,10 +160,14 @@ def graph(ax, spec: Spec, dev: np.ndarray) -> list:  # type: ignore[no-untyped-d
         count = np.bincount(of, minlength=G)
         x = np.bincount(of, weights=depth, minlength=G) / np.maximum(count, 1)
         src, dst = of[d.src], of[d.dst]
-        cut_pairs = {(a, b) for a, b, c in zip(src.tolist(), dst.tolist(), (dev[d.src] != dev[d.dst]).tolist()) if c}
+        cut_pairs: dict[tuple[int, int], float] = {}
+        for a, b, c, w in zip(src.tolist(), dst.tolist(), (dev[d.src] != dev[d.dst]).tolist(), weight.tolist()):
+            if c:
+                cut_pairs[(a, b)] = cut_pairs.get((a, b), 0.0) + w
         pairs = {(a, b) for a, b in zip(src.tolist(), dst.tolist()) if a != b}
-        edges = sorted(pairs | cut_pairs)
+        edges = sorted(pairs | set(cut_pairs))
         cut = np.array([e in cut_pairs for e in edges], dtype=bool)
+        weight = np.array([cut_pairs.get(e, 0.0) for e in edges])
         e_src = np.array([a for a, _ in edges], dtype=np.int64)
         e_dst = np.array([b for _, b in edges], dtype=np.int64)
         where, size = gdev, 20.0 + 180.0 * np.sqrt(count / max(count.max(), 1))
@@ -139,15 +180,15 @@ def graph(ax, spec: Spec, dev: np.ndarray) -> list:  # type: ignore[no-untyped-d
     for k in np.unique(column):
         members = np.flatnonzero(column == k)
         y[members] = np.arange(len(members)) - (len(members) - 1) / 2
-    for is_cut, color, ls, lw in ((False, "#999999", "-", 0.6), (True, "#c44e52", "--", 1.2)):
-        sel = cut == is_cut
-        segs = np.stack([np.c_[x[e_src[sel]], y[e_src[sel]]], np.c_[x[e_dst[sel]], y[e_dst[sel]]]], axis=1)
-        ax.add_collection(LineCollection(segs, colors=color, linestyles=ls, linewidths=lw, zorder=1))
+    _edges(ax, np.c_[x, y], e_src, e_dst, cut, weight)
     colors = device_colors(spec)
     for j, name in enumerate(d.devices):
         on = np.flatnonzero(where == j)
         if len(on):
             ax.scatter(x[on], y[on], s=size[on], color=colors[j], label=name, zorder=2, edgecolors="black",
+                       linewidths=0.3)
+        elif j < len(used) and used[j]:
+            ax.scatter([], [], color=colors[j], label=f"{name} (pieces of split nodes)", edgecolors="black",
                        linewidths=0.3)
     split = np.flatnonzero(where < 0)
     if len(split):
@@ -156,15 +197,16 @@ def graph(ax, spec: Spec, dev: np.ndarray) -> list:  # type: ignore[no-untyped-d
     ax.autoscale_view()
     texts = []
     if G <= 400:  # labels where they fit, in the order of the graph
-        texts = [ax.annotate(labels[v], (x[v], y[v]), fontsize=6, ha="center", va="bottom", xytext=(0, 4),
+        texts = [ax.annotate(labels[v], (x[v], y[v]), fontsize=LABEL_PT, ha="center", va="bottom", xytext=(0, 4),
                              textcoords="offset points") for v in range(G)]
-    ax.plot([], [], color="#c44e52", ls="--", label="cut edge")
+    ax.plot([], [], color="#c44e52", ls="--", label="cut edge (width: bytes)" if (d.out_bytes > 0).any()
+            else "cut edge (width: transfer time)")
     drawn = f", drawn as {G} {what}" if collapsed else ""
     ax.set_title(f"{spec.graph.name}: {d.n} nodes{drawn}, {int((dev[d.src] != dev[d.dst]).sum())} cut edges")
     ax.set_xlabel("layer (longest path from a source; sources just before their first consumer)" if not collapsed
                   else "mean depth of the group's nodes")
     ax.set_yticks([])
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), ncol=2 if d.D > 20 else 1)
+    ax.legend(fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.0, 1.0), ncol=2 if d.D > 20 else 1)
     return texts
 
 
@@ -195,21 +237,29 @@ def loads(ax, spec: Spec, ev: Evaluation, bound: float | None = None) -> None:  
     worst = int(np.argmax(total))
     ax.bar(x[worst], total[worst], fill=False, edgecolor="black", linewidth=2, width=0.7)
     ax.annotate(f"bottleneck {total[worst]:.4g} {ev.unit}", (x[worst], total[worst]), ha="center",
-                va="bottom", fontsize=8, xytext=(0, 3), textcoords="offset points")
+                va="bottom", fontsize=LABEL_PT + 1, xytext=(0, 3), textcoords="offset points")
     if bound is not None and math.isfinite(bound) and bound > 0:
         ax.axhline(bound, color="black", ls="--", lw=1, label=f"lower bound {bound:.4g} {ev.unit}")
     _device_ticks(ax, "x", devices)
     ax.set_ylim(0, float(np.nanmax(np.where(np.isfinite(total), total, 0))) * 1.15 or 1.0)
     ax.set_ylabel(f"load ({ev.unit})")
     ax.set_title(f"per-device load: {spec.objective.entity.label} {ev.objective:.6g} {ev.unit}")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+
+def _bar_label(ax, start: float, finish: float, row: int, text: str):  # type: ignore[no-untyped-def]
+    """A label centred on a Gantt bar; `declutter` hides it if it is wider than the bar."""
+    t = ax.text((start + finish) / 2, row, text, ha="center", va="center", fontsize=LABEL_PT, clip_on=True)
+    t.bar_span = (float(start), float(finish))
+    return t
 
 
 def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | None = None,  # type: ignore[no-untyped-def]
           bound: float | None = None) -> list:  # type: ignore[type-arg]
     """Devices as rows: a DiviML schedule's pieces and transfers, or Tarnawski's latency
-    subgraphs (in / compute / out) and host nodes. Under latency, `bound` (the proven
-    lower bound, ms) as a dashed line beside the makespan. Returns the piece labels, for
+    subgraphs (in / compute / out, the transfers gray and hatched) and host nodes, each
+    labelled. `bound` (the proven lower bound on the makespan, ms) as a dashed line beside
+    the makespan. Returns the piece labels, for
     `declutter` once the figure's layout is final."""
     d = spec.dense
     colors = device_colors(spec)
@@ -222,8 +272,7 @@ def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | Non
             ax.barh(p.device, finish[k] - start[k], left=start[k], color=colors[p.device], edgecolor="black",
                     linewidth=0.3, height=0.6)
             if len(ev.schedule.pieces) <= 400:
-                texts.append(ax.text((start[k] + finish[k]) / 2, p.device, d.names[p.node], ha="center",
-                                     va="center", fontsize=5))
+                texts.append(_bar_label(ax, start[k], finish[k], p.device, d.names[p.node]))
         for a, b, t0, t1 in moves:
             ax.annotate("", xy=(t1, b), xytext=(t0, a), arrowprops={"arrowstyle": "->", "color": "#c44e52", "lw": 0.8})
         ax.plot([], [], color="#c44e52", label="transfer")
@@ -234,34 +283,43 @@ def gantt(ax, spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray | Non
         u = subgraphs.units(d, dev, sub if sub is not None else subgraphs.resolve(d, dev, None,
                                                                               spec.constraints.subgraphs))
         s = subgraphs.timed(d, dev, u)
+        members: list[list[str]] = [[] for _ in range(u.A)]
+        for v in d.topo.tolist():
+            if u.of_node[v] < u.A:
+                members[int(u.of_node[v])].append(d.names[v])
         for a in range(u.A):
             row, t = int(u.device[a]), float(s.start[a])
-            for w, color, label in ((s.inn[a], "#dd8452", "in"), (s.compute[a], colors[row], None),
-                                    (s.out[a], "#55a868", "out")):
-                ax.barh(row, w, left=t, color=color, edgecolor="black", linewidth=0.3, height=0.6)
+            for w, color, hatch in ((s.inn[a], TRANSFER, HATCH_IN), (s.compute[a], colors[row], None),
+                                    (s.out[a], TRANSFER, HATCH_OUT)):
+                ax.barh(row, w, left=t, color=color, edgecolor="black", linewidth=0.3, height=0.6, hatch=hatch)
                 t += float(w)
+            if u.A <= 400:
+                t0 = float(s.start[a]) + float(s.inn[a])
+                texts.append(_bar_label(ax, t0, t0 + float(s.compute[a]), row, shown(members[a], 2)))
         for v in range(d.n):
             if d.host[d.dev_class[dev[v]]]:
                 k = u.A + v
                 ax.barh(int(dev[v]), float(s.finish[k] - s.start[k]), left=float(s.start[k]), color=colors[dev[v]],
                         edgecolor="black", linewidth=0.3, height=0.6)
+                if d.n <= 400:
+                    texts.append(_bar_label(ax, float(s.start[k]), float(s.finish[k]), int(dev[v]), d.names[v]))
         from matplotlib.patches import Patch
 
-        ax.legend(handles=[Patch(color="#dd8452", label="in (host -> device)"),
-                           Patch(color="#55a868", label="out (device -> host)")],
-                  fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.legend(handles=[Patch(facecolor=TRANSFER, hatch=HATCH_IN, edgecolor="black", label="in (host -> device)"),
+                           Patch(facecolor=TRANSFER, hatch=HATCH_OUT, edgecolor="black", label="out (device -> host)")],
+                  fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         end = float(s.value)
     ax.axvline(end, color="black", ls=":", lw=1)
-    if bound is not None and ev.schedule is None and math.isfinite(bound) and bound > 0:
-        ax.axvline(bound, color="black", ls="--", lw=1)
-        ax.annotate(f"lower bound {bound:.4g} ms", (bound, 0), xycoords=("data", "axes fraction"), fontsize=7,
-                    ha="right", va="bottom", xytext=(-3, 3), textcoords="offset points")
+    if bound is not None and math.isfinite(bound) and bound > 0:
+        ax.axvline(bound, color="black", ls="--", lw=1, label=f"makespan lower bound {bound:.4g} ms")
+        ax.annotate(f"lower bound {bound:.4g} ms", (bound, 0), xycoords=("data", "axes fraction"),
+                    fontsize=LEGEND_PT, ha="right", va="bottom", xytext=(-3, 3), textcoords="offset points")
     _device_ticks(ax, "y", list(d.devices))
     ax.set_ylim(d.D - 0.5, -0.5)
     ax.set_xlabel("time (ms)")
     ax.set_title(f"{spec.objective.entity.label}: {ev.objective:.6g} {ev.unit} (makespan {end:.4g} ms)")
     if ev.schedule is not None:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.legend(fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return texts
 
 
@@ -274,7 +332,7 @@ def bounds(ax, h) -> None:  # type: ignore[no-untyped-def]  # h: solvers.hierarc
     for b, n, f in zip(bars, names, frac):
         e = h.bounds[n]
         label = "-" if e.value is None else f"{e.value:.4g}"
-        ax.text(b.get_x() + b.get_width() / 2, f, label, ha="center", va="bottom", fontsize=7)
+        ax.text(b.get_x() + b.get_width() / 2, f, label, ha="center", va="bottom", fontsize=LABEL_PT)
     ax.axhline(1.0, color="black", ls=":", lw=1)
     ax.set_xticks(x, [n.replace("_", "-") for n in names])
     ax.set_ylim(0, 1.1)
@@ -300,7 +358,9 @@ def answer_figure(spec: Spec, ev: Evaluation, dev: np.ndarray, sub: np.ndarray |
     d = spec.dense
     height = 3.2 + min(6.0, 0.25 * min(d.D, MANY_DEVICES))
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 4 + height))
-    labels = graph(top, spec, dev)
+    from partdsl.evaluator.device_record import device_records
+
+    labels = graph(top, spec, dev, [r.used for r in device_records(spec, ev, dev)])
     if spec.objective.kind == "bottleneck":
         loads(bottom, spec, ev, bound)
         pieces: list = []  # type: ignore[type-arg]

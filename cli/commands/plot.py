@@ -52,5 +52,5 @@ def run(args: argparse.Namespace) -> int:
     fig = figures.answer_figure(spec, ev, dev, sub, bound)
     figures.save(fig, args.output)
     emit(args, {"ok": True, "file": args.output, "objective": ev.objective, "feasible": ev.feasible},
-          f"wrote {args.output} ({how}; {spec.objective.kind} {ev.objective:.6g} {ev.unit})")
+          f"wrote {args.output} ({how}; {spec.objective.entity.label} {ev.objective:.6g} {ev.unit})")
     return EXIT_OK

@@ -19,6 +19,8 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("--time-limit", type=duration, metavar="SECONDS")
     p.add_argument("--gap", type=float, metavar="FRACTION")
     p.add_argument("--seed", type=int, metavar="N")
+    p.add_argument("--micro-batches", type=int, metavar="M",
+                   help="micro-batches per step, for the pipeline's bubble (bottleneck; default 4 per stage)")
     p.set_defaults(func=run)
 
 
@@ -50,10 +52,13 @@ def run(args: argparse.Namespace) -> int:
         fig = figures.answer_figure(spec, r.evaluation, dev, r.evaluation.subgraph, bound)
         svg = html_report.inline_svg(fig)
         figures._pyplot().close(fig)
-    doc = html_report.page(spec, args.spec, r, dev, svg, command(args))
+    if args.micro_batches is not None and args.micro_batches < 1:
+        raise PartError(f"--micro-batches {args.micro_batches}: a step has at least one micro-batch", None,
+                        "e.g. --micro-batches 16")
+    doc = html_report.page(spec, args.spec, r, dev, svg, command(args), args.micro_batches)
     Path(args.html).write_text(doc, encoding="utf-8")
     emit(args, {"ok": True, "file": args.html, "status": r.status.value, "objective": r.objective,
                 "bound": r.bound, "gap": r.gap},
-         f"wrote {args.html} ({r.status.value}, {spec.objective.kind} {r.objective:.6g} {r.unit}, "
+         f"wrote {args.html} ({r.status.value}, {spec.objective.entity.label} {r.objective:.6g} {r.unit}, "
          f"gap {100 * r.gap:.3g}%)")
     return EXIT_OK

@@ -152,3 +152,38 @@ def test_a_spec_with_many_pins_shows_the_first_ones_and_a_count() -> None:
     spec = parse(f"graph g {{ {nodes} }} platform {{ device gpu[2] {{ link 1 GB/s }} }} subject to {{ {pins} }}")
     text = html_report.spec_summary(spec, "s.part")
     assert "pin n0 to gpu[0]" in text and "pin n29" not in text and "... and 20 more" in text
+
+
+@pytest.mark.slow  # a solve and a browser per example
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.part")))
+def test_each_examples_report_shows_what_pipeline_users_look_at(example: str, tmp_path: Path) -> None:
+    """Issue 76, item 3: memory against capacity, bytes moved (or why they are not known),
+    the layers of each device, the rate, and for a pipeline its stages in order, micro-
+    batches and bubble; in headless Chromium with no console error."""
+    from partdsl import parse_file
+
+    spec = parse_file(EXAMPLES / example)
+    out = tmp_path / "r.html"
+    p = run_part("report", str(EXAMPLES / example), "--html", str(out), "--time-limit", "3")
+    assert p.returncode == 0, p.stderr
+    doc = out.read_text(encoding="utf-8")
+    plan = doc.split("<h2>Plan</h2>")[1].split("<h2>Reproduce</h2>")[0]
+    assert "<th>layers</th>" in plan and "<th>memory</th>" in plan and "<th>rate</th>" in plan
+    limited = [c.memory for c in spec.platform.classes if c.memory is not None]
+    assert ("% of " in plan) == bool(limited) and ("(no limit)" in plan) == (len(limited) < len(spec.platform.classes))
+    assert "<th>bytes moved</th>" in plan
+    assert ("<th>bytes in</th>" in plan) or "not known" in plan
+    if spec.objective.kind == "bottleneck":
+        for word in ("<th>stage</th>", "<th>stages</th>", "<th>micro-batches</th>", "<th>bubble</th>"):
+            assert word in plan, word
+    if spec.objective.training is not None and spec.objective.training != "gpipe":
+        assert "<th>forward ms</th>" in plan and "<th>backward ms</th>" in plan
+    driver = _browser()
+    try:
+        driver.get(out.as_uri())
+        text = driver.execute_script("return document.body.innerText")
+        assert "bytes moved" in text and "layers" in text
+        errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+        assert not errors, errors
+    finally:
+        driver.quit()
