@@ -76,8 +76,10 @@ test-frameworks:
 	$(FRAMEWORKS)/bin/$(PIP) -e '.[test]' -r conformance/requirements.txt
 	# DeepSpeed is a source package whose build imports torch: built against the torch above, no CUDA ops
 	DS_BUILD_OPS=0 $(FRAMEWORKS)/bin/$(PIP) --no-build-isolation deepspeed
+	# vLLM without its serving stack (its pins would replace the torch above): only its layer rule is read
+	$(FRAMEWORKS)/bin/$(PIP) --no-deps vllm
 	@$(FRAMEWORKS)/bin/python -m pip freeze --exclude-editable --disable-pip-version-check \
-	  | grep -iE '^(torch|transformers|megatron-core|torchtitan|triton|deepspeed)==' | tr '\n' ' '; echo
+	  | grep -iE '^(torch|transformers|megatron-core|torchtitan|triton|deepspeed|vllm)==' | tr '\n' ' '; echo
 	# from conformance/: the root folder on sys.path would shadow packages (Hugging Face's `kernels`) with partdsl's own
 	cd conformance && ../$(FRAMEWORKS)/bin/python -m pytest -q -p no:cacheprovider .
 

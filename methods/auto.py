@@ -21,7 +21,9 @@ have run) (runtime/deadline.py `Stalling`); the DP over ideals, which proves not
 without `acyclic` and answers only when it ends, is left out above DP_UNTIMED_UNITS units,
 where it does not end in the budget; with a limit it takes the portfolio's incumbent, so
 it spends none of its time on a start.
-The first member of each objective is linear in the graph's size, and above PEER_NODES the
+The first member of each objective is linear in the graph's size, and runs to its end even
+when the limit has passed before it starts (a loaded machine), so that a limit does not end
+with nothing; above PEER_NODES the
 graph partitioners join the bottleneck portfolio, so that graphs whose segment tables do
 not fit in memory still get an answer; the DP over ideals is left out where its bitsets
 would not fit (kernels/bottleneck/ideal_dp.py `too_big`), so the load search gets its time.
@@ -69,6 +71,7 @@ class Member:
     stall: bool = False  # an improvement search: without a limit it stops once it stalls (Stalling)
     seeded: bool = False  # takes the portfolio's best value as `incumbent` instead of finding its own
     untimed: bool = True  # runs when there is no time limit
+    quick: bool = False  # linear in the graph: as the first member it runs even when the limit has passed
 
 
 def small(spec: Spec) -> bool:
@@ -98,7 +101,7 @@ def _searches(spec: Spec) -> list[Member]:
                 Member("milp_split", 0.9 if exact else 0.7, True),
                 *(exact or [Member("ea", 1.0, True, (("iterations", 2000),), stall=True)])]
     if kind == "latency":  # the greedy first (an answer at once), then the search that wins most
-        return [Member("fill", 0.05), Member("latency_search", 0.75, True, stall=True),
+        return [Member("fill", 0.05, quick=True), Member("latency_search", 0.75, True, stall=True),
                 Member("maxload_dp", 0.5, True), *exact]
     # the greedy first: linear, an answer at any size (the segment tables refuse 50,000 nodes);
     # on large graphs METIS and Mt-KaHyPar next (near-linear; skipped when not installed)
@@ -109,7 +112,7 @@ def _searches(spec: Spec) -> list[Member]:
         if ideal_dp.too_big(units) is None else []
     # with peak activations in memory only the evaluator-driven local search models memory (the rows of methods/registry.py that leave ACTIVATIONS out)
     local = [Member("local_search", 0.5, True, stall=True)] if spec.constraints.activations else []
-    return [Member("greedy", 0.05), *peers, Member("load_search", 0.3, True, stall=True), *local, *dp, *exact]
+    return [Member("greedy", 0.05, quick=True), *peers, Member("load_search", 0.3, True, stall=True), *local, *dp, *exact]
 
 
 def members(spec: Spec, methods: Methods) -> list[Member]:
@@ -198,7 +201,9 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
         pooled = pool_pays(spec)
     with warm_pool(None, WORKER_MODULES) if pooled else nullcontext(None) as pool:
         for i, p in enumerate(chosen):
-            if deadline.passed():
+            # a first answer whatever the time (issue 75, item 7: under load, 5 s passed before it)
+            late = i == 0 and p.quick and deadline.passed()
+            if deadline.passed() and not late:
                 return
             m = methods[p.method]
             extra = dict(common)
@@ -217,7 +222,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
                 if not deadline.limited:
                     yield Progress(f"auto: no time limit, so {', '.join(q.method for q in chosen[i:] if q.long)} "
                                    f"share {UNTIMED_SECONDS:g} s (--time-limit to search longer or shorter)")
-            budget = _budget(deadline, long or NEVER, p, i == len(chosen) - 1, i == 0)
+            budget = NEVER if late else _budget(deadline, long or NEVER, p, i == len(chosen) - 1, i == 0)
             moved = _Progress(incumbent)
             if p.stall and long is not None and not deadline.limited:
                 budget = Stalling(budget.at, since=time.monotonic(), origin=searching, better=moved)

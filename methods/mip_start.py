@@ -4,7 +4,8 @@ latency IP and the DiviML MILP, whose start also sets the horizon H). Warm start
 where a topological split gives 493).
 
 Candidates, each re-scored by the evaluator: the best `topo` split; the caller's warm
-start; under contiguity, the DP over ideals (Tarnawski sec. 5.1.1, exact for acyclic
+start; if the share passed before any order was split (a loaded machine), the greedy
+fill, linear and kept whatever the time, so a limit does not end with nothing; under contiguity, the DP over ideals (Tarnawski sec. 5.1.1, exact for acyclic
 contiguous splits, pruned by the incumbent); then, for the bottleneck objective, the
 load search (kernels/bottleneck/load_search.py) from the best of them, restarted with new seeds,
 alternately from the best so far and from that first start (on resnet50_inference, any
@@ -20,7 +21,7 @@ import numpy as np
 from partdsl.core.events import Candidate, Event
 from partdsl.core.ir import Spec
 from partdsl.evaluator.evaluate import evaluate
-from partdsl.kernels.bottleneck import ideal_dp, load_search
+from partdsl.kernels.bottleneck import baselines, ideal_dp, load_search
 from partdsl.kernels.bottleneck.ideals import too_big
 from partdsl.kernels.bottleneck.topo_split import best_candidate
 from partdsl.runtime.deadline import Deadline
@@ -47,6 +48,11 @@ def mip_start(spec: Spec, seed: int, deadline: Deadline, given: np.ndarray | Non
     if cand is not None and consider(cand.devices, "topo", cand.replicas):
         yield Candidate("exact: MIP start (topo)", cand.devices, replicas=cand.replicas)
     consider(given, "the warm start")
+    if best[0] is None and deadline.passed():  # a loaded machine: no order split in the heuristics' share
+        for cand in baselines.greedy(spec, seed):  # linear, and kept whatever the time (issue 75, item 7)
+            if consider(cand.devices, "greedy", cand.replicas):
+                yield Candidate("exact: MIP start (greedy: the limit passed before any order was split)",
+                                cand.devices, replicas=cand.replicas)
     units = ideal_dp.units(spec) if spec.constraints.contiguous and not deadline.passed() else None
     if units is not None and too_big(units.count) is None:
         value, dev, ideals, reps = ideal_dp.chain_split(spec, best[1], deadline, None, units)
