@@ -98,7 +98,11 @@ def _pipeline_rows(spec: Spec, pipe: Pipeline) -> list[tuple[str, str]]:
     bubble = f"{100 * pipe.bubble:.1f}% of the stages' time idle in such a step (fill, drain and imbalance)"
     if not pipe.flush:
         bubble += "; PipeDream does not flush, so only the steady-state share lasts"
-    return [("stages", f"{len(pipe.stages)}: " + _e(" -> ".join(pipe.stages))), ("schedule", _e(schedule)),
+    order = _e(" -> ".join(pipe.stages))
+    if pipe.back_edges:
+        order += (f" (not a linear pipeline: {pipe.back_edges} edge(s) go back to an earlier stage, so the step "
+                  "and bubble below are estimates; `subject to { acyclic }` makes it one)")
+    return [("stages", f"{len(pipe.stages)}: " + order), ("schedule", _e(schedule)),
             ("micro-batches", f"{pipe.micro_batches} per step (--micro-batches; default 4 per stage)"),
             ("step", _e(step)), ("bubble", _e(bubble)), ("steady state", _e(idle))]
 
@@ -107,7 +111,7 @@ def plan_section(spec: Spec, r: Result, dev: np.ndarray, micro_batches: int | No
     """The plan table and, above it, the rate and (bottleneck) the pipeline's shape."""
     assert r.evaluation is not None
     records = device_records(spec, r.evaluation, dev)
-    pipe = pipeline(spec, records, micro_batches)
+    pipe = pipeline(spec, records, dev, micro_batches)
     rows = [("rate", _e(_rate(spec, r, pipe))), ("bytes moved", _e(_moved(records)))]
     rows += _pipeline_rows(spec, pipe) if pipe is not None else []
     summary = "<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"

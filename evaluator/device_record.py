@@ -92,6 +92,7 @@ class Pipeline:
     times: tuple[float, ...]  # ms per micro-batch on each stage (its load)
     micro_batches: int
     flush: bool  # the schedule empties the pipeline after each step (GPipe, 1F1B as Megatron runs it)
+    back_edges: int = 0  # forward edges from a later stage to an earlier one: not a linear pipeline
 
     @property
     def step_ms(self) -> float:
@@ -121,11 +122,21 @@ def default_micro_batches(stages: int) -> int:
     return max(4 * stages, 1)
 
 
-def pipeline(spec: Spec, records: list[DeviceRecord], micro_batches: int | None = None) -> Pipeline | None:
-    """The pipeline of a bottleneck plan (None under other objectives)."""
+def pipeline(spec: Spec, records: list[DeviceRecord], assignment: np.ndarray,
+             micro_batches: int | None = None) -> Pipeline | None:
+    """The pipeline of a bottleneck plan (None under other objectives), its stages in the
+    order their first operators run; `back_edges` counts the forward edges (backward
+    nodes' own aside) that go from a later stage to an earlier one."""
     if spec.objective.kind != "bottleneck":
         return None
     used = sorted((r for r in records if r.used), key=lambda r: r.first)
     m = micro_batches or default_micro_batches(len(used))
+    d = spec.dense
+    stage = np.full(d.D + 1, -1)
+    for i, r in enumerate(used):
+        stage[d.devices.index(r.device)] = i
+    a, b = assignment[d.src], assignment[d.dst]
+    fw = ~d.backward[d.src] & ~d.backward[d.dst] & (a >= 0) & (b >= 0)
+    back = int((stage[a[fw]] > stage[b[fw]]).sum())
     return Pipeline(tuple(r.device for r in used), tuple(r.load for r in used), m,
-                    flush=spec.objective.training != "pipedream")
+                    flush=spec.objective.training != "pipedream", back_edges=back)

@@ -122,3 +122,23 @@ def test_the_report_counts_the_layers_of_an_imported_model() -> None:
     recs = device_records(spec, r.evaluation, to_array(spec, r.assignment))
     layers = [x.layers for x in recs if x.used]
     assert sum(len(x) for x in layers) <= 8 and any("model_layers" in y for x in layers for y in x)
+
+
+def test_a_plan_that_sends_tensors_back_is_not_called_a_linear_pipeline() -> None:
+    """tiny.part's optimum (acyclic) is a linear pipeline; blocks alternating between two
+    GPUs send tensors back to an earlier stage, and the pipeline says how many."""
+    from partdsl.evaluator.device_record import pipeline
+    from partdsl.evaluator.evaluate import evaluate
+
+    spec = parse_file(EXAMPLES / "tiny.part")
+    r = solve(spec, method="dp")
+    dev = to_array(spec, r.assignment)
+    assert pipeline(spec, device_records(spec, r.evaluation, dev), dev).back_edges == 0
+    d = spec.dense
+    zigzag = dev.copy()
+    blocks = [i for i, name in enumerate(d.names) if name.startswith("block[")]
+    for k, v in enumerate(blocks):
+        zigzag[v] = d.devices.index("gpu[0]" if k % 2 == 0 else "gpu[1]")
+    ev = evaluate(spec, zigzag)
+    p = pipeline(spec, device_records(spec, ev, zigzag), zigzag)
+    assert p.back_edges == (len(blocks) - 1) // 2  # each gpu[1] -> gpu[0] hop between blocks
