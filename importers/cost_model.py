@@ -47,8 +47,15 @@ class DeviceProfile:
     peak_int8: float | None = None
 
     def peak(self, dtype: str | None) -> float:
-        fast = {"fp16": self.peak_fp16, "bf16": self.peak_bf16, "int8": self.peak_int8}.get(dtype or "fp32")
-        return fast or self.peak_flops
+        """The rate for `dtype`; a dtype without a fast path on this device runs at its FP32
+        rate (as PyTorch runs bf16 on a V100: no tensor-core path), said once (issue 72)."""
+        key = dtype or "fp32"
+        fast = {"fp16": self.peak_fp16, "bf16": self.peak_bf16, "int8": self.peak_int8}.get(key)
+        if fast:
+            return fast
+        if key != "fp32" and (self.name, key) not in _TOLD:
+            _tell_fallback(self, key)
+        return self.peak_flops
 
     def time_ms(self, flops: float, params: float, act: float, batch: int, dtype: str | None = None) -> float:
         """Milliseconds for `batch` samples of an operator with `flops` per sample, `params`
@@ -56,6 +63,20 @@ class DeviceProfile:
         compute = flops * (batch + self.batch_half) / (self.peak(dtype) * self.efficiency)
         memory = (params + batch * act) / self.memory_bandwidth
         return (self.overhead + max(compute, memory)) * 1e3
+
+
+_TOLD: set[tuple[str, str]] = set()
+
+
+def _tell_fallback(p: DeviceProfile, dtype: str) -> None:
+    import warnings
+
+    _TOLD.add((p.name, dtype))
+    faster = [f"{d} {rate / 1e12:g} TFLOP/s" for d, rate in (("fp16", p.peak_fp16), ("bf16", p.peak_bf16),
+                                                              ("int8", p.peak_int8)) if rate]
+    hint = f"; its fast path{'s' if len(faster) > 1 else ''}: {', '.join(faster)}" if faster else ""
+    warnings.warn(f"{p.name} has no {dtype} fast path: its {dtype} operators are costed at its FP32 rate, "
+                  f"{p.peak_flops / 1e12:g} TFLOP/s{hint}", UserWarning, stacklevel=3)
 
 
 @lru_cache(maxsize=1)

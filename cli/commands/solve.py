@@ -35,7 +35,8 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
                    help="a method option, e.g. -O population=50 -O generations=20 (brkga), -O samples=100 (random)")
     p.add_argument("--solver", help="MIP backend: " + solver_names()
                    + ", or another solver Pyomo knows (glpk, xpress_direct, ...)")
-    p.add_argument("--time-limit", type=duration, metavar="SECONDS", help="wall-clock budget")
+    p.add_argument("--time-limit", type=duration, metavar="SECONDS",
+                   help="wall-clock budget: seconds, or with a unit (500ms, 30s, 2min, 1.5h)")
     p.add_argument("--gap", type=float, metavar="FRACTION", help="stop when the gap is at most this")
     p.add_argument("--seed", type=int, metavar="N")
     p.add_argument("--threads", type=int, metavar="N")
