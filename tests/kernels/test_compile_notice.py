@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from partdsl.kernels.jit import HAVE_NUMBA, NOTICE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,6 +37,7 @@ def _stderr_on_a_terminal(cache: Path) -> str:
     return err.decode()
 
 
+@pytest.mark.slow  # a process of its own (tests/conftest.py: the tiers)
 def test_the_first_compile_says_so_once_and_a_cached_run_says_nothing(tmp_path: Path) -> None:
     assert HAVE_NUMBA
     first = _stderr_on_a_terminal(tmp_path)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 RUN_ALL = """import os
 from partdsl.runtime.executor import run_all
@@ -23,6 +25,7 @@ def _run(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
                           cwd=tmp_path)
 
 
+@pytest.mark.slow  # a process of its own (tests/conftest.py: the tiers)
 def test_an_unguarded_script_runs_its_jobs_here_after_one_line(tmp_path: Path) -> None:
     p = _run(tmp_path, RUN_ALL)
     assert p.returncode == 0 and p.stdout.strip() == "HERE", p.stderr
@@ -31,6 +34,7 @@ def test_an_unguarded_script_runs_its_jobs_here_after_one_line(tmp_path: Path) -
     assert '`if __name__ == "__main__":`' in p.stderr
 
 
+@pytest.mark.slow  # a process of its own (tests/conftest.py: the tiers)
 def test_a_guarded_script_gets_its_workers(tmp_path: Path) -> None:
     body = RUN_ALL.splitlines()
     text = "\n".join(body[:2]) + '\nif __name__ == "__main__":\n' + "\n".join("    " + x for x in body[2:]) + "\n"
@@ -39,6 +43,7 @@ def test_a_guarded_script_gets_its_workers(tmp_path: Path) -> None:
     assert p.stderr == ""
 
 
+@pytest.mark.slow  # a process of its own (tests/conftest.py: the tiers)
 def test_the_default_solve_of_a_diviml_spec_from_an_unguarded_script(tmp_path: Path) -> None:
     """docs/python.md's way, on the bundled DiviML example: the answer, one line, no traceback."""
     p = _run(tmp_path, f"""from partdsl import parse_file, solve
