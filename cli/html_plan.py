@@ -71,12 +71,18 @@ def plan_table(spec: Spec, records: list[DeviceRecord], pipe: Pipeline | None) -
 
 
 def _rate(spec: Spec, r: Result, pipe: Pipeline | None) -> str:
+    """What the plan delivers per second; '-' where its value is not a finite positive time or rate."""
+    value = r.evaluation.objective if r.evaluation is not None else r.objective
     if pipe is not None:
-        return (f"{pipe.per_second:.4g} micro-batches/s in the steady state (one every {max(pipe.times):.4g} ms, "
-                f"the slowest stage)")
+        slowest = max(pipe.times, default=0.0)
+        if not (math.isfinite(slowest) and slowest > 0):
+            return "-"
+        return f"{pipe.per_second:.4g} micro-batches/s in the steady state (one every {slowest:.4g} ms, the slowest stage)"
+    if not (math.isfinite(value) and value > 0):
+        return "-"
     if spec.objective.kind == "throughput":
-        return f"{r.objective:.4g} samples/s (a batch of {spec.objective.batch} in {1e3 * spec.objective.batch / r.objective:.4g} ms)"
-    return f"{1e3 / r.objective:.4g} inputs/s, one at a time ({r.objective:.4g} ms each)" if r.objective > 0 else "-"
+        return f"{value:.4g} samples/s (a batch of {spec.objective.batch} in {1e3 * spec.objective.batch / value:.4g} ms)"
+    return f"{1e3 / value:.4g} inputs/s, one at a time ({value:.4g} ms each)"
 
 
 def _moved(records: list[DeviceRecord]) -> str:

@@ -142,3 +142,20 @@ def test_a_plan_that_sends_tensors_back_is_not_called_a_linear_pipeline() -> Non
     ev = evaluate(spec, zigzag)
     p = pipeline(spec, device_records(spec, ev, zigzag), zigzag)
     assert p.back_edges == (len(blocks) - 1) // 2  # each gpu[1] -> gpu[0] hop between blocks
+
+
+def test_the_rate_of_an_answer_without_a_finite_value_is_a_dash() -> None:
+    """A throughput of 0 (nothing scheduled) or an empty pipeline gave a ZeroDivisionError
+    or max() of nothing in the report's rate line."""
+    import dataclasses
+    import math
+
+    from partdsl.cli.html_plan import _rate
+
+    spec = parse_file(EXAMPLES / "diviml_batched.part")
+    r = solve(spec, method="heft")
+    assert _rate(spec, r, None).startswith(f"{r.objective:.4g} samples/s")
+    for value in (0.0, math.inf):
+        assert _rate(spec, dataclasses.replace(r, evaluation=None, objective=value), None) == "-"
+    tiny = parse_file(EXAMPLES / "tiny.part")
+    assert _rate(tiny, solve(tiny, method="dp"), Pipeline((), (), 4, flush=True)) == "-"
