@@ -18,7 +18,7 @@ import math
 import re
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node
@@ -116,6 +116,7 @@ def import_torch_export(path: Path, name: str, span: Span | None = None,
     g = module["graph"]
     tensors: dict[str, Any] = g.get("tensor_values") or {}
     weights = _weights(module.get("signature") or {})
+    parameters = _weights(module.get("signature") or {}, ("parameter",))
 
     def dims(t: str) -> list[int]:
         meta = tensors.get(t)
@@ -132,6 +133,7 @@ def import_torch_export(path: Path, name: str, span: Span | None = None,
     edges: set[tuple[int, int]] = set()
     used: set[str] = set()
     uncosted: dict[tuple[str, str], int] = {}
+    weight_readers: dict[str, list[int]] = {}  # each parameter's reading calls (tied weights: several)
     for nd in g["nodes"]:
         target = str(nd.get("target", ""))
         ins = [t for a in nd.get("inputs", []) for t in _tensors(a.get("arg", {}))]
@@ -157,6 +159,8 @@ def import_torch_export(path: Path, name: str, span: Span | None = None,
                           out=sum(nbytes(t) for t in outs) or None, flops=flops, dtype=DTYPES.get(dtype),
                           module=_module(nd.get("metadata") or {}), span=span))
         for t in ins:
+            if t in parameters:
+                weight_readers.setdefault(t, []).append(k)
             if t in producer and producer[t] != k:
                 edges.add((producer[t], k))
                 readers.setdefault(t, set()).add(k)
@@ -166,9 +170,24 @@ def import_torch_export(path: Path, name: str, span: Span | None = None,
     if not nodes:
         raise _bad(f"'{path}' has no operator calls", span, "export a model with torch.export.export")
     report_uncosted(uncosted, options, path, span)
+    _say_tied(path, {t: [nodes[k].name for k in ks] for t, ks in weight_readers.items()
+                     if len(set(ks)) > 1}, nbytes)
     nodes, tensors = output_tensors(nodes, outputs, readers, nbytes, span)
     return assemble_graph(name, nodes, [(nodes[a].name, span, nodes[b].name, span) for a, b in sorted(edges)], span,
                           tensors)
+
+
+def _say_tied(path: Path, tied: dict[str, list[str]], nbytes: Callable[[str], float]) -> None:
+    """Issue 71, item 6: a weight read by several calls (GPT-2's embedding and LM head)
+    counts in each reader's parameters. That is right when they sit on different devices,
+    each of which holds a copy, and twice its size when they share one: said, not hidden."""
+    import warnings
+
+    for t, who in tied.items():
+        warnings.warn(f"{path.name}: weight '{t}' ({nbytes(t) / 2**20:.1f} MiB) is read by {len(set(who))} operators "
+                      f"({', '.join(dict.fromkeys(who))}), a tied weight: each counts it in its parameters, right when "
+                      "they run on different devices (each holds a copy), twice its size on one device", UserWarning,
+                      stacklevel=2)
 
 
 def _tensors(arg: dict) -> list[str]:
@@ -182,11 +201,11 @@ def _tensors(arg: dict) -> list[str]:
     return []
 
 
-def _weights(signature: dict) -> set[str]:
-    """The graph inputs that are parameters, buffers or constants (not the user's inputs)."""
+def _weights(signature: dict, kinds: tuple[str, ...] = ("parameter", "buffer", "tensor_constant")) -> set[str]:
+    """The graph inputs of these kinds: parameters, buffers or constants (not the user's inputs)."""
     out = set()
     for spec in signature.get("input_specs", []):
-        for kind in ("parameter", "buffer", "tensor_constant"):
+        for kind in kinds:
             if kind in spec:
                 out.add(spec[kind]["arg"]["name"])
     return out

@@ -141,3 +141,25 @@ def test_outputs_read_by_different_calls_are_tensors_of_their_own(tmp_path: Path
     converted = parse(torch_export_to_part(rewritten(tmp_path, second_output))).graph  # as sized hops
     assert sorted((converted.nodes[i].out, [converted.nodes[b].name for a, b in converted.edges if a == i])
                   for i, _ in converted.carriers) == sent
+
+
+def test_a_tied_weight_is_said(tmp_path: Path) -> None:
+    """Issue 71, item 6: GPT-2 ties its LM head to its embedding, and each reader counts the
+    weight (1.64x GPT-2's parameters) with nothing said. Here the LM head is made to read
+    the embedding's weight: the import names the weight and its readers; the untied
+    example says nothing."""
+    import warnings
+
+    def tie(doc: dict) -> None:
+        for n in doc["graph_module"]["graph"]["nodes"]:
+            for a in n.get("inputs", []):
+                t = a.get("arg", {}).get("as_tensor", {})
+                if t.get("name") == "p_lm_head_weight":
+                    t["name"] = "p_model_embed_tokens_weight"
+
+    with pytest.warns(UserWarning, match=r"weight 'p_model_embed_tokens_weight' .* is read by 2 operators .* a tied "
+                                         r"weight: .* twice its size on one device"):
+        import_torch_export(rewritten(tmp_path, tie), "g")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        import_torch_export(PT2, "g")
