@@ -28,11 +28,10 @@ class Parser(argparse.ArgumentParser):
 
     def _check_value(self, action: argparse.Action, value: object) -> None:
         if action.choices is not None and value not in action.choices:
-            from partdsl.core.errors import did_you_mean
+            from partdsl.core.errors import close_names
 
             options = [str(c) for c in action.choices]
-            close = did_you_mean(str(value), options)
-            hint = close if close.startswith("did you") else "choose from " + ", ".join(options)
+            hint = close_names(str(value), options) or "choose from " + ", ".join(options)
             raise argparse.ArgumentError(action, f"invalid choice: '{value}' ({hint})")
         super()._check_value(action, value)
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from partdsl.core import ranges
-from partdsl.core.errors import PartError, Span, did_you_mean
+from partdsl.core.errors import PartError, Span, close_names, did_you_mean
 from partdsl.core.ir import Graph, Node, Work
 from partdsl.core.limits import MAX_EDGES, MAX_NODES, check_count
 
@@ -68,9 +68,9 @@ def output_tensors(nodes: list[Node], outputs: list[list[str]], readers: dict[st
 def _close_or_known(name: str, names: list[str]) -> str:
     """The close names, else the graph's nodes in the order declared, each family as one
     range (`embed, block[1..12], head`) and a hint to declare the node."""
-    close = did_you_mean(name, names)
-    if close.startswith("did you mean") or not names:
-        return close
+    close = close_names(name, names)
+    if close is not None or not names:
+        return close or did_you_mean(name, names)
     listed = ranges.shown(names, 12)
     return f"no node has a name like it; the graph has {listed} (declare it: `node {name} {{ work 1 ms }}`)"
 

@@ -79,13 +79,20 @@ class PartError(Exception):
         return self.render()
 
 
-def did_you_mean(name: str, options: list[str] | tuple[str, ...] | set[str]) -> str:
-    """A hint naming the closest known options."""
+def close_names(name: str, options: list[str] | tuple[str, ...] | set[str]) -> str | None:
+    """'did you mean 'a' or 'b'?' for the options close to `name` (by edit distance), or
+    None when none is."""
     import difflib
 
+    close = difflib.get_close_matches(name, sorted(options), n=3, cutoff=0.5)
+    return "did you mean " + " or ".join(f"'{c}'" for c in close) + "?" if close else None
+
+
+def did_you_mean(name: str, options: list[str] | tuple[str, ...] | set[str]) -> str:
+    """A hint naming the closest known options, else the known names."""
+    close = close_names(name, options)
+    if close is not None:
+        return close
     opts = sorted(options)
-    close = difflib.get_close_matches(name, opts, n=3, cutoff=0.5)
-    if close:
-        return "did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
     shown = ", ".join(opts[:12]) + (", ..." if len(opts) > 12 else "")
     return f"known names: {shown}" if opts else "none are declared yet"

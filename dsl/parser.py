@@ -12,7 +12,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 from lark import Lark, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
-from partdsl.core.errors import PartError, Span, did_you_mean
+from partdsl.core.errors import PartError, Span, close_names, did_you_mean
 from partdsl.core.ir import Constraints, Graph, Objective, Platform, SolveOptions, Spec
 from partdsl.core.limits import MAX_NESTING, MAX_SPEC_BYTES
 from partdsl.core.quantities import UNITS, Quantity, make_quantity
@@ -87,8 +87,7 @@ def syntax_error(e: UnexpectedInput, text: str, file: str) -> PartError:
     if misspelt is not None:
         return misspelt
     keywords = [s.strip("'") for s in shown if s.startswith("'")]
-    close = did_you_mean(val, [k for k in keywords if k.isalpha()])
-    hint = (close if close.startswith("did you mean") else "expected " + ", ".join(shown))
+    hint = close_names(val, [k for k in keywords if k.isalpha()]) or "expected " + ", ".join(shown)
     return PartError(f"unexpected '{val}'", span, hint, text, "syntax")
 
 
@@ -119,8 +118,8 @@ def _misspelt_keyword(parser: Lark, text: str, pos: int | None, file: str, line:
                              f"close the block opened on line {text.count(chr(10), 0, stack[-1]) + 1} with '}}'",
                              text, "syntax")
     keywords = {t.pattern.value for t in parser.terminals if t.pattern.type == "str" and t.pattern.value.isalpha()}
-    close = did_you_mean(word, sorted(keywords))
-    if word in keywords or not close.startswith("did you mean"):
+    close = close_names(word, keywords)
+    if word in keywords or close is None:
         return None
     return PartError(f"unknown keyword '{word}'", span, close, text, "syntax")
 

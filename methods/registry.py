@@ -169,14 +169,12 @@ KERNEL_SOLVER = "numpy"  # the solver reported by methods that run no MIP (NumPy
 def lookup(name: str | None, kind: str | None = None) -> Method:
     """The method called `name` (an alias, or None for the default) for objective `kind`,
     or a PartError listing them."""
-    from partdsl.core.errors import PartError, did_you_mean
+    from partdsl.core.errors import PartError, close_names
 
     name = name or DEFAULT_METHOD
     name = ALIASES.get(name, name)
     name = BY_OBJECTIVE.get((name, kind), name)
     if name not in METHODS:
-        names = [*METHODS, *ALIASES]
-        close = did_you_mean(name, names)
-        raise PartError(f"unknown method '{name}'", None,
-                        (close + " " if close.startswith("did you") else "") + "methods: " + ", ".join(METHODS))
+        close = close_names(name, [*METHODS, *ALIASES])
+        raise PartError(f"unknown method '{name}'", None, (close + " " if close else "") + "methods: " + ", ".join(METHODS))
     return METHODS[name]

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from partdsl.core.errors import PartError, did_you_mean
+from partdsl.core.errors import PartError, close_names
 from partdsl.core.solver_errors import SolverFailed, SolverUnavailable
 
 
@@ -141,9 +141,8 @@ def is_installed(name: str) -> bool:
 def require(name: str) -> None:
     """Raise PartError for an unknown solver name, SolverUnavailable if not installed."""
     if name not in SOLVERS and name not in pyomo_names():
-        close = did_you_mean(name, list(SOLVERS))
-        raise PartError(f"unknown solver '{name}'", None, (close + " " if close.startswith("did you") else "")
-                        + "solvers: " + ", ".join(SOLVERS)
+        close = close_names(name, SOLVERS)
+        raise PartError(f"unknown solver '{name}'", None, (close + " " if close else "") + "solvers: " + ", ".join(SOLVERS)
                         + ", or any name Pyomo's SolverFactory knows (glpk, xpress_direct, mosek_direct, ...)")
     if not is_installed(name):
         raise SolverUnavailable(name, install_hint(name))
