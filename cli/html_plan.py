@@ -5,10 +5,10 @@ backward split under training, memory against capacity, bytes moved, the rate, a
 bubble of a step of m micro-batches under the schedule the spec declares."""
 from __future__ import annotations
 
-import html
 import math
 
 import numpy as np
+from partdsl.cli.html_text import esc, num, pairs
 from partdsl.core.ir import Spec
 from partdsl.core.quantities import human_size
 from partdsl.core.result import Result
@@ -20,24 +20,16 @@ HEADS = {"compute": "compute ms", "in": "in ms", "out": "out ms", "overflow": "o
          "sync": "sync ms", "fw": "fw ms", "bw": "bw ms", "busy": "busy ms", "finish": "finish ms"}
 
 
-def _e(x: object) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def _num(x: float | None, digits: int = 6) -> str:
-    return "-" if x is None or not math.isfinite(x) else f"{x:.{digits}g}"
-
-
 def _memory(r: DeviceRecord) -> str:
     share = r.memory_share
     pct = "<0.1" if 0 < share < 1e-3 else f"{100 * share:.1f}"
     of = f" ({pct}% of {human_size(r.capacity)})" if math.isfinite(share) else " (no limit)"
-    return _e(human_size(r.memory) + of)
+    return esc(human_size(r.memory) + of)
 
 
 def _layers(r: DeviceRecord) -> str:
     more = f", ... ({len(r.layers) - SHOWN_LAYERS} more)" if len(r.layers) > SHOWN_LAYERS else ""
-    return _e(", ".join(r.layers[:SHOWN_LAYERS]) + more)
+    return esc(", ".join(r.layers[:SHOWN_LAYERS]) + more)
 
 
 def plan_table(spec: Spec, records: list[DeviceRecord], pipe: Pipeline | None) -> str:
@@ -54,20 +46,20 @@ def plan_table(spec: Spec, records: list[DeviceRecord], pipe: Pipeline | None) -
     order = sorted(records, key=lambda r: (not r.used, r.first)) if stage else records
     rows = []
     for r in order:
-        text = [_e(r.device), _layers(r)]  # left-aligned; the rest are numbers
+        text = [esc(r.device), _layers(r)]  # left-aligned; the rest are numbers
         nums = ([str(stage.get(r.device, "-"))] if stage else []) + [f"{r.nodes:,}"]
-        nums += [_num(r.parts.get(k), 3 if k == "replicas" else 6) for k in keys]
-        nums += [_num(r.forward), _num(r.backward)] if training else []
-        nums += [_num(r.load)] if not spec.objective.scheduled else []
+        nums += [num(r.parts.get(k), 3 if k == "replicas" else 6) for k in keys]
+        nums += [num(r.forward), num(r.backward)] if training else []
+        nums += [num(r.load)] if not spec.objective.scheduled else []
         nums += [_memory(r)]
         if bytes_known:
-            nums += ["-" if x is None else _e(human_size(x)) for x in (r.bytes_in, r.bytes_out)]
+            nums += ["-" if x is None else esc(human_size(x)) for x in (r.bytes_in, r.bytes_out)]
         first = 1 if stage else 0
         cells = [f"<td class=num>{c}</td>" for c in nums[:first]] + [f"<td>{text[0]}</td>"]
         cells += [f"<td class=num>{nums[first]}</td>", f"<td>{text[1]}</td>"]
         cells += [f"<td class=num>{c}</td>" for c in nums[first + 1:]]
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return "<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
+    return "<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
 
 
 def _rate(spec: Spec, r: Result, pipe: Pipeline | None) -> str:
@@ -104,13 +96,13 @@ def _pipeline_rows(spec: Spec, pipe: Pipeline) -> list[tuple[str, str]]:
     bubble = f"{100 * pipe.bubble:.1f}% of the stages' time idle in such a step (fill, drain and imbalance)"
     if not pipe.flush:
         bubble += "; PipeDream does not flush, so only the steady-state share lasts"
-    order = _e(" -> ".join(pipe.stages))
+    order = esc(" -> ".join(pipe.stages))
     if pipe.back_edges:
         order += (f" (not a linear pipeline: {pipe.back_edges} edge(s) go back to an earlier stage, so the step "
                   "and bubble below are estimates; `subject to { acyclic }` makes it one)")
-    return [("stages", f"{len(pipe.stages)}: " + order), ("schedule", _e(schedule)),
+    return [("stages", f"{len(pipe.stages)}: " + order), ("schedule", esc(schedule)),
             ("micro-batches", f"{pipe.micro_batches} per step (--micro-batches; default 4 per stage)"),
-            ("step", _e(step)), ("bubble", _e(bubble)), ("steady state", _e(idle))]
+            ("step", esc(step)), ("bubble", esc(bubble)), ("steady state", esc(idle))]
 
 
 def plan_section(spec: Spec, r: Result, dev: np.ndarray, micro_batches: int | None = None) -> str:
@@ -118,7 +110,6 @@ def plan_section(spec: Spec, r: Result, dev: np.ndarray, micro_batches: int | No
     assert r.evaluation is not None
     records = device_records(spec, r.evaluation, dev)
     pipe = pipeline(spec, records, dev, micro_batches)
-    rows = [("rate", _e(_rate(spec, r, pipe))), ("bytes moved", _e(_moved(records)))]
+    rows = [("rate", esc(_rate(spec, r, pipe))), ("bytes moved", esc(_moved(records)))]
     rows += _pipeline_rows(spec, pipe) if pipe is not None else []
-    summary = "<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
-    return summary + "<h3>Devices</h3>" + plan_table(spec, records, pipe)
+    return pairs(rows) + "<h3>Devices</h3>" + plan_table(spec, records, pipe)

@@ -4,14 +4,13 @@ the picture of `part plot` inline as SVG, the plan device by device (cli/html_pl
 and the command that reproduces it. No script, no stylesheet or font from elsewhere: it opens offline."""
 from __future__ import annotations
 
-import html
 import io
-import math
 import re
 from datetime import UTC, datetime
 
 import numpy as np
 from partdsl.cli.html_plan import plan_section
+from partdsl.cli.html_text import esc, num, pairs
 from partdsl.cli.report import gap_text, objective_name
 from partdsl.core.ir import Spec
 from partdsl.core.result import Result
@@ -26,18 +25,6 @@ pre { background: #f4f4f4; padding: .8em; overflow-x: auto; }
 .optimal { color: #1a7f37; } .feasible { color: #9a6700; } .infeasible, .no_solution { color: #cf222e; }
 figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
 """
-
-
-def _e(x: object) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def _num(x: float, digits: int = 6) -> str:
-    return "-" if not math.isfinite(x) else f"{x:.{digits}g}"
-
-
-def _rows(rows: list[tuple[str, str]]) -> str:
-    return "<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
 
 
 def inline_svg(fig) -> str:  # type: ignore[no-untyped-def]
@@ -61,23 +48,23 @@ def spec_summary(spec: Spec, source: str) -> str:
     lines = constraint_lines(spec.constraints)
     if len(lines) > SHOWN_CONSTRAINTS:
         lines = lines[:SHOWN_CONSTRAINTS - 1] + [f"... and {len(lines) - SHOWN_CONSTRAINTS + 1} more"]
-    return _rows([
-        ("spec", _e(source)),
-        ("graph", f"{_e(spec.graph.name)}: {d.n:,} nodes, {len(spec.graph.edges):,} edges"),
-        ("platform", _e(classes)),
-        ("objective", _e(objective_name(spec))),
-        ("constraints", "<br>".join(_e(u) for u in lines) or "none"),
+    return pairs([
+        ("spec", esc(source)),
+        ("graph", f"{esc(spec.graph.name)}: {d.n:,} nodes, {len(spec.graph.edges):,} edges"),
+        ("platform", esc(classes)),
+        ("objective", esc(objective_name(spec))),
+        ("constraints", "<br>".join(esc(u) for u in lines) or "none"),
     ])
 
 
 def answer_summary(r: Result) -> str:
     which = "upper" if r.sense == "max" else "lower"
-    method = _e(r.method) + (f" (answer from {_e(r.chosen)})" if r.chosen else "")
-    return _rows([
-        ("status", f'<span class="{_e(r.status.value)}">{_e(r.status.value)}</span> ({_e(r.stopped)})'),
-        ("method", f"{method}, solver {_e(r.solver)}"),
-        ("objective", f"{_num(r.objective)} {_e(r.unit)}"),
-        ("bound", f"{_num(r.bound)} {_e(r.unit)} ({which} bound on the optimum, proven)"),
+    method = esc(r.method) + (f" (answer from {esc(r.chosen)})" if r.chosen else "")
+    return pairs([
+        ("status", f'<span class="{esc(r.status.value)}">{esc(r.status.value)}</span> ({esc(r.stopped)})'),
+        ("method", f"{method}, solver {esc(r.solver)}"),
+        ("objective", f"{num(r.objective)} {esc(r.unit)}"),
+        ("bound", f"{num(r.bound)} {esc(r.unit)} ({which} bound on the optimum, proven)"),
         ("gap", gap_text(r.gap)),
         ("time", f"{r.wall_time_s:.3f} s"),
     ])
@@ -89,7 +76,7 @@ def page(spec: Spec, source: str, r: Result, dev: np.ndarray | None, svg: str | 
     from partdsl import __version__
 
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    parts = [f"<h1>partdsl report: {_e(spec.graph.name)}</h1>",
+    parts = [f"<h1>partdsl report: {esc(spec.graph.name)}</h1>",
              "<h2>Spec</h2>", spec_summary(spec, source),
              "<h2>Answer</h2>", answer_summary(r)]
     if svg is not None:
@@ -98,12 +85,12 @@ def page(spec: Spec, source: str, r: Result, dev: np.ndarray | None, svg: str | 
         parts += ["<h2>Plan</h2>", plan_section(spec, r, dev, micro_batches)]
         if r.evaluation.violations:
             parts += ["<p>violations:</p><ul>"
-                      + "".join(f"<li>{_e(v.message)}</li>" for v in r.evaluation.violations) + "</ul>"]
-    parts += ["<h2>Reproduce</h2>", f"<pre><code>{_e(command)}</code></pre>",
-              f"<p><small>partdsl {_e(__version__)}, {now}</small></p>"]
+                      + "".join(f"<li>{esc(v.message)}</li>" for v in r.evaluation.violations) + "</ul>"]
+    parts += ["<h2>Reproduce</h2>", f"<pre><code>{esc(command)}</code></pre>",
+              f"<p><small>partdsl {esc(__version__)}, {now}</small></p>"]
     title = f"partdsl report: {spec.graph.name}"
     doc = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-           f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
+           f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
     return doc
 
 

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from partdsl.cli import html_report
+from partdsl.cli import html_report, html_text
 
 from tests.support import EXAMPLES, run_part
 
@@ -36,7 +36,7 @@ def test_the_report_is_self_contained_and_its_command_reproduces_it(example: str
     assert html_report.external_references(doc) == []
     for word in ("Spec", "Answer", "Picture", "Plan", "Reproduce", "proven"):
         assert f">{word}<" in doc or word in doc, word
-    assert html_report._num(got["objective"]) in doc and html_report._num(got["bound"]) in doc
+    assert html_text.num(got["objective"]) in doc and html_text.num(got["bound"]) in doc
     command = doc.split("<pre><code>")[1].split("</code></pre>")[0]
     argv = shlex.split(command.replace("&quot;", '"').replace("&#x27;", "'").replace("&amp;", "&"))
     assert argv[:2] == ["part", "solve"]
