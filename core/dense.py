@@ -183,6 +183,11 @@ class Dense:
         return out
 
     @cached_property
+    def sized(self) -> bool:
+        """Whether the spec gives tensor sizes (dnn-partitioning graphs give transfer times only)."""
+        return bool((self.out_bytes > 0).any())
+
+    @cached_property
     def topo_position(self) -> np.ndarray:
         """[n] int64 (read-only): each node's position in `topo`."""
         out = np.empty(self.n, dtype=np.int64)

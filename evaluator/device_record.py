@@ -56,8 +56,7 @@ def device_records(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> list[D
             if operator[p.node]:
                 on[p.device].add(p.node)
     split = bool((assignment[operator] < 0).any())
-    sized = bool((d.out_bytes > 0).any())  # dnn-partitioning graphs give transfer times, not sizes
-    inn, out = transfer_bytes(d, assignment) if sized and not split else (None, None)
+    inn, out = transfer_bytes(d, assignment) if d.sized and not split else (None, None)
     pos = d.topo_position
     nodes = spec.graph.nodes
     fw = bw = None

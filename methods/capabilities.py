@@ -43,7 +43,7 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
         lambda s: s.platform.routed and not s.objective.scheduled),
     "transfers on server levels or direct links": (
         "tensors sent between devices on a hierarchical platform or over direct links (their route prices them)",
-        lambda s: s.platform.routed and not s.objective.scheduled and bool((s.dense.out_bytes > 0).any())),
+        lambda s: s.platform.routed and not s.objective.scheduled and s.dense.sized),
     "activation memory": ("peak activations in memory (`activations`, Archer eq. 2)",
                           lambda s: s.constraints.activations),
     "replication": ("data-parallel stages (`replicate <= r`)", lambda s: s.constraints.replicate > 1),

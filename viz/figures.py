@@ -120,7 +120,7 @@ def cut_weights(spec: Spec) -> np.ndarray:
     """[m] what each edge would carry if cut: its source's output bytes, or, where the spec
     gives no sizes (dnn-partitioning graphs), its slowest transfer time."""
     d = spec.dense
-    per_node = d.out_bytes if (d.out_bytes > 0).any() else d.comm.max(axis=1, initial=0.0)
+    per_node = d.out_bytes if d.sized else d.comm.max(axis=1, initial=0.0)
     return np.asarray(per_node, dtype=float)[d.src]
 
 
@@ -199,7 +199,7 @@ def graph(ax, spec: Spec, dev: np.ndarray, used: Sequence[bool] = ()) -> list:  
     if G <= 400:  # labels where they fit, in the order of the graph
         texts = [ax.annotate(labels[v], (x[v], y[v]), fontsize=LABEL_PT, ha="center", va="bottom", xytext=(0, 4),
                              textcoords="offset points") for v in range(G)]
-    ax.plot([], [], color="#c44e52", ls="--", label="cut edge (width: bytes)" if (d.out_bytes > 0).any()
+    ax.plot([], [], color="#c44e52", ls="--", label="cut edge (width: bytes)" if d.sized
             else "cut edge (width: transfer time)")
     drawn = f", drawn as {G} {what}" if collapsed else ""
     ax.set_title(f"{spec.graph.name}: {d.n} nodes{drawn}, {int((dev[d.src] != dev[d.dst]).sum())} cut edges")
