@@ -69,11 +69,13 @@ def _rate(spec: Spec, r: Result, pipe: Pipeline | None) -> str:
         slowest = max(pipe.times, default=0.0)
         if not (math.isfinite(slowest) and slowest > 0):
             return "-"
-        return f"{pipe.per_second:.4g} micro-batches/s in the steady state (one every {slowest:.4g} ms, the slowest stage)"
+        return (f"{pipe.per_second:.4g} micro-batches/s in the steady state (one every {slowest:.4g} ms, "
+                "the slowest stage)")
     if not (math.isfinite(value) and value > 0):
         return "-"
     if spec.objective.kind == "throughput":
-        return f"{value:.4g} samples/s (a batch of {spec.objective.batch} in {1e3 * spec.objective.batch / value:.4g} ms)"
+        batch = spec.objective.batch
+        return f"{value:.4g} samples/s (a batch of {batch} in {1e3 * batch / value:.4g} ms)"
     return f"{1e3 / value:.4g} inputs/s, one at a time ({value:.4g} ms each)"
 
 

@@ -23,9 +23,8 @@ where it does not end in the budget; with a limit it takes the portfolio's incum
 it spends none of its time on a start.
 The first member of each objective is linear in the graph's size, and runs to its end even
 when the limit has passed before it starts (a loaded machine), so that a limit does not end
-with nothing; above PEER_NODES the
-graph partitioners join the bottleneck portfolio, so that graphs whose segment tables do
-not fit in memory still get an answer; the DP over ideals is left out where its bitsets
+with nothing; above PEER_NODES the graph partitioners join the bottleneck portfolio, so that
+graphs whose segment tables do not fit in memory still get an answer; the DP over ideals is left out where its bitsets
 would not fit (kernels/bottleneck/ideal_dp.py `too_big`), so the load search gets its time.
 """
 from __future__ import annotations
@@ -112,7 +111,8 @@ def _searches(spec: Spec) -> list[Member]:
         if ideal_dp.too_big(units) is None else []
     # with peak activations in memory only the evaluator-driven local search models memory (the rows of methods/registry.py that leave ACTIVATIONS out)
     local = [Member("local_search", 0.5, True, stall=True)] if spec.constraints.activations else []
-    return [Member("greedy", 0.05, quick=True), *peers, Member("load_search", 0.3, True, stall=True), *local, *dp, *exact]
+    return [Member("greedy", 0.05, quick=True), *peers, Member("load_search", 0.3, True, stall=True), *local, *dp,
+            *exact]
 
 
 def members(spec: Spec, methods: Methods) -> list[Member]:

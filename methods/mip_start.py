@@ -5,8 +5,9 @@ where a topological split gives 493).
 
 Candidates, each re-scored by the evaluator: the best `topo` split; the caller's warm
 start; if the share passed before any order was split (a loaded machine), the greedy
-fill, linear and kept whatever the time, so a limit does not end with nothing; under contiguity, the DP over ideals (Tarnawski sec. 5.1.1, exact for acyclic
-contiguous splits, pruned by the incumbent); then, for the bottleneck objective, the
+fill, linear and kept whatever the time, so a limit does not end with nothing; under
+contiguity, the DP over ideals (Tarnawski sec. 5.1.1, exact for acyclic contiguous
+splits, pruned by the incumbent); then, for the bottleneck objective, the
 load search (kernels/bottleneck/load_search.py) from the best of them, restarted with new seeds,
 alternately from the best so far and from that first start (on resnet50_inference, any
 split, fresh seeds reached 33.30-33.36 where continuing from the best stayed at 33.365),

@@ -118,8 +118,8 @@ def run_all(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | None =
     """(index, fn(*job)) for every job, in order of completion. Ctrl-C cancels the jobs
     not started and is re-raised. Called from a script's top level outside an
     `if __name__ == "__main__":` block (runtime/main_guard.py), or if local worker
-    processes cannot start, the jobs (left) run in this process. On a given executor, a job that fails for a reason
-    other than our own errors (a Dask worker killed or lost, a dropped connection) is
+    processes cannot start, the jobs (left) run in this process. On a given executor, a
+    job that fails for a reason other than our own errors (a Dask worker killed or lost, a dropped connection) is
     submitted again, up to RETRIES times, with a line on stderr; then its error is raised."""
     workers = min(workers or os.cpu_count() or 1, max(len(jobs), 1))
     if runs_here(workers, executor, len(jobs)) or (executor is None and not may_spawn()):
