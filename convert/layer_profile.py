@@ -14,8 +14,9 @@ device type may give one per micro-batch size (`{"1": 0.7, "4": 2.5}`). With bac
 times, each layer gets a backward node in its group (Tarnawski et al.'s training graphs:
 backward layers in reverse order, after the last forward layer) and the spec asks for
 `colocate by group`. Memory: a forward node holds the layer's `params_bytes` (`part
-convert --optimizer adam` scales them, importers/memory_model.py); under training its backward
-node holds the `activation_bytes` the layer stashes for its backward pass; without
+convert --optimizer adam` scales them, importers/memory_model.py); under training it stashes the
+layer's `activation_bytes` for its backward pass (`stash`), once per micro-batch in flight
+under 1F1B: stage s of P holds P - s of them (evaluator/activations.in_flight); without
 backward times (serving) the forward node also holds the layer's `kv_cache_bytes`.
 `"dtype"` (top level, default bf16) is the weights' dtype, for the optimizer factor.
 
@@ -138,11 +139,11 @@ def layers_spec(data: dict, path: Path, objective: str = "bottleneck", span: Spa
         kv = r.number(fields.get("kv_cache_bytes", 0), f"{where}.kv_cache_bytes")
         out = r.number(r.need(fields, "output_bytes", where), f"{where}.output_bytes")
         g.node(name, params=params + (0.0 if training else kv), out=out, module=module, dtype=dtype,
-               group=name if training else None, **_work(fw, cls))
+               group=name if training else None, stash=act if training else 0.0, **_work(fw, cls))
         names.append(name)
         if training:
             bw = r.times(r.need(fields, "backward_ms", where), f"{where}.backward_ms", devices)
-            g.node(identifier(name + "_bw", used), backward=True, group=name, module=module, out=out, params=act,
+            g.node(identifier(name + "_bw", used), backward=True, group=name, module=module, out=out,
                    dtype=dtype, **_work(bw, cls))
     g.chain(*names)
     if training:

@@ -105,6 +105,22 @@ def topological_order(n: int, src: np.ndarray, dst: np.ndarray,
     return order if len(order) == n else None
 
 
+def in_flight(spec: Spec) -> bool:
+    """Whether several micro-batches are in flight, as PipeDream's 1F1B keeps them: the
+    bottleneck objective on a training graph, or on a forward one declared `training pipedream`."""
+    o = spec.objective
+    return o.kind == "bottleneck" and (spec.graph.is_training or o.training == "pipedream") and o.training != "gpipe"
+
+
+def _stashes(spec: Spec, params: np.ndarray, one_f_one_b: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """(params, stashed): the nodes' stashes apart, or, with one micro-batch in flight (or
+    none stashed), in the parameters."""
+    stashed = np.array([nd.stash for nd in spec.graph.nodes], dtype=float)
+    if not one_f_one_b or not stashed.any():
+        return params + stashed, None
+    return params, stashed
+
+
 @dataclass(frozen=True, eq=False)
 class Dense:
     n: int
@@ -132,6 +148,16 @@ class Dense:
     tensor_source: np.ndarray | None = None  # [n] a sized edge tensor's source node (Node.tensor_of), -1 for operators
     activations: bool = False  # memory counts peak live activations (evaluator/activations.py)
     stash: bool = False  # and, training under PipeDream's schedule, the activations of micro-batches in flight
+    # [n] the nodes' `stash` bytes, held once per micro-batch in flight under PipeDream's 1F1B
+    # (evaluator/activations.in_flight); None where no node has one or one micro-batch is in
+    # flight (no 1F1B schedule: the bytes are then in `params`)
+    stashed: np.ndarray | None = None
+
+    @property
+    def placed_memory(self) -> bool:
+        """Whether a device's memory depends on more than the parameters on it: peak
+        activations, or stashes times the micro-batches in flight."""
+        return self.activations or self.stashed is not None
 
     @cached_property
     def preds(self) -> list[list[int]]:
@@ -215,6 +241,8 @@ class Dense:
         work = np.array([[work_time(nd, k.name, k.speed) for k in p.classes] for nd in g.nodes],
                         dtype=float).reshape(n, C)
         params = np.array([nd.params for nd in g.nodes], dtype=float)
+        one_f_one_b = in_flight(spec)
+        params, stashed = _stashes(spec, params, one_f_one_b)
         out_bytes = np.array([nd.out or 0.0 for nd in g.nodes], dtype=float)
         comm = np.zeros((n, C))
         for i, nd in enumerate(g.nodes):
@@ -279,5 +307,4 @@ class Dense:
                      tensor_source=np.array([g.index[nd.tensor_of] if nd.tensor_of in g.index else -1
                                              for nd in g.nodes], dtype=np.int64).reshape(n),
                      activations=c.activations,
-                     stash=c.activations and g.is_training and spec.objective.kind == "bottleneck"
-                     and spec.objective.training != "gpipe")
+                     stash=c.activations and one_f_one_b, stashed=stashed)

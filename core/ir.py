@@ -56,6 +56,7 @@ class Node:
     dtype: str | None = None  # of its arithmetic, for the profile's peak (fp32 when None)
     module: str | None = None  # its module path in the model (`model.layers.3.mlp`): imports keep it for plans
     tensor_of: str | None = None  # a tensor carrier: the node that sends it (see above)
+    stash: float = 0.0  # bytes kept from its forward pass until its backward pass, per micro-batch in flight
     span: Span | None = field(default=None, compare=False, repr=False)
 
 

@@ -147,6 +147,12 @@ def _check_settings(spec: Spec) -> None:
     if o.training == "gpipe" and not g.is_training:
         raise PartError("`training gpipe` needs backward nodes, and this graph has none", o.span,
                         "mark backward nodes with `backward`, or drop the training option")
+    stashing = next((nd for nd in g.nodes if nd.stash), None)
+    if o.training == "gpipe" and stashing is not None:
+        raise PartError(f"node '{stashing.name}' has a `stash`, and under `training gpipe` every micro-batch of a "
+                        "step is in flight before the first backward pass: how many, the spec does not say",
+                        stashing.span, "give the stash times the micro-batches per step as `params`, or train under "
+                        "`training pipedream` (1F1B), where stage s of P holds P - s")
 
 
 def _check_links(spec: Spec) -> None:
@@ -314,16 +320,17 @@ def _check_memory(spec: Spec) -> None:
     dense = spec.dense
     g = spec.graph
     cap = dense.memory[dense.dev_class]
-    fits = dense.allowed & (dense.params[:, None] <= cap[None, :])
+    held = dense.params if dense.stashed is None else dense.params + dense.stashed  # one micro-batch at least
+    fits = dense.allowed & (held[:, None] <= cap[None, :])
     for i in np.flatnonzero(~fits.any(axis=1)):
         nd = g.nodes[int(i)]
         biggest = cap[dense.allowed[i]].max()
-        raise PartError(f"node '{nd.name}' needs {human_size(nd.params)} of memory, more than any device "
+        raise PartError(f"node '{nd.name}' needs {human_size(held[i])} of memory, more than any device "
                         f"it can run on ({human_size(biggest)})", nd.span,
                         "raise the device memory, or use `memory overflow` to stream parameters")
     limited = np.isfinite(cap)
     must = ~(dense.allowed & ~limited[None, :]).any(axis=1)  # nodes that can only go to limited devices
-    need = dense.params[must].sum()
+    need = held[must].sum()
     total = cap[limited].sum() if limited.any() else 0.0
     if need > total * (1 + 1e-12):
         raise PartError(f"the graph needs {human_size(need)} on memory-limited devices, but all of "

@@ -63,11 +63,13 @@ class GraphBuilder:
              params: Amount = 0.0, out: Amount | None = None, comm: Amount | None = None,
              backward: bool = False, group: str | None = None, only: Iterable[str] = (),
              forbid: Iterable[str] = (), batch_work: Mapping[tuple[str, int], Amount] | None = None,
-             flops: float | None = None, dtype: str | None = None, module: str | None = None) -> "GraphBuilder":
+             flops: float | None = None, dtype: str | None = None, module: str | None = None,
+             stash: Amount = 0.0) -> "GraphBuilder":
         """`work` maps a device class to its time (or is one generic time for every class,
         scaled by speed); `batch_work` maps (class, batch size) to a time (DiviML); `flops`
         per sample (and `dtype`) give the work on classes with a device profile; `module` is
-        its module path in the model (`model.layers.3.mlp`)."""
+        its module path in the model (`model.layers.3.mlp`); `stash` the bytes it keeps from
+        its forward pass until its backward pass, per micro-batch in flight."""
         if isinstance(work, Mapping):
             items = [Work(_value(t, TIME, "work"), on) for on, t in work.items()]
         elif work is not None:
@@ -79,7 +81,8 @@ class GraphBuilder:
         self._nodes.append(Node(name, tuple(items), _value(params, SIZE, "params") or 0.0,
                                 _value(out, SIZE, "out"), _value(comm, TIME, "comm"), backward,
                                 group, tuple(only), tuple(forbid),
-                                None if flops is None else float(flops), dtype, module))
+                                None if flops is None else float(flops), dtype, module,
+                                stash=_value(stash, SIZE, "stash") or 0.0))
         return self
 
     def family(self, name: str, first: int, last: int, **props: object) -> "GraphBuilder":

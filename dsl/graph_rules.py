@@ -58,6 +58,9 @@ class GraphRules:
     def params(self, ch: list) -> tuple[str, Any]:
         return ("params", self.need(ch[0], SIZE, "params"))
 
+    def stash(self, ch: list) -> tuple[str, Any]:
+        return ("stash", self.need(ch[0], SIZE, "stash"))
+
     def out(self, ch: list) -> tuple[str, Any]:
         return ("out", self.need(ch[0], SIZE, "out"))
 

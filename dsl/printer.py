@@ -40,6 +40,8 @@ def _node(nd: Node) -> str:
         props.append("work " + ", ".join(items))
     if nd.params:
         props.append(f"params {num(nd.params)} B")
+    if nd.stash:
+        props.append(f"stash {num(nd.stash)} B")
     if nd.out is not None:
         props.append(f"out {num(nd.out)} B")
     if nd.comm is not None:

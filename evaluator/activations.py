@@ -18,6 +18,10 @@ k-stage pipeline has k - i micro-batches in flight (PipeDream's optimizer stashe
 ceil((N - r) / r') of them, "the stages after this one"), so beyond the one the peak
 covers, a device stashes its forward nodes' outputs once per stage downstream of it: the
 devices its forward nodes reach through forward edges (`stash`).
+
+A node's `stash` (bytes it keeps from its forward pass until its backward pass: a layer
+profile's activation_bytes) is held the same way, once per micro-batch in flight
+(`in_flight`), with or without `activations`.
 """
 from __future__ import annotations
 
@@ -67,17 +71,31 @@ def peak(dense: Dense, dev: np.ndarray) -> np.ndarray:
 def stash(dense: Dense, dev: np.ndarray) -> np.ndarray:
     """[D] bytes: per device, its forward outputs times the stages downstream of it (the
     other used devices its forward nodes reach through forward edges)."""
+    fw = ~dense.backward
+    forward_out = np.bincount(dev[fw], weights=dense.out_bytes[fw], minlength=dense.D)[:dense.D]
+    return downstream(dense, dev) * forward_out
+
+
+def in_flight(dense: Dense, dev: np.ndarray) -> np.ndarray:
+    """[D] micro-batches each device holds a stash for under 1F1B: 1 + the stages downstream
+    of it. In a linear pipeline of P stages, stage s (from 0) holds P - s (Narayanan et al.
+    2021, sec. 2.2: PipeDream-Flush's warm-up)."""
+    return 1 + downstream(dense, dev)
+
+
+def downstream(dense: Dense, dev: np.ndarray) -> np.ndarray:
+    """[D] the other devices each device's forward nodes reach through forward edges (through
+    other devices too): the stages downstream of it."""
     D = dense.D
     fw = ~dense.backward
-    forward_out = np.bincount(dev[fw], weights=dense.out_bytes[fw], minlength=D)[:D]
     s, t = dense.src, dense.dst
     cross = fw[s] & fw[t] & (dev[s] != dev[t])
     if not cross.any():
-        return np.zeros(D)
+        return np.zeros(D, dtype=np.int64)
     from scipy.sparse import csr_matrix  # here: scipy.sparse costs 0.3 s to import, and only a stash needs it
     from scipy.sparse.csgraph import shortest_path
 
     hops = csr_matrix((np.ones(int(cross.sum())), (dev[s[cross]], dev[t[cross]])), shape=(D, D))
     reach = np.isfinite(shortest_path(hops, unweighted=True, directed=True))
     np.fill_diagonal(reach, False)
-    return reach.sum(axis=1) * forward_out
+    return reach.sum(axis=1)

@@ -13,9 +13,12 @@ from partdsl.evaluator import activations, subgraphs
 
 
 def memory_used(dense: Dense, dev: np.ndarray) -> np.ndarray:
-    """[D] bytes per device: its parameters, plus its peak live activations under
-    `activations` (Archer eq. 2, evaluator/activations.py)."""
+    """[D] bytes per device: its parameters, its nodes' stashes once per micro-batch in
+    flight under 1F1B, and its peak live activations under `activations` (Archer eq. 2,
+    evaluator/activations.py)."""
     used = np.bincount(dev, weights=dense.params, minlength=dense.D)
+    if dense.stashed is not None:
+        used = used + np.bincount(dev, weights=dense.stashed, minlength=dense.D) * activations.in_flight(dense, dev)
     if not dense.activations:
         return used
     return used + activations.peak(dense, dev) + (activations.stash(dense, dev) if dense.stash else 0.0)

@@ -14,10 +14,10 @@ SC'20, sec. 3.1: Adam under mixed precision holds 2 + 2 + 12 = 16 bytes per para
     adam          8          8                 4
 
 Backward nodes are left alone: they carry what the importers put there (a layer profile's
-stashed activations, docs/importers.md). `--activations` (with_activations) adds to each
-forward node of an operator graph its output, stashed for the backward pass: one
-micro-batch in flight, no recomputation (PipeDream's several in-flight micro-batches per
-stage depend on the stage's place in the pipeline: issue 30)."""
+stashed activations, docs/importers.md). `--activations` (with_activations) gives each
+forward node of an operator graph its output as its `stash`, kept for the backward pass
+(no recomputation), and a bottleneck objective the 1F1B schedule (`training pipedream`):
+stage s of P then holds P - s micro-batches' stashes (evaluator/activations.in_flight)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -50,10 +50,14 @@ def with_optimizer(spec: Spec, optimizer: str) -> Spec:
 
 
 def with_activations(spec: Spec) -> Spec:
-    """`spec` (a forward graph) with each node holding its output bytes as well."""
+    """`spec` (a forward graph) with each node stashing its output bytes, trained under 1F1B
+    when its objective is the bottleneck."""
     if spec.graph.is_training:
         raise PartError("--activations is for forward graphs: this one has backward nodes", None,
                         "a layer profile's backward nodes hold its activation_bytes already; leave --activations out")
-    nodes = tuple(nd if nd.backward or not nd.out else replace(nd, params=nd.params + nd.out)
+    nodes = tuple(nd if nd.backward or not nd.out else replace(nd, stash=nd.stash + nd.out)
                   for nd in spec.graph.nodes)
-    return replace(spec, graph=replace(spec.graph, nodes=nodes))
+    o = spec.objective
+    if o.kind == "bottleneck" and o.training is None:
+        o = replace(o, training="pipedream")
+    return replace(spec, graph=replace(spec.graph, nodes=nodes), objective=o)

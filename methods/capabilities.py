@@ -25,6 +25,24 @@ def _memory_limits(spec: Spec) -> bool:
     return spec.constraints.memory == "hard" and any(k.memory is not None and k.count for k in spec.platform.classes)
 
 
+def _stashes(spec: Spec) -> bool:
+    """Stashes held per micro-batch in flight (1F1B) where memory is limited or streamed."""
+    return spec.dense.stashed is not None and spec.constraints.memory != "ignore" and any(
+        k.memory is not None and k.count for k in spec.platform.classes)
+
+
+def _stashes_off_chain(spec: Spec) -> bool:
+    """Stashes where the DP over ideals cannot count stages: streamed (`memory overflow`),
+    with replicas, or on a unit DAG whose every split is not a chain of stages."""
+    if not _stashes(spec):
+        return False
+    if spec.constraints.memory == "overflow" or spec.constraints.replicate > 1:
+        return True
+    from partdsl.kernels.bottleneck.ideal_dp import chained  # here: the kernels import this module's callers
+
+    return not chained(spec)
+
+
 FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is in the language, test)
     "links": ("declared device-to-device links (`link a <-> b ...`)", lambda s: bool(s.platform.links)),
     "overlap": ("transfers overlapped with compute (`overlap simplex|duplex`)", lambda s: s.objective.overlap is not None),
@@ -46,6 +64,10 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
         lambda s: s.platform.routed and not s.objective.scheduled and s.dense.sized),
     "activation memory": ("peak activations in memory (`activations`, Archer eq. 2)",
                           lambda s: s.constraints.activations),
+    "stashes in flight": ("stashes held once per micro-batch in flight (`stash` on nodes, training under 1F1B) "
+                          "in memory", _stashes),
+    "stashes off a chain": ("stashes in flight streamed (`memory overflow`), with replicas, or on units that "
+                            "do not form a chain (node `stash`)", _stashes_off_chain),
     "replication": ("data-parallel stages (`replicate <= r`)", lambda s: s.constraints.replicate > 1),
     "replicas with overlap or GPipe": ("data-parallel stages under `overlap` or `training gpipe`", lambda s: (
         s.constraints.replicate > 1 and (s.objective.overlap is not None or s.objective.training == "gpipe"))),
@@ -76,6 +98,8 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "server levels or direct links": lambda s: s.platform.routes_span,
     "transfers on server levels or direct links": lambda s: s.platform.routes_span,
     "activation memory": lambda s: s.constraints.span_of("activations"),
+    "stashes in flight": lambda s: next((nd.span for nd in s.graph.nodes if nd.stash), None),
+    "stashes off a chain": lambda s: next((nd.span for nd in s.graph.nodes if nd.stash), None),
     "replication": lambda s: s.constraints.span_of("replicate"),
     "replicas with overlap or GPipe": lambda s: s.constraints.span_of("replicate"),
     "replicas with a stage limit": lambda s: s.constraints.span_of("max_stages"),
@@ -87,7 +111,7 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
 LEVELS = "server levels or direct links"
 WITHIN = {"replicas with overlap or GPipe": ("replication",), "replicas with a stage limit": ("replication",),
           "transfers on server levels or direct links": (LEVELS,),
-          "replicas on server levels": ("replication", LEVELS)}
+          "replicas on server levels": ("replication", LEVELS), "stashes off a chain": ("stashes in flight",)}
 
 
 def models(ignores: tuple[tuple[str, str | None], ...], feature: str, used: Iterable[str] = ()) -> bool:

@@ -46,8 +46,9 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("--optimizer", choices=["none", "sgd", "momentum", "adam"],
                    help="memory for training: each node's parameters count weights, gradients and optimizer state "
                         "(adam: 16 bytes per bf16 parameter, ZeRO's count; docs/importers.md)")
-    p.add_argument("--activations", action="store_true", help="training: each operator also holds its output, "
-                   "stashed for the backward pass (one micro-batch in flight, no recomputation)")
+    p.add_argument("--activations", action="store_true", help="training: each operator stashes its output for the "
+                   "backward pass (no recomputation), held once per micro-batch in flight under 1F1B (`training "
+                   "pipedream`): stage s of P holds P - s")
     p.add_argument("--kv-cache", metavar="SIZE", help="serving: the KV cache of the batch and context you serve "
                    "(e.g. 8GiB), spread evenly over the decoder layers' memory (docs/importers.md)")
     pd = p.add_argument_group("pipedream: a PipeDream profile (graph.txt), as its optimizer reads it")

@@ -34,6 +34,7 @@ class Chains:
     pphase: np.ndarray
     wprod: np.ndarray
     fronts: tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+    HELD: np.ndarray | None = None  # each ideal's stash bytes, under `memory hard` (None: no stashes)
 
     @property
     def NI(self) -> int:
@@ -55,13 +56,15 @@ class Chains:
         ubad = np.zeros((u.count, C))
         np.add.at(ubad, u.unit, (~cls_any).astype(float))
         umem = np.bincount(u.unit, weights=d.params, minlength=u.count)
+        stashing = d.stashed is not None and spec.constraints.memory == "hard"
+        uheld = np.bincount(u.unit, weights=d.stashed, minlength=u.count) if stashing else np.zeros(u.count)
         # order by the cheapest possible compute (ties by size): every subset of an ideal comes
         # before it, and a segment I \ I' costs at least key(I) - key(I'), so only ideals with
         # key >= key(I) - bound can precede I in the chain (a window found by binary search)
         cheapest = np.where(np.isfinite(d.work) & cls_any, d.work, np.inf).min(axis=1)
         ukey = np.bincount(u.unit, weights=np.where(np.isfinite(cheapest), cheapest, 0.0), minlength=u.count)
         ukey, scale = _whole(ukey)
-        sums = unit_sums(bits, np.column_stack([uw, ubad, umem, ukey, np.ones(u.count)]), deadline)
+        sums = unit_sums(bits, np.column_stack([uw, ubad, umem, ukey, uheld, np.ones(u.count)]), deadline)
         if sums is None:
             return None
         CQ = C * Q
@@ -69,6 +72,7 @@ class Chains:
         size = np.rint(sums[:, -1]).astype(np.int64)
         perm = np.lexsort((size, key))
         bits, W, BAD, MEM, size, key = bits[perm], W[perm], BAD[perm], MEM[perm], size[perm], key[perm]
+        held = np.ascontiguousarray(sums[perm, CQ + C + 2]) if stashing else None
         prods = np.unique(d.src)
         cons_ph = np.zeros((Q, len(prods), bits.shape[1]), dtype=np.uint64)
         idx = {p: i for i, p in enumerate(prods.tolist())}
@@ -83,7 +87,7 @@ class Chains:
             return None
         per_phase = tuple(np.ascontiguousarray(W[:, q::Q]) for q in range(Q))
         return Chains(spec, u, bits, size, key, scale, per_phase, BAD, MEM, prod_unit, cons_ph, phase[prods], d.comm[prods],
-                      (fronts[0], fronts[1]))
+                      (fronts[0], fronts[1]), held)
 
     def best(self, bound: float, cap: float, vphase: int, deadline: Deadline,
              progress: Callable[[str], None] | None, total: float = np.inf, relaxed: bool = False
@@ -93,8 +97,11 @@ class Chains:
         two loads together are at most `total`, and the chain's (node mask, class,
         replicas) segments, a mask None for a device left unused (`gaps`); (inf, None) if
         there is none or the deadline passes first. `relaxed` (server levels): each stage's
-        replicas at their cheapest placement (replicated.cheapest_rates), a lower bound."""
-        spec, d = self.spec, self.spec.dense
+        replicas at their cheapest placement (replicated.cheapest_rates), a lower bound.
+        With stashes (1F1B), stage s of a chain of P holds P - s micro-batches' stashes:
+        one DP for each P, its states' stage counts giving each stage's s (the caller
+        refuses replicas, whose states count devices, not stages)."""
+        spec = self.spec
         counts = [k.count for k in spec.platform.classes]
         kinds = replicated.steps(spec)  # (class, replicas) per kind of stage: the classes when replicate = 1
         states, zero, prev = state_table(counts, spec.constraints.max_stages, kinds)
@@ -104,13 +111,33 @@ class Chains:
         else:
             ksync, prev = replicated.placed_rates(spec, kinds, states, prev)
             gprev = _gap_steps(spec, kinds, counts)
+        run = _Run(kinds, zero, prev, ksync, gprev, len(states))
+        if self.HELD is None:
+            return self._chain(run, np.full(len(states), np.inf), bound, cap, vphase, deadline, progress, total)
+        stages = np.array([sum(x) for x in states], dtype=float)
+        best: tuple[float, list[tuple[np.ndarray | None, int, int]] | None] = (np.inf, None)
+        for P in range(1, int(stages.max()) + 1):  # fly[s'] = P - (stages before): <= 0 beyond P
+            value, segs = self._chain(run, P - stages, min(bound, best[0] * (1 + 1e-9)), cap, vphase, deadline,
+                                      progress, total)
+            if deadline.passed():
+                return np.inf, None
+            if value < best[0]:
+                best = (value, segs)
+        return best
+
+    def _chain(self, run: _Run, fly: np.ndarray, bound: float, cap: float, vphase: int, deadline: Deadline,
+               progress: Callable[[str], None] | None, total: float
+               ) -> tuple[float, list[tuple[np.ndarray | None, int, int]] | None]:
+        """`best` for one table of micro-batches in flight after each state (`fly`)."""
+        spec, d = self.spec, self.spec.dense
+        kinds, zero, prev, ksync, gprev = run.kinds, run.zero, run.prev, run.ksync, run.gprev
         kc = np.array([c for c, _ in kinds], dtype=np.int64)
         kinv = np.array([1.0 / r for _, r in kinds])
         NI = self.NI
-        dp = np.full((NI, len(states)), np.inf)
+        dp = np.full((NI, run.S), np.inf)
         dp[0, zero] = 0.0
-        argj = np.full((NI, len(states)), -1, dtype=np.int64)
-        argc = np.full((NI, len(states)), -1, dtype=np.int64)
+        argj = np.full((NI, run.S), -1, dtype=np.int64)
+        argc = np.full((NI, run.S), -1, dtype=np.int64)
         gaps(0, dp, argj, argc, gprev)  # unused devices before the first stage
         with np.errstate(divide="ignore"):
             ovrate = np.where(np.isfinite(d.link), 1e3 / d.link, 0.0)
@@ -135,26 +162,44 @@ class Chains:
             dp_pairs(self.bits, self.size, lo, self.W[vphase], Wo, self.BAD, self.MEM, memcap,
                      spec.constraints.memory == "hard", ovrate, self.prod_unit, self.cons_ph[vphase], cons_o, mine,
                      self.wprod, prev, dp, argj, argc, bound, cap, total, OVERLAP[spec.objective.overlap], optr, oidx,
-                     iptr, iidx, dpmin, i0, i1, kc, kinv, ksync, ksync.min(axis=1), gprev)
+                     iptr, iidx, dpmin, i0, i1, kc, kinv, ksync, ksync.min(axis=1), gprev, self.HELD, fly)
         if done < NI:  # the deadline stopped the chunks
             return np.inf, None
-        full = NI - 1  # the full set: the largest key, then the largest size (`_whole`)
+        return self._trace(dp, argj, argc, run)
+
+    def _trace(self, dp: np.ndarray, argj: np.ndarray, argc: np.ndarray, run: _Run
+               ) -> tuple[float, list[tuple[np.ndarray | None, int, int]] | None]:
+        """The best chain's value and segments, from the DP's tables."""
+        full = self.NI - 1  # the full set: the largest key, then the largest size (`_whole`)
         s = int(np.argmin(dp[full]))
         value = float(dp[full, s])
         if not np.isfinite(value):
             return value, None
         segs: list[tuple[np.ndarray | None, int, int]] = []
         i = full
-        while i != 0 or s != zero:
+        while i != 0 or s != run.zero:
             j, v = int(argj[i, s]), int(argc[i, s])
             if v <= -2:  # a device of class -2 - v left unused
                 segs.append((None, -2 - v, 1))
-                s = int(gprev[-2 - v, s])
+                s = int(run.gprev[-2 - v, s])
                 continue
             m = member(self.bits[i], self.u.count) & ~member(self.bits[j], self.u.count)
-            segs.append((m[self.u.unit], *kinds[v]))
-            s, i = int(prev[v, s]), j
+            segs.append((m[self.u.unit], *run.kinds[v]))
+            s, i = int(run.prev[v, s]), j
         return value, segs[::-1]
+
+
+@dataclass(frozen=True)
+class _Run:
+    """The DP's states for one call of `Chains.best`: kinds of stage, the empty state, the
+    state before each kind (prev), sync rates, gap steps, and the number of states."""
+
+    kinds: list[tuple[int, int]]
+    zero: int
+    prev: np.ndarray
+    ksync: np.ndarray
+    gprev: np.ndarray
+    S: int
 
 
 def _gap_steps(spec: Spec, kinds: list[tuple[int, int]], counts: list[int]) -> np.ndarray:

@@ -89,6 +89,42 @@ def units(spec: Spec) -> Contraction:
     return contract(d, absorbable_sinks(d, memory_can_bind(d, spec.constraints.memory)))
 
 
+def chained(spec: Spec) -> bool:
+    """Whether forward edges join the units in one path (u0 -> u1 -> ... , a Hamiltonian
+    path of the unit DAG, so its topological order is unique): every split the DP makes is
+    then a chain of stages, each sending to the next, and stage s of P has the P - s - 1
+    stages after it downstream, as the evaluator counts 1F1B's micro-batches in flight
+    (evaluator/activations.in_flight)."""
+    d, u = spec.dense, units(spec)
+    fw = ~d.backward
+    keep = fw[d.src] & fw[d.dst]
+    a, b = u.unit[d.src[keep]], u.unit[d.dst[keep]]
+    step = a != b
+    if not np.isin(np.arange(u.count), u.unit[fw]).all():
+        return False  # a unit of backward nodes only
+    indeg = np.zeros(u.count, dtype=np.int64)
+    pairs = np.unique(np.column_stack([a[step], b[step]]), axis=0)
+    np.add.at(indeg, pairs[:, 1], 1)
+    heads = np.flatnonzero(indeg == 0)
+    if len(heads) != 1:
+        return False
+    out: dict[int, list[int]] = {x: [] for x in range(u.count)}
+    for x, y in pairs.tolist():
+        out[x].append(y)
+    seen, at = 1, int(heads[0])
+    while True:  # Kahn's order is unique iff one unit is ready at each step
+        ready = []
+        for y in out[at]:
+            indeg[y] -= 1
+            if indeg[y] == 0:
+                ready.append(y)
+        if not ready:
+            return seen == u.count
+        if len(ready) > 1:
+            return False
+        at, seen = ready[0], seen + 1
+
+
 def refusal(spec: Spec) -> str | None:
     """Why the DP cannot run on this spec (too many units for its bitsets, device-level pins
     on server levels), or None."""

@@ -138,7 +138,7 @@ def gaps(i, dp, argj, argc, gprev):  # pragma: no cover - compiled
 @njit
 def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, cons, cons_o, mine, wprod,
              prev, dp, argj, argc, bound, cap, total, overlap, optr, oidx, iptr, iidx, dpmin, i0, i1,
-             kc, kinv, ksync, ksync_min, gprev):  # pragma: no cover - compiled
+             kc, kinv, ksync, ksync_min, gprev, HELD, fly):  # pragma: no cover - compiled
     """The DP's pairs (j, i) for ideals i in [i0, i1): dp[i][s] = max(dp[j][s'], load of
     I \\ I') minimized, the load from the compute W (ideals x classes) and the tensors
     in (`cons`: units consuming each producer's tensor) and out (`mine`: producers
@@ -154,7 +154,9 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
     classes). The sync rate depends on the state s the stage ends in only on server levels,
     where that says which devices its replicas span; ksync_min[v] is its least over s. There
     a device may also be left unused before a stage (`gaps`): gprev[c, s] is the state s less
-    one device of class c (no rows: no gaps), and each row i is closed under those steps."""
+    one device of class c (no rows: no gaps), and each row i is closed under those steps.
+    HELD (None: no stashes) is each ideal's stash bytes, which a stage holds fly[s'] times
+    when it follows state s' (1F1B's micro-batches in flight; fly <= 0: no such stage)."""
     nw = bits.shape[1]
     C = W.shape[1]
     seg = np.zeros(nw, dtype=np.uint64)
@@ -193,8 +195,9 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
             pair += 1
             _transfers(i, j, seg, pair, stamp, prod_unit, cons, cons_o, mine, wprod, Wo, optr, oidx, iptr, iidx,
                        tin, tout, tin_o, tout_o)
+            held = 0.0 if HELD is None else HELD[i] - HELD[j]
             _price(i, j, W, Wo, BAD, MEM[i] - MEM[j], memcap, hard, ovrate, prev, dp, argj, argc, bound, cap, total,
-                   overlap, dpmin, kc, kinv, ksync, ksync_min, tin, tout, tin_o, tout_o)
+                   overlap, dpmin, kc, kinv, ksync, ksync_min, tin, tout, tin_o, tout_o, held, fly)
         gaps(i, dp, argj, argc, gprev)
 
 
@@ -250,14 +253,16 @@ def _transfers(i, j, seg, pair, stamp, prod_unit, cons, cons_o, mine, wprod, Wo,
 
 @njit_inline
 def _price(i, j, W, Wo, BAD, used, memcap, hard, ovrate, prev, dp, argj, argc, bound, cap, total, overlap, dpmin,
-           kc, kinv, ksync, ksync_min, tin, tout, tin_o, tout_o):  # pragma: no cover - compiled
-    """Price S = I \\ I' for each kind of stage and relax dp[i][s] from dp[j][prev[v, s]]."""
+           kc, kinv, ksync, ksync_min, tin, tout, tin_o, tout_o, held, fly):  # pragma: no cover - compiled
+    """Price S = I \\ I' for each kind of stage and relax dp[i][s] from dp[j][prev[v, s]];
+    a stage holding `held` stash bytes takes them fly[prev[v, s]] times (hard memory only),
+    and no stage follows a state whose fly is 0 or less."""
     for v in range(len(kc)):
         c = kc[v]
         if BAD[i, c] != BAD[j, c]:
             continue
         ov = 0.0
-        if used > memcap[c] * (1.0 + 1e-12):
+        if used + held > memcap[c] * (1.0 + 1e-12):
             if hard:
                 continue
             ov = (used - memcap[c]) * ovrate[c]
@@ -274,6 +279,8 @@ def _price(i, j, W, Wo, BAD, used, memcap, hard, ovrate, prev, dp, argj, argc, b
         for s in range(dp.shape[1]):
             ps = prev[v, s]
             if ps < 0:
+                continue
+            if fly[ps] <= 0.0 or (held > 0.0 and used + held * fly[ps] > memcap[c] * (1.0 + 1e-12)):
                 continue
             x = load
             if kinv[v] != 1.0 and ksync[v, s] != ksync_min[v]:  # on server levels: where the stage sits

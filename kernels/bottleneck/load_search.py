@@ -65,9 +65,9 @@ class Search:
         hard = spec.constraints.memory == "hard"
         self.cap = d.memory[d.dev_class] * (1 + 1e-12) if hard else np.full(d.D, np.inf)
         c = spec.constraints
-        # peak activations (evaluator/activations.py) are not additive: the parameters screen a move,
-        # the evaluator's memory rule vets it
-        self.vetted = bool(c.contiguous or c.acyclic or c.max_stages is not None or (c.activations and hard))
+        # peak activations and stashes in flight (evaluator/activations.py) are not additive: the
+        # parameters screen a move, the evaluator's memory rule vets it
+        self.vetted = bool(c.contiguous or c.acyclic or c.max_stages is not None or (d.placed_memory and hard))
         self.loads = LoadTable(spec)
         self.dev = np.asarray(dev, dtype=np.int64).copy()
         self.mem = memory_used(d, self.dev)
@@ -221,9 +221,9 @@ class Search:
         return True
 
     def moved(self) -> None:
-        """After unit moves: memory anew under activations (move() adds parameters only), and
-        the replicas of a lead left without nodes given back."""
-        if self.d.activations:
+        """After unit moves: memory anew under activations or stashes (move() adds parameters
+        only), and the replicas of a lead left without nodes given back."""
+        if self.d.placed_memory:
             self.mem = memory_used(self.d, self.dev)
         if self.layout is not None:
             self.layout.settle(self.used(self.dev))

@@ -193,8 +193,8 @@ class LoadTable:
     def __init__(self, spec: Spec, use_numba: bool = True) -> None:
         d = spec.dense
         self.spec, self.d = spec, d
-        # levels, direct links, activations in the overflow: the evaluator's own
-        overflowing = d.activations and spec.constraints.memory == "overflow"
+        # levels, direct links, activations or stashes in the overflow: the evaluator's own
+        overflowing = d.placed_memory and spec.constraints.memory == "overflow"
         self.compiled = HAVE_NUMBA and use_numba and not routed(d) and not overflowing
         self.gpipe = spec.objective.training == "gpipe"
         self.P = 2 if self.gpipe else 1

@@ -33,7 +33,7 @@ class MoveScores:
         self.members = units.members()
         self.unit = units.unit
         self.fast = spec.objective.kind == "bottleneck" and not (
-            c.contiguous or c.acyclic or c.max_stages is not None or d.activations)
+            c.contiguous or c.acyclic or c.max_stages is not None or d.placed_memory)
         if not self.fast:
             return
         self.loads = LoadTable(spec)

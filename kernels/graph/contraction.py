@@ -50,7 +50,8 @@ def absorbable_sinks(dense: Dense, memory_binds: bool) -> list[tuple[int, int]]:
     outdeg = np.bincount(dense.src, minlength=n)
     indeg = np.bincount(dense.dst, minlength=n)
     zero = (np.nan_to_num(dense.work, posinf=0.0) == 0).all(axis=1)
-    ok = (outdeg == 0) & (indeg == 1) & zero & ((dense.params == 0) | (not memory_binds))
+    held = dense.params if dense.stashed is None else dense.params + dense.stashed
+    ok = (outdeg == 0) & (indeg == 1) & zero & ((held == 0) | (not memory_binds))
     pred = np.full(n, -1, dtype=np.int64)
     pred[dense.dst] = dense.src
     pairs: list[tuple[int, int]] = []
@@ -76,11 +77,13 @@ def has_forward(dense: Dense, comp: np.ndarray) -> np.ndarray:
 
 
 def memory_can_bind(dense: Dense, mode: str) -> bool:
-    """False when every node together fits on any single memory-limited device."""
+    """False when every node together fits on any single memory-limited device (stashes
+    counted for as many micro-batches as there are devices)."""
     if mode == "ignore":
         return False
     cap = dense.memory[np.isfinite(dense.memory)]
-    return bool(len(cap)) and dense.params.sum() > cap.min()
+    held = dense.params.sum() + (0.0 if dense.stashed is None else dense.stashed.sum() * dense.D)
+    return bool(len(cap)) and held > cap.min()
 
 
 def colocation_blocks(dense: Dense) -> np.ndarray:

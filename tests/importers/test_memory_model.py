@@ -74,10 +74,17 @@ def test_an_onnx_import_counts_optimizer_state_by_its_dtype(tmp_path: Path) -> N
 
 
 @pytest.mark.slow  # a long solve (conftest.py: the tiers)
-def test_activations_add_each_operators_output(tmp_path: Path) -> None:
-    a, b = before_after(tmp_path, "llama_tiny.onnx", "--optimizer", "adam", "--activations")
+def test_activations_stash_each_operators_output_under_1f1b(tmp_path: Path) -> None:
+    """Issue 71.8: the stash is held once per micro-batch in flight (`training pipedream`),
+    not added to the parameters as one micro-batch."""
+    a, b = before_after(tmp_path, "llama_tiny.onnx", "--objective", "bottleneck", "--optimizer", "adam", "--activations")
     for x, y in zip(a.graph.nodes, b.graph.nodes):
-        assert y.params == pytest.approx(x.params * factor("adam", x.dtype) + (x.out or 0)), x.name
+        assert y.params == pytest.approx(x.params * factor("adam", x.dtype)), x.name
+        assert y.stash == pytest.approx(x.out or 0), x.name
+    assert b.objective.training == "pipedream" and b.dense.stashed is not None
+    _, c = before_after(tmp_path, "llama_tiny.onnx", "--activations")  # latency: one micro-batch, held like params
+    assert c.objective.kind == "latency" and c.dense.stashed is None
+    assert c.dense.params == pytest.approx(a.dense.params + a.dense.out_bytes)
     r, out = convert(tmp_path, training(PROFILE), "--activations")
     assert r.returncode == 2 and "--activations is for forward graphs" in r.stderr, r.stderr
 
