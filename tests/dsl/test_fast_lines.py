@@ -60,6 +60,7 @@ GOOD = [  # lines the fast path takes ({} is a fresh node name)
     "node {} {{ work 1ms on gpu, 2 ms on cpu batch 2 }}",
     "node {} {{ work .5 us; out 1 KiB; comm 0.1 ms; flops 2 GFLOP; dtype fp16; only gpu, cpu; group g; backward }}",
     "node {} {{ work 1 ms params 5 MB }}",  # properties without `;`
+    "node {} {{ work 1 ms; params 5 MB; stash 1.5 GiB; group g }}",
     "node {} {{ work 1 ms }} # a comment",
     "node {} {{ work 1e-3 s on gpu batch 1; not cpu ; }}",
     "node {} {{ flops 3 TFLOP; dtype bf16 }}",
@@ -73,6 +74,7 @@ BAD = [  # lines with a mistake: Lark's error, at the same place
     "node {} {{ work 1 ms; params 5 GB }}",  # a size where a time is due
     "node {} {{ work 1 ms on tpu }}",  # unknown class, reported where written
     "node {} {{ params 1 B; params 2 B }}",  # given twice
+    "node {} {{ stash 3 ms }}",  # a time where a size is due
     "node {} {{ dtype fp64 }}",
     'node {} {{ module "x"; module "y" }}',  # given twice
     r'node {} {{ module "bad \q escape" }}',
