@@ -12,7 +12,7 @@ from partdsl.cli.html_text import esc, num, pairs
 from partdsl.core.ir import Spec
 from partdsl.core.quantities import human_size
 from partdsl.core.result import Result
-from partdsl.evaluator.device_record import DeviceRecord, Pipeline, device_records, pipeline
+from partdsl.evaluator.device_record import DeviceRecord, Pipeline, device_records, memory_notes, pipeline
 
 SHOWN_LAYERS = 12  # ranges of layers listed per device; the rest are counted
 KEYS = ("compute", "in", "out", "overflow", "replicas", "sync", "fw", "bw", "busy", "finish")
@@ -92,8 +92,10 @@ def _pipeline_rows(spec: Spec, pipe: Pipeline) -> list[tuple[str, str]]:
     schedule = {"gpipe": "GPipe: each step's micro-batches go forward, then backward, then the pipeline flushes",
                 "pipedream": "PipeDream 1F1B: forward and backward passes interleave, no flush between steps"
                 }.get(training or "", "inference: micro-batches stream through the stages")
-    step = (f"{pipe.step_ms:.4g} ms for {pipe.micro_batches} micro-batches from an empty pipeline: the sum of "
-            f"the stage times + {pipe.micro_batches - 1} x the slowest")
+    step = (f"{pipe.step_ms:.4g} ms for {pipe.micro_batches} micro-batches from an empty pipeline: "
+            f"{pipe.micro_batches} x the slowest stage + the others' times"
+            + (f" / {pipe.virtual} (interleaved: the fill and drain pass chunks of 1 / {pipe.virtual} of a stage)"
+               if pipe.virtual > 1 else ""))
     idle = f"{100 * pipe.steady_idle:.1f}% of the stages' time idle once the pipeline is full (stage imbalance)"
     bubble = f"{100 * pipe.bubble:.1f}% of the stages' time idle in such a step (fill, drain and imbalance)"
     if not pipe.flush:
@@ -102,6 +104,8 @@ def _pipeline_rows(spec: Spec, pipe: Pipeline) -> list[tuple[str, str]]:
     if pipe.back_edges:
         order += (f" (not a linear pipeline: {pipe.back_edges} edge(s) go back to an earlier stage, so the step "
                   "and bubble below are estimates; `subject to { acyclic }` makes it one)")
+    if pipe.virtual > 1:
+        order += f", {pipe.virtual} chunks each, round robin (`interleave {spec.constraints.interleave}`)"
     return [("stages", f"{len(pipe.stages)}: " + order), ("schedule", esc(schedule)),
             ("micro-batches", f"{pipe.micro_batches} per step (--micro-batches; default 4 per stage)"),
             ("step", esc(step)), ("bubble", esc(bubble)), ("steady state", esc(idle))]
@@ -114,4 +118,5 @@ def plan_section(spec: Spec, r: Result, dev: np.ndarray, micro_batches: int | No
     pipe = pipeline(spec, records, dev, micro_batches)
     rows = [("rate", esc(_rate(spec, r, pipe))), ("bytes moved", esc(_moved(records)))]
     rows += _pipeline_rows(spec, pipe) if pipe is not None else []
+    rows += [("memory", esc(note)) for note in memory_notes(spec, dev)]  # shared weights, stashes in flight
     return pairs(rows) + "<h3>Devices</h3>" + plan_table(spec, records, pipe)

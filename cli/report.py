@@ -10,7 +10,7 @@ from partdsl.core.evaluation import Evaluation
 from partdsl.core.ir import Spec
 from partdsl.core.quantities import human_rate, human_size
 from partdsl.core.result import Result
-from partdsl.evaluator.device_record import device_records
+from partdsl.evaluator.device_record import device_records, memory_notes
 
 if TYPE_CHECKING:
     from partdsl.methods.hierarchy import Hierarchy
@@ -81,6 +81,7 @@ def describe(spec: Spec, bound: float) -> str:
     cons += [f"{len(c.forbids)} forbids"] if c.forbids else []
     cons += [f"{len(c.colocate_sets)} colocated sets"] if c.colocate_sets else []
     cons += [f"stages <= {c.max_stages}"] if c.max_stages else []
+    cons += [f"interleave {c.interleave}"] if c.interleave > 1 else []
     cons += [f"subgraphs <= {c.subgraphs}"] if c.subgraphs != 1 else []
     cons += [f"replicate <= {c.replicate}"] if c.replicate != 1 else []
     cons += ["activations"] if c.activations else []
@@ -138,6 +139,8 @@ def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str
         head += ["load"]
     head.append("memory")
     out = [f"objective  {objective_name(spec)} = {fmt(ev.objective)} {ev.unit}", "", table(rows, head)]
+    notes = memory_notes(spec, assignment)
+    out += [""] + notes if notes else []
     if ev.violations:
         out += ["", f"{len(ev.violations)} violation(s):"] + [f"  [{v.kind}] {v.message}" for v in ev.violations]
     else:

@@ -34,9 +34,9 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture
 def plans(tmp_path: Path, exported: dict[str, Path]):  # type: ignore[no-untyped-def]
-    """plans(family, devices) -> Plans."""
-    def make(family: str, devices: str) -> Plans:
-        folder = tmp_path / f"{family}-{devices.replace(',', '_').replace('=', '')}"
+    """plans(family, devices, interleave=1) -> Plans."""
+    def make(family: str, devices: str, interleave: int = 1) -> Plans:
+        folder = tmp_path / f"{family}-{devices.replace(',', '_').replace('=', '')}-v{interleave}"
         folder.mkdir()
-        return Plans(folder, exported[family], devices)
+        return Plans(folder, exported[family], devices, interleave)
     return make

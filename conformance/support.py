@@ -51,10 +51,10 @@ def part(*args: str) -> str:
 class Plans:
     """`part convert` / `solve` / `export` on one exported model and one platform."""
 
-    def __init__(self, folder: Path, pt2: Path, devices: str) -> None:
+    def __init__(self, folder: Path, pt2: Path, devices: str, interleave: int = 1) -> None:
         self.spec = folder / "model.part"
         part("convert", str(pt2), "--objective", "bottleneck", "--devices", devices, "--group-by", "layer",
-             "-o", str(self.spec))
+             "--interleave", str(interleave), "-o", str(self.spec))
         self.answer = folder / "answer.json"
         self.answer.write_text(part("solve", str(self.spec), "--json", "--time-limit", "60"))
 

@@ -15,18 +15,20 @@ def config(**pipeline):  # type: ignore[no-untyped-def]
                              pipeline_dtype=torch.float32, **pipeline)
 
 
-@pytest.mark.parametrize("devices", ["a100=2", "a100=4", "h100=1,a100=2"])
+@pytest.mark.parametrize("devices,interleave", [("a100=2", 1), ("a100=4", 1), ("h100=1,a100=2", 1), ("a100=2", 2)])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_megatron_builds_the_planned_stages(plans, family: str, devices: str) -> None:  # type: ignore[no-untyped-def]
+def test_megatron_builds_the_planned_stages(plans, family: str, devices: str, interleave: int) -> None:  # type: ignore[no-untyped-def]
+    """Interleaved too (issue 71.7: `part convert --interleave 2`): V virtual stages per rank."""
     from megatron.core.transformer.enums import LayerType
 
-    plan = plans(family, devices)
+    plan = plans(family, devices, interleave)
     doc = plan.export("megatron")
     expected = plan.layers_per_chunk()
     c = config(num_layers=doc["num_layers"], pipeline_model_parallel_size=doc["pipeline_model_parallel_size"],
                pipeline_model_parallel_layout=doc["pipeline_model_parallel_layout"])
     layout = c.pipeline_model_parallel_layout
     p, v = layout.pipeline_model_parallel_size, layout.virtual_pipeline_model_parallel_size
+    assert v == interleave
     stages = [layout.layout[rank][chunk] for chunk in range(v) for rank in range(p)]
     assert [s.count(LayerType.decoder) for s in stages] == [len(x) for x in expected]
     if v == 1:  # the layer ids each rank builds (get_layer_id_list reads the parallel state's VPP size)

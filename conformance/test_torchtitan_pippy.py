@@ -19,13 +19,16 @@ def _layers(names: list[str], pattern: re.Pattern) -> list[int]:
     return sorted({int(m.group(1)) for n in names if (m := pattern.match(n))})
 
 
-@pytest.mark.parametrize("devices", DEVICES)
-def test_torchtitan_splits_its_own_llama_as_planned(plans, devices: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("devices,interleave", [(d, 1) for d in DEVICES] + [("a100=2", 2)])
+def test_torchtitan_splits_its_own_llama_as_planned(plans, devices: str, interleave: int) -> None:  # type: ignore[no-untyped-def]
+    """Interleaved too (issue 71.7): 2 chunks per rank, torchtitan's looped schedules."""
     from torchtitan.distributed.pipeline_parallel import _split_module
     from torchtitan.models.llama3 import llama3_configs
 
-    plan = plans("llama", devices)
+    plan = plans("llama", devices, interleave)
     parts = plan.export("fqn")["module_fqns_per_model_part"]
+    if interleave > 1:
+        assert len(parts) == 2 * interleave  # a100=2: P x V chunks
     model = llama3_configs["debugmodel"](attn_backend="flex").build()
     assert len(model.layers) == LAYERS
     chunks = [[n for n, _ in _split_module(model, names).named_parameters()] for names in parts]

@@ -112,6 +112,24 @@ def in_flight(spec: Spec) -> bool:
     return o.kind == "bottleneck" and (spec.graph.is_training or o.training == "pipedream") and o.training != "gpipe"
 
 
+def _shared(spec: Spec) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(reader node, weight) pairs and each weight's bytes, or None where no node shares one."""
+    ids: dict[str, int] = {}
+    size: list[float] = []
+    node: list[int] = []
+    weight: list[int] = []
+    for i, nd in enumerate(spec.graph.nodes):
+        for w, b in nd.shares:
+            if w not in ids:
+                ids[w] = len(size)
+                size.append(b)
+            node.append(i)
+            weight.append(ids[w])
+    if not node:
+        return None
+    return np.array(node, dtype=np.int64), np.array(weight, dtype=np.int64), np.array(size, dtype=float)
+
+
 def _stashes(spec: Spec, params: np.ndarray, one_f_one_b: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """(params, stashed): the nodes' stashes apart, or, with one micro-batch in flight (or
     none stashed), in the parameters."""
@@ -152,12 +170,41 @@ class Dense:
     # (evaluator/activations.in_flight); None where no node has one or one micro-batch is in
     # flight (no 1F1B schedule: the bytes are then in `params`)
     stashed: np.ndarray | None = None
+    # weights several nodes read (`shares`), held once per device that runs a reader:
+    # (reader node, weight) pairs and each weight's bytes; None where no node shares one
+    shared: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @property
     def placed_memory(self) -> bool:
         """Whether a device's memory depends on more than the parameters on it: peak
-        activations, or stashes times the micro-batches in flight."""
-        return self.activations or self.stashed is not None
+        activations, stashes times the micro-batches in flight, or shared weights."""
+        return self.activations or self.stashed is not None or self.shared is not None
+
+    @cached_property
+    def node_shares(self) -> np.ndarray:
+        """[n] the bytes of the shared weights each node reads (each counted for every reader)."""
+        if self.shared is None:
+            return np.zeros(self.n)
+        node, weight, size = self.shared
+        return np.bincount(node, weights=size[weight], minlength=self.n)
+
+    def shares_on(self, dev: np.ndarray) -> np.ndarray:
+        """[D] bytes of the shared weights on each device: each once where any of its readers
+        runs (a tied embedding and LM head on one device hold one copy; on two, two)."""
+        if self.shared is None:
+            return np.zeros(self.D)
+        node, weight, size = self.shared
+        on = dev[node]
+        keep = on >= 0  # (a split node's pieces, -1, hold no weights here)
+        key = np.unique(weight[keep] * self.D + on[keep])
+        return np.bincount(key % self.D, weights=size[key // self.D], minlength=self.D)[:self.D]
+
+    def shares_once(self, nodes: np.ndarray) -> float:
+        """The bytes of the shared weights the nodes (a mask) read, each weight once."""
+        if self.shared is None:
+            return 0.0
+        node, weight, size = self.shared
+        return float(size[np.unique(weight[nodes[node]])].sum())
 
     @cached_property
     def preds(self) -> list[list[int]]:
@@ -307,4 +354,4 @@ class Dense:
                      tensor_source=np.array([g.index[nd.tensor_of] if nd.tensor_of in g.index else -1
                                              for nd in g.nodes], dtype=np.int64).reshape(n),
                      activations=c.activations,
-                     stash=c.activations and one_f_one_b, stashed=stashed)
+                     stash=c.activations and one_f_one_b, stashed=stashed, shared=_shared(spec))

@@ -57,7 +57,13 @@ class Node:
     module: str | None = None  # its module path in the model (`model.layers.3.mlp`): imports keep it for plans
     tensor_of: str | None = None  # a tensor carrier: the node that sends it (see above)
     stash: float = 0.0  # bytes kept from its forward pass until its backward pass, per micro-batch in flight
+    shares: tuple[tuple[str, float], ...] = ()  # (name, bytes) of weights other nodes read too: once per device
     span: Span | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def weights(self) -> float:
+        """The bytes of weights it reads: its own parameters and the weights it shares."""
+        return self.params + sum(b for _, b in self.shares)
 
 
 @dataclass(frozen=True)
@@ -276,6 +282,7 @@ class Constraints:
     subgraphs: int = 1  # q: contiguous subgraphs per accelerator under latency (Tarnawski sec. 4.1, Fig. 4)
     replicate: int = 1  # r: a stage may run data parallel on up to r devices of its class (Tarnawski App. C.2)
     activations: bool = False  # memory = parameters + the block's peak live activations (Archer eq. 2)
+    interleave: int = 1  # V: the pipeline's chunks come round robin, V per device (Narayanan et al. 2021, sec. 2.2)
     # where each constraint was written (field name -> span of its first occurrence), for errors
     spans: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)
 

@@ -16,6 +16,7 @@ from partdsl.core.errors import PartError, did_you_mean
 from partdsl.core.graphs import find_cycle
 from partdsl.core.ir import GENERIC, Spec, Target
 from partdsl.core.limits import MAX_SUBGRAPHS, MAX_TOTAL
+from partdsl.core.pipeline_checks import check_pipeline_terms
 from partdsl.core.quantities import human_size
 
 
@@ -24,6 +25,7 @@ def validate(spec: Spec) -> None:
     target references (and the graph's cycles), the constraints and objective settings,
     bandwidths and totals, where each node may run, memory, colocation."""
     _check_names(spec)
+    check_pipeline_terms(spec)
     _check_platform(spec)
     _check_references(spec)
     _check_settings(spec)
@@ -147,12 +149,6 @@ def _check_settings(spec: Spec) -> None:
     if o.training == "gpipe" and not g.is_training:
         raise PartError("`training gpipe` needs backward nodes, and this graph has none", o.span,
                         "mark backward nodes with `backward`, or drop the training option")
-    stashing = next((nd for nd in g.nodes if nd.stash), None)
-    if o.training == "gpipe" and stashing is not None:
-        raise PartError(f"node '{stashing.name}' has a `stash`, and under `training gpipe` every micro-batch of a "
-                        "step is in flight before the first backward pass: how many, the spec does not say",
-                        stashing.span, "give the stash times the micro-batches per step as `params`, or train under "
-                        "`training pipedream` (1F1B), where stage s of P holds P - s")
 
 
 def _check_links(spec: Spec) -> None:
@@ -320,7 +316,8 @@ def _check_memory(spec: Spec) -> None:
     dense = spec.dense
     g = spec.graph
     cap = dense.memory[dense.dev_class]
-    held = dense.params if dense.stashed is None else dense.params + dense.stashed  # one micro-batch at least
+    held = dense.params + dense.node_shares  # its weights, shared ones too
+    held = held if dense.stashed is None else held + dense.stashed  # one micro-batch at least
     fits = dense.allowed & (held[:, None] <= cap[None, :])
     for i in np.flatnonzero(~fits.any(axis=1)):
         nd = g.nodes[int(i)]
@@ -330,7 +327,7 @@ def _check_memory(spec: Spec) -> None:
                         "raise the device memory, or use `memory overflow` to stream parameters")
     limited = np.isfinite(cap)
     must = ~(dense.allowed & ~limited[None, :]).any(axis=1)  # nodes that can only go to limited devices
-    need = held[must].sum()
+    need = held[must].sum() - dense.node_shares[must].sum() + dense.shares_once(must)
     total = cap[limited].sum() if limited.any() else 0.0
     if need > total * (1 + 1e-12):
         raise PartError(f"the graph needs {human_size(need)} on memory-limited devices, but all of "

@@ -64,12 +64,13 @@ class GraphBuilder:
              backward: bool = False, group: str | None = None, only: Iterable[str] = (),
              forbid: Iterable[str] = (), batch_work: Mapping[tuple[str, int], Amount] | None = None,
              flops: float | None = None, dtype: str | None = None, module: str | None = None,
-             stash: Amount = 0.0) -> "GraphBuilder":
+             stash: Amount = 0.0, shares: Mapping[str, Amount] | None = None) -> "GraphBuilder":
         """`work` maps a device class to its time (or is one generic time for every class,
         scaled by speed); `batch_work` maps (class, batch size) to a time (DiviML); `flops`
         per sample (and `dtype`) give the work on classes with a device profile; `module` is
         its module path in the model (`model.layers.3.mlp`); `stash` the bytes it keeps from
-        its forward pass until its backward pass, per micro-batch in flight."""
+        its forward pass until its backward pass, per micro-batch in flight; `shares` the
+        weights it reads that other nodes read too (name: size), held once per device."""
         if isinstance(work, Mapping):
             items = [Work(_value(t, TIME, "work"), on) for on, t in work.items()]
         elif work is not None:
@@ -82,7 +83,8 @@ class GraphBuilder:
                                 _value(out, SIZE, "out"), _value(comm, TIME, "comm"), backward,
                                 group, tuple(only), tuple(forbid),
                                 None if flops is None else float(flops), dtype, module,
-                                stash=_value(stash, SIZE, "stash") or 0.0))
+                                stash=_value(stash, SIZE, "stash") or 0.0,
+                                shares=tuple((w, _value(b, SIZE, "shares") or 0.0) for w, b in (shares or {}).items())))
         return self
 
     def family(self, name: str, first: int, last: int, **props: object) -> "GraphBuilder":
@@ -192,7 +194,7 @@ class SpecBuilder:
                    pins: Mapping[str, Iterable[str]] | None = None,
                    forbids: Mapping[str, Iterable[str]] | None = None,
                    max_stages: int | None = None, subgraphs: int = 1, replicate: int = 1,
-                   activations: bool = False) -> "SpecBuilder":
+                   activations: bool = False, interleave: int = 1) -> "SpecBuilder":
         def tg(xs: Iterable[str]) -> tuple[Target, ...]:
             return tuple(Target(x) for x in xs)
 
@@ -200,7 +202,7 @@ class SpecBuilder:
             acyclic, contiguous, memory, colocate, tuple(tg(s) for s in colocate_sets),
             tuple((Target(k), tg(v)) for k, v in (pins or {}).items()),
             tuple((Target(k), tg(v)) for k, v in (forbids or {}).items()), max_stages, subgraphs, replicate,
-            activations)
+            activations, interleave)
         return self
 
     def solve_with(self, method: str | None = None, solver: str | None = None, *,

@@ -58,6 +58,12 @@ class GraphRules:
     def params(self, ch: list) -> tuple[str, Any]:
         return ("params", self.need(ch[0], SIZE, "params"))
 
+    def share_item(self, ch: list) -> tuple[str, float]:
+        return (str(ch[0]), self.need(ch[1], SIZE, "shares"))
+
+    def shares(self, ch: list) -> tuple[str, Any]:
+        return ("shares", tuple(ch))
+
     def stash(self, ch: list) -> tuple[str, Any]:
         return ("stash", self.need(ch[0], SIZE, "stash"))
 

@@ -42,6 +42,8 @@ def _node(nd: Node) -> str:
         props.append(f"params {num(nd.params)} B")
     if nd.stash:
         props.append(f"stash {num(nd.stash)} B")
+    if nd.shares:
+        props.append("shares " + ", ".join(f"{w} {num(b)} B" for w, b in nd.shares))
     if nd.out is not None:
         props.append(f"out {num(nd.out)} B")
     if nd.comm is not None:
@@ -136,6 +138,8 @@ def constraint_lines(c: Constraints) -> list[str]:
         out.append(f"subgraphs <= {c.subgraphs}")
     if c.replicate != 1:
         out.append(f"replicate <= {c.replicate}")
+    if c.interleave != 1:
+        out.append(f"interleave {c.interleave}")
     if c.activations:
         out.append("activations")
     return out

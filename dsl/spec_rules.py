@@ -182,6 +182,10 @@ class SpecRules:
         return ("replicate", self.need_int(ch[0], "replicate", 1), self.span(meta))
 
     @v_args(meta=True)
+    def interleave(self, meta: Any, ch: list) -> tuple:
+        return ("interleave", self.need_int(ch[0], "interleave", 1), self.span(meta))
+
+    @v_args(meta=True)
     def activations(self, meta: Any, ch: list) -> tuple:
         return ("activations", True, self.span(meta))
 

@@ -14,6 +14,7 @@ from partdsl.core.evaluation import Evaluation
 from partdsl.core.ir import Spec
 from partdsl.core.layers import layer_of
 from partdsl.core.ranges import compact
+from partdsl.evaluator import interleave
 from partdsl.evaluator.evaluate import transfer_bytes
 
 
@@ -81,6 +82,33 @@ def device_records(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> list[D
     return records
 
 
+def memory_notes(spec: Spec, assignment: np.ndarray) -> list[str]:
+    """What a device's memory holds beyond its parameters, said in words: each shared
+    weight's copies (`shares`), and the micro-batches in flight whose stashes each device
+    keeps under 1F1B (issue 71, defects 6 and 8)."""
+    from partdsl.core.quantities import human_size
+    from partdsl.evaluator.activations import in_flight
+
+    d, out = spec.dense, []
+    if d.shared is not None:
+        node, weight, size = d.shared
+        names = list(dict.fromkeys(w for nd in spec.graph.nodes for w, _ in nd.shares))
+        for w, name in enumerate(names):
+            readers = node[weight == w]
+            devs = [d.devices[k] for k in np.unique(assignment[readers]) if k >= 0]
+            who = ", ".join(spec.graph.nodes[v].name for v in readers[:4]) + (", ..." if len(readers) > 4 else "")
+            held = f"one copy, on {devs[0]}" if len(devs) == 1 else f"a copy on each of {', '.join(devs)}"
+            out.append(f"shared weight {name} ({human_size(float(size[w]))}, read by {who}): {held}")
+    if d.stashed is not None:
+        fly = in_flight(d, assignment)
+        placed = assignment >= 0
+        kept = np.bincount(assignment[placed], weights=d.stashed[placed], minlength=d.D)
+        used = np.flatnonzero(kept > 0).tolist()
+        out.append("stashes held under 1F1B, micro-batches in flight: "
+                   + ", ".join(f"{d.devices[k]} {int(fly[k])}" for k in sorted(used, key=lambda k: -fly[k])))
+    return out
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """A bottleneck plan's stages (devices in the order their first operator runs) and
@@ -92,10 +120,15 @@ class Pipeline:
     micro_batches: int
     flush: bool  # the schedule empties the pipeline after each step (GPipe, 1F1B as Megatron runs it)
     back_edges: int = 0  # forward edges from a later stage to an earlier one: not a linear pipeline
+    virtual: int = 1  # chunks per stage (`interleave V`): the fill and drain pass chunks of 1 / V of a stage
 
     @property
     def step_ms(self) -> float:
-        return sum(self.times) + (self.micro_batches - 1) * max(self.times, default=0.0)
+        """m x the slowest stage, and the fill and drain: the other stages' times, in chunks
+        of 1 / V of them when interleaved (Narayanan et al. 2021, sec. 2.2: the bubble
+        shrinks V times)."""
+        top = max(self.times, default=0.0)
+        return self.micro_batches * top + (sum(self.times) - top) / self.virtual
 
     @property
     def bubble(self) -> float:
@@ -136,6 +169,12 @@ def pipeline(spec: Spec, records: list[DeviceRecord], assignment: np.ndarray,
         stage[d.devices.index(r.device)] = i
     a, b = assignment[d.src], assignment[d.dst]
     fw = ~d.backward[d.src] & ~d.backward[d.dst] & (a >= 0) & (b >= 0)
-    back = int((stage[a[fw]] > stage[b[fw]]).sum())
+    virtual = 1
+    if spec.constraints.interleave > 1 and (assignment >= 0).all():  # stages are chunks: back edges go to earlier ones
+        order, chunk = interleave.chunks(d, assignment)
+        back = int((chunk[d.src][fw] > chunk[d.dst][fw]).sum())
+        virtual = -(-(int(chunk.max()) + 1) // max(len(order), 1))
+    else:
+        back = int((stage[a[fw]] > stage[b[fw]]).sum())
     return Pipeline(tuple(r.device for r in used), tuple(r.load for r in used), m,
-                    flush=spec.objective.training != "pipedream", back_edges=back)
+                    flush=spec.objective.training != "pipedream", back_edges=back, virtual=virtual)

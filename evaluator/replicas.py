@@ -108,6 +108,8 @@ def sync_time(dense: Dense, dev: np.ndarray, r: np.ndarray) -> np.ndarray:
     if not (np.asarray(r) > 1).any():  # no stage replicated: nothing to sync (the evaluator's common case)
         return np.zeros(dense.D)
     w = np.bincount(dev, weights=dense.params, minlength=dense.D)[:dense.D]
+    if dense.shared is not None:  # a shared weight is synced once per device, as it is held
+        w = w + dense.shares_on(dev)
     return span_rates(dense, r) * w
 
 

@@ -9,14 +9,16 @@ from partdsl.core.dense import Dense, group_runs
 from partdsl.core.evaluation import Violation, short_list
 from partdsl.core.graphs import stage_cycle, stage_labels
 from partdsl.core.ir import Spec
-from partdsl.evaluator import activations, subgraphs
+from partdsl.evaluator import activations, interleave, subgraphs
 
 
 def memory_used(dense: Dense, dev: np.ndarray) -> np.ndarray:
-    """[D] bytes per device: its parameters, its nodes' stashes once per micro-batch in
-    flight under 1F1B, and its peak live activations under `activations` (Archer eq. 2,
-    evaluator/activations.py)."""
+    """[D] bytes per device: its parameters, each shared weight its nodes read once, its
+    nodes' stashes once per micro-batch in flight under 1F1B, and its peak live activations
+    under `activations` (Archer eq. 2, evaluator/activations.py)."""
     used = np.bincount(dev, weights=dense.params, minlength=dense.D)
+    if dense.shared is not None:
+        used = used + dense.shares_on(dev)
     if dense.stashed is not None:
         used = used + np.bincount(dev, weights=dense.stashed, minlength=dense.D) * activations.in_flight(dense, dev)
     if not dense.activations:
@@ -101,6 +103,8 @@ def violations(spec: Spec, dense: Dense, dev: np.ndarray, units: subgraphs.Subgr
         if cyc:
             txt = " -> ".join(devices[x // 2 if training else x] for x in cyc)
             out.append(Violation("acyclic", f"the stages form a cycle: {txt}"))
+    if c.interleave > 1:
+        out += interleave.violations(dense, dev, c.interleave)
     if c.max_stages is not None:
         used_devs = len(np.unique(dev))
         if used_devs > c.max_stages:

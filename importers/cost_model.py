@@ -163,9 +163,9 @@ def apply(graph: Graph, platform: Platform, objective: Objective) -> tuple[Graph
             continue
         given = frozenset(w.on for w in nd.work)
         act = (nd.out or 0.0) + inputs.get(nd.name, 0.0)
-        key = (nd.flops, nd.params, act, nd.dtype, given)
+        key = (nd.flops, nd.weights, act, nd.dtype, given)
         if (extra := made.get(key)) is None:
-            extra = made[key] = tuple(Work(prof.time_ms(nd.flops, nd.params, act, b, nd.dtype), k.name, b)
+            extra = made[key] = tuple(Work(prof.time_ms(nd.flops, nd.weights, act, b, nd.dtype), k.name, b)
                                       for k in with_profile if k.name not in given and (prof := profiles[k.name])
                                       for b in sizes[k.name])
         nodes.append(with_work(nd, nd.work + extra) if extra else nd)

@@ -41,11 +41,17 @@ def factor(optimizer: str, dtype: str | None) -> float:
 
 
 def with_optimizer(spec: Spec, optimizer: str) -> Spec:
-    """`spec` with each forward node's parameters scaled by factor(optimizer, its dtype)."""
+    """`spec` with each forward node's parameters (shared weights too) scaled by
+    factor(optimizer, its dtype)."""
     if STATE_BYTES.get(optimizer, 0) is None:
         return spec
-    nodes = tuple(nd if nd.backward or not nd.params else replace(nd, params=nd.params * factor(optimizer, nd.dtype))
-                  for nd in spec.graph.nodes)
+    scale: dict[str, float] = {}  # a shared weight's factor: its first reader's dtype (one tensor, one size)
+    for nd in spec.graph.nodes:
+        for w, _ in nd.shares:
+            scale.setdefault(w, factor(optimizer, nd.dtype))
+    nodes = tuple(replace(nd, params=nd.params if nd.backward else nd.params * factor(optimizer, nd.dtype),
+                          shares=tuple((w, b * scale[w]) for w, b in nd.shares))
+                  if nd.weights else nd for nd in spec.graph.nodes)
     return replace(spec, graph=replace(spec.graph, nodes=nodes))
 
 

@@ -229,7 +229,6 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
         flops.append(f or 0.0)
     report_uncosted(uncosted, options, path, span)
     weight = {x: _bytes(list(t.dims), t.data_type) for x, t in inits.items()} | consts
-    params = [sum(weight.get(x, 0.0) for x in xs) for xs in ins]
     outb = [sum(_bytes(shapes.get(o), types.get(o, 1)) for o in os) for os in outs]
     dtype = [DTYPE.get(types.get(os[0], 1), "fp32") if os else "fp32" for os in outs]
     preds = [sorted({producer[x] for x in xs if x in producer}) for xs in ins]
@@ -238,6 +237,8 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
         for p in ps:
             consumers[p].append(i)
     group = _chains(ops, preds, consumers) if fuse else list(range(len(ops)))  # the head of each node's chain
+    tied = _tied(ins, group, {x: weight[x] for x in inits})
+    params = [sum(weight.get(x, 0.0) for x in xs if x not in tied) for xs in ins]
     members_of: dict[int, list[int]] = {}
     for i, h in enumerate(group):
         members_of.setdefault(h, []).append(i)
@@ -253,7 +254,9 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
         nodes.append(Node(name=label,
                           params=sum(params[i] for i in members), out=outb[last] or None,
                           flops=sum(flops[i] for i in members), dtype=dtype[h] if dtype[h] != "fp32" else None,
-                          module=_module(ops[h]), span=span))
+                          module=_module(ops[h]), span=span,
+                          shares=tuple((tied[x][0], tied[x][1]) for x in dict.fromkeys(
+                              x for i in members for x in ins[i] if x in tied))))
     index = {h: k for k, h in enumerate(heads)}
     edges = sorted({(index[group[p]], index[group[i]]) for i in range(len(ops)) for p in preds[i]
                     if group[p] != group[i]})
@@ -262,6 +265,22 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
                                     lambda o: _bytes(shapes.get(o), types.get(o, 1)), span)
     return assemble_graph(name, nodes, [(nodes[a].name, span, nodes[b].name, span) for a, b in edges], span,
                           tensors)
+
+
+TIE_BYTES = 2**20  # a smaller constant read by several nodes (an exporter folds equal ones) counts in each
+
+
+def _tied(ins: list[list[str]], group: list[int], weight: dict[str, float]) -> dict[str, tuple[str, float]]:
+    """Issue 71, item 6: the initializers of TIE_BYTES or more that several nodes (fused
+    groups) read, as (a name for `shares`, bytes): a tied embedding and LM head hold one
+    tensor, once per device that runs either."""
+    readers: dict[str, set[int]] = {}
+    for i, xs in enumerate(ins):
+        for x in xs:
+            if weight.get(x, 0.0) >= TIE_BYTES:
+                readers.setdefault(x, set()).add(group[i])
+    names: set[str] = set()
+    return {x: (identifier(x, names), weight[x]) for x, hs in readers.items() if len(hs) > 1}
 
 
 def _readers(ins: list[list[str]], outs: list[list[str]], group: list[int], producer: dict[str, int],

@@ -17,6 +17,7 @@ import json
 import math
 import re
 import zipfile
+from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -170,24 +171,23 @@ def import_torch_export(path: Path, name: str, span: Span | None = None,
     if not nodes:
         raise _bad(f"'{path}' has no operator calls", span, "export a model with torch.export.export")
     report_uncosted(uncosted, options, path, span)
-    _say_tied(path, {t: [nodes[k].name for k in ks] for t, ks in weight_readers.items()
-                     if len(set(ks)) > 1}, nbytes)
+    nodes = _tie(nodes, {t: ks for t, ks in weight_readers.items() if len(set(ks)) > 1}, nbytes, used)
     nodes, tensors = output_tensors(nodes, outputs, readers, nbytes, span)
     return assemble_graph(name, nodes, [(nodes[a].name, span, nodes[b].name, span) for a, b in sorted(edges)], span,
                           tensors)
 
 
-def _say_tied(path: Path, tied: dict[str, list[str]], nbytes: Callable[[str], float]) -> None:
-    """Issue 71, item 6: a weight read by several calls (GPT-2's embedding and LM head)
-    counts in each reader's parameters. That is right when they sit on different devices,
-    each of which holds a copy, and twice its size when they share one: said, not hidden."""
-    import warnings
-
-    for t, who in tied.items():
-        warnings.warn(f"{path.name}: weight '{t}' ({nbytes(t) / 2**20:.1f} MiB) is read by {len(set(who))} operators "
-                      f"({', '.join(dict.fromkeys(who))}), a tied weight: each counts it in its parameters, right when "
-                      "they run on different devices (each holds a copy), twice its size on one device", UserWarning,
-                      stacklevel=2)
+def _tie(nodes: list[Node], tied: dict[str, list[int]], nbytes: Callable[[str], float], used: set[str]) -> list[Node]:
+    """Issue 71, item 6: a weight read by several calls (GPT-2's embedding and LM head) is
+    one tensor: each reader `shares` it instead of counting it in its parameters, so a
+    device holds it once however many of its readers it runs (on two devices, a copy
+    each, as Megatron keeps the tied embedding on its first and last stages)."""
+    for t, ks in tied.items():
+        name, size = identifier(t, used), nbytes(t)
+        for k in dict.fromkeys(ks):
+            nd = nodes[k]
+            nodes[k] = dc_replace(nd, params=nd.params - size, shares=nd.shares + ((name, size),))
+    return nodes
 
 
 def _tensors(arg: dict) -> list[str]:

@@ -102,6 +102,8 @@ def _searches(spec: Spec) -> list[Member]:
     if kind == "latency":  # the greedy first (an answer at once), then the search that wins most
         return [Member("fill", 0.05, quick=True), Member("latency_search", 0.75, True, stall=True),
                 Member("maxload_dp", 0.5, True), *exact]
+    if spec.constraints.interleave > 1:  # chunks round robin: the chain cutter, then brute force where it enumerates
+        return [Member("interleave", 1.0, True)]
     # the greedy first: linear, an answer at any size (the segment tables refuse 50,000 nodes);
     # on large graphs METIS and Mt-KaHyPar next (near-linear; skipped when not installed)
     peers = [Member("metis", 0.1, options=REPAIR), Member("kahypar", 0.2, options=REPAIR)] \

@@ -27,8 +27,11 @@ def _memory_limits(spec: Spec) -> bool:
 
 def _stashes(spec: Spec) -> bool:
     """Stashes held per micro-batch in flight (1F1B) where memory is limited or streamed."""
-    return spec.dense.stashed is not None and spec.constraints.memory != "ignore" and any(
-        k.memory is not None and k.count for k in spec.platform.classes)
+    return spec.dense.stashed is not None and _limited(spec)
+
+
+def _limited(spec: Spec) -> bool:
+    return spec.constraints.memory != "ignore" and any(k.memory is not None and k.count for k in spec.platform.classes)
 
 
 def _stashes_off_chain(spec: Spec) -> bool:
@@ -68,6 +71,11 @@ FEATURES: dict[str, tuple[str, Callable[[Spec], bool]]] = {  # name: (what it is
                           "in memory", _stashes),
     "stashes off a chain": ("stashes in flight streamed (`memory overflow`), with replicas, or on units that "
                             "do not form a chain (node `stash`)", _stashes_off_chain),
+    "shared weights": ("weights several nodes read, held once per device (`shares`) in memory",
+                       lambda s: s.dense.shared is not None and _limited(s)),
+    "shared weights with replicas": ("shared weights (`shares`) of data-parallel stages (their sync)",
+                                     lambda s: s.dense.shared is not None and s.constraints.replicate > 1),
+    "interleaving": ("interleaved pipelines (`interleave V`)", lambda s: s.constraints.interleave > 1),
     "replication": ("data-parallel stages (`replicate <= r`)", lambda s: s.constraints.replicate > 1),
     "replicas with overlap or GPipe": ("data-parallel stages under `overlap` or `training gpipe`", lambda s: (
         s.constraints.replicate > 1 and (s.objective.overlap is not None or s.objective.training == "gpipe"))),
@@ -100,6 +108,9 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "activation memory": lambda s: s.constraints.span_of("activations"),
     "stashes in flight": lambda s: next((nd.span for nd in s.graph.nodes if nd.stash), None),
     "stashes off a chain": lambda s: next((nd.span for nd in s.graph.nodes if nd.stash), None),
+    "shared weights": lambda s: next((nd.span for nd in s.graph.nodes if nd.shares), None),
+    "shared weights with replicas": lambda s: s.constraints.span_of("replicate"),
+    "interleaving": lambda s: s.constraints.span_of("interleave"),
     "replication": lambda s: s.constraints.span_of("replicate"),
     "replicas with overlap or GPipe": lambda s: s.constraints.span_of("replicate"),
     "replicas with a stage limit": lambda s: s.constraints.span_of("max_stages"),
@@ -111,7 +122,8 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
 LEVELS = "server levels or direct links"
 WITHIN = {"replicas with overlap or GPipe": ("replication",), "replicas with a stage limit": ("replication",),
           "transfers on server levels or direct links": (LEVELS,),
-          "replicas on server levels": ("replication", LEVELS), "stashes off a chain": ("stashes in flight",)}
+          "replicas on server levels": ("replication", LEVELS), "stashes off a chain": ("stashes in flight",),
+          "shared weights with replicas": ("replication",)}
 
 
 def models(ignores: tuple[tuple[str, str | None], ...], feature: str, used: Iterable[str] = ()) -> bool:

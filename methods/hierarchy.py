@@ -253,7 +253,10 @@ def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Call
     from partdsl.methods.solve import solve
 
     stop = interrupt.requested
-    found.consider(solve(spec, method="topo", seed=seed, time_limit=time_limit), "topo")
+    try:
+        found.consider(solve(spec, method="topo", seed=seed, time_limit=time_limit), "topo")
+    except PartError:  # topo does not model the spec (stashes, shared weights, interleaving): the portfolio does
+        found.consider(solve(spec, method="auto", seed=seed, time_limit=time_limit or 10.0), "auto")
     if spec.constraints.replicate > 1:  # no MIP or LP here models replicas: their bounds would not hold
         for name in ("lp", "bottleneck", "bottleneck_guess", "exact"):
             if name in only:

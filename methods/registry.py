@@ -72,7 +72,11 @@ ACTIVATIONS = ("activation memory", None)
 # stashes per micro-batch in flight (1F1B, evaluator/activations.in_flight): the evaluator-driven methods, and
 # the DP over ideals where its states count the stages of a chain (`stashes off a chain` otherwise)
 STASHES = ("stashes in flight", None)
-FLAT = (REPLICATION, LEVELS, ACTIVATIONS, STASHES)  # a method on flat per-class costs, one device per stage
+# weights several nodes read (`shares`), once per device: the evaluator-driven methods and the DP over ideals
+SHARES = ("shared weights", None)
+# chunks round robin (`interleave V`): method interleave cuts the chain of units; brute enumerates them too
+INTERLEAVE = ("interleaving", None)
+FLAT = (REPLICATION, LEVELS, ACTIVATIONS, STASHES, SHARES, INTERLEAVE)  # a method on flat per-class costs, one device per stage
 # topo and dp price a kind of stage per (class, replicas), PipeDream's load only (kernels/bottleneck/replicated.py)
 PLAIN_REPLICAS = ("replicas with overlap or GPipe", None)
 
@@ -83,7 +87,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            portfolio=True),
     Method("topo", "kernels.bottleneck.topo_split:run", False,
            "best of several topological-order splits, each split optimally by a DP", objectives=MAX_LOAD,
-           ignores=(PLAIN_REPLICAS, LEVELS, ACTIVATIONS, STASHES)),
+           ignores=(PLAIN_REPLICAS, LEVELS, ACTIVATIONS, STASHES, SHARES, INTERLEAVE)),
     Method("slicegraph", "kernels.bottleneck.order_search:slicegraph", False,
            "SliceGraph on Kahn's order, or on the order given (-O order=FILE: node names, one a line) "
            "(Archer sec. 4)", ("order",), objectives=MAX_LOAD, ignores=FLAT),
@@ -101,14 +105,14 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            # its state counts the devices a chain uses, replicas too, not its stages (ideal_chains.best); it
            # prices replicas by where they sit on levels (replicated.placed_rates), tensors at the ports only
            ("replicas with a stage limit", None), ("transfers on server levels or direct links", None), ACTIVATIONS,
-           ("stashes off a chain", None))),
+           ("stashes off a chain", None), ("shared weights with replicas", None), INTERLEAVE)),
     Method("exact", "methods.exact:run", False, "Archer's MTPP MIP (Fig. 3), Tarnawski's max-load IP (Fig. 6) or latency IP "
            "(Figs. 3-4), or the DiviML MILP (eqs. 1-7) for schedule objectives, with a MIP start",
            ("pyomo", "symmetry", "heuristics", "relax"), mip=True, ignores=(
            # Tarnawski's max-load IP models replicas (models/maxload_replicas.py), prices transfers per pair of
            # devices (maxload_routes, latency_routes) and orders stages (maxload_stages), where MTPP does not;
            # neither IP has a stage's position, which 1F1B's stashes in flight need
-           ACTIVATIONS, STASHES)),
+           ACTIVATIONS, STASHES, SHARES, INTERLEAVE)),
     Method("dpl", "kernels.bottleneck.baselines:dpl", False, "the DP on the line the authors' code builds (Tarnawski's "
            "DPL, sec. 5.1.2; msr-fiddle/dnn-partitioning -linearize) (baseline)", objectives=MAX_LOAD, ignores=FLAT),
     Method("pipedream", "kernels.bottleneck.baselines:pipedream", False, "PipeDream as Tarnawski ran it (sec. 6; the authors' "
@@ -117,24 +121,30 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            objectives=MAX_LOAD, ignores=FLAT),
     Method("greedy", "kernels.bottleneck.baselines:greedy", False, "fill devices in topological order, each up to a share by its speed "
            "(baseline); under a schedule objective, DiviML's Greedy (eft)",
-           objectives=MAX_LOAD, ignores=(REPLICATION, ACTIVATIONS, STASHES)),
+           objectives=MAX_LOAD, ignores=(REPLICATION, ACTIVATIONS, STASHES, SHARES, INTERLEAVE)),
     Method("local_search", "kernels.bottleneck.local_search:local_search", False, "single-node moves to a local optimum with restarts, "
            "each from SliceGraph on a random order, or from a random split (-O start=random); -O step=best makes the "
            "best move of all each time; -O devices=accelerators keeps units off host devices (Tarnawski sec. 6: "
            "start=random, step=best, restarts=10, devices=accelerators) (baseline)",
-           ("restarts", "passes", "start", "step", "devices"), objectives=MAX_LOAD, ignores=(REPLICATION,)),
+           ("restarts", "passes", "start", "step", "devices"), objectives=MAX_LOAD, ignores=(REPLICATION, INTERLEAVE)),
     Method("load_search", "kernels.bottleneck.load_search:run", False, "iterated local search on max load from the best topo split: "
-           "unit moves scored by (max load, sum of squared loads), any split", ("stall",), objectives=MAX_LOAD),
-    Method("single", "kernels.single_device:run", False, "everything on one device (baseline)", ignores=(REPLICATION,)),
+           "unit moves scored by (max load, sum of squared loads), any split", ("stall",), objectives=MAX_LOAD,
+           ignores=(INTERLEAVE,)),
+    Method("single", "kernels.single_device:run", False, "everything on one device (baseline)",
+           ignores=(REPLICATION, INTERLEAVE)),
     Method("fill", "kernels.latency.fill:run", False, "latency greedy: fill each accelerator in topological order up to "
            "its memory, the rest on CPUs (Tarnawski sec. 7, baseline)", objectives=MAX_LOAD,
-           ignores=(REPLICATION, ACTIVATIONS, STASHES)),
+           ignores=(REPLICATION, ACTIVATIONS, STASHES, SHARES, INTERLEAVE)),
     Method("latency_search", "kernels.latency.search:run", False,
            "latency optimizer: chain DP over many topological orders, then iterated local search scored "
            "by the evaluator", ("restarts", "iterations", "stall"), objectives=("latency",), ignores=(REPLICATION,)),
     Method("maxload_dp", "kernels.latency.fill:maxload_dp", False,
            "the max-load DP's split (Tarnawski sec. 5.1.1), scored for the spec's objective (baseline)",
            objectives=MAX_LOAD, ignores=FLAT),
+    Method("interleave", "kernels.bottleneck.interleaved:run", False, "interleaved pipelines (`interleave V`): a "
+           "chain of units cut into V chunks per device, round robin (Megatron's interleaved 1F1B); every cut "
+           "scored where there are few, else single-cut moves from speed-sized chunks", objectives=("bottleneck",),
+           ignores=(REPLICATION, LEVELS)),
     Method("brute", "kernels.brute_force:run", True, "exhaustive enumeration, exact, tiny graphs only"),
     Method("milp_split", "methods.milp_split:run", False, "MILP-SPLIT (DiviML sec. IV-B): the DiviML MILP per module "
            "(bridges, or k-edge-connected components for channels > 1), combined by a DP over the devices at "

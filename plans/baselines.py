@@ -14,11 +14,12 @@ embedding on the first rank, the head on the last, and the decoder layers cut by
 the device classes over the ranks, as a user who launched the split would."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import numpy as np
 from partdsl.core.errors import PartError
 from partdsl.core.ir import Spec
+from partdsl.core.orders import multiset_orders
 from partdsl.evaluator.evaluate import evaluate
 from partdsl.plans.units import Units
 
@@ -74,7 +75,7 @@ def _spec_weights(spec: Spec, units: Units, fw: np.ndarray) -> tuple[np.ndarray,
     for v in np.flatnonzero(units.unit == units.tail).tolist():
         m = nodes[v].module or ""
         spec_of[v] = units.tail + next((i for i, t in enumerate(tail_mods) if m == t or m.startswith(t + ".")), 0)
-    params = np.array([nd.params for nd in nodes])
+    params = np.array([nd.weights for nd in nodes])  # a tied weight in each layer spec that reads it, as DeepSpeed counts
     weights = np.bincount(spec_of[fw], weights=params[fw], minlength=units.tail + len(tail_mods))
     return weights, spec_of
 
@@ -136,20 +137,3 @@ def best_ranks(spec: Spec, units: Units, kind: str, score: Callable[[np.ndarray]
             best = (value, ranks, dev)
     assert best is not None
     return best[1], best[2]
-
-
-def multiset_orders(items: list[int]) -> Iterator[tuple[int, ...]]:
-    """Each distinct order of `items` once (equal items alike), in lexicographic order."""
-    a = sorted(items)
-    while True:
-        yield tuple(a)
-        i = len(a) - 2
-        while i >= 0 and a[i] >= a[i + 1]:
-            i -= 1
-        if i < 0:
-            return
-        j = len(a) - 1
-        while a[j] <= a[i]:
-            j -= 1
-        a[i], a[j] = a[j], a[i]
-        a[i + 1:] = reversed(a[i + 1:])

@@ -58,7 +58,9 @@ def _layer_groups(spec: Spec, pattern: re.Pattern | None) -> list[str | None]:
     return [None if k < 0 else names[k] for k in u.unit.tolist()]
 
 
-def group_by(spec: Spec, how: str, pattern: re.Pattern | None = None) -> Spec:
+def group_by(spec: Spec, how: str, pattern: re.Pattern | None = None, interleave: int = 1) -> Spec:
+    """`spec` with its nodes grouped (`colocate by group`); by layer under the bottleneck,
+    its pipeline `acyclic`, or with `interleave` > 1 its chunks round robin (`interleave V`)."""
     kind, depth = parse_group_by(how)
     pipelined = spec.objective.kind == "bottleneck"  # Tarnawski's latency model takes no `acyclic`
     groups = _layer_groups(spec, pattern) if kind == "layer" else _module_groups(spec, depth)
@@ -80,6 +82,13 @@ def group_by(spec: Spec, how: str, pattern: re.Pattern | None = None) -> Spec:
         return replace(nd, group=_name(follow[nd.group])) if nd.group in follow else nd
 
     nodes = tuple(regroup(nd, g) for nd, g in zip(spec.graph.nodes, groups))
+    if interleave > 1:
+        if not pipelined:
+            raise PartError(f"--interleave {interleave} splits a pipeline, and this spec's objective is "
+                            f"{spec.objective.kind}", None, "add --objective bottleneck")
+        return replace(spec, graph=replace(spec.graph, nodes=nodes),
+                       constraints=replace(spec.constraints, colocate=True, acyclic=False, contiguous=False,
+                                           interleave=interleave))
     return replace(spec, graph=replace(spec.graph, nodes=nodes),
                    constraints=replace(spec.constraints, colocate=True,
                                        acyclic=spec.constraints.acyclic or (kind == "layer" and pipelined)))

@@ -32,6 +32,9 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("--group-by", metavar="HOW", help="collapse operators into the units people split: `layer` "
                    "(embedding, each decoder layer, head) or `module[:DEPTH]` (module path prefix); each unit becomes "
                    "a `group` under `colocate by group` (docs/plans.md)")
+    p.add_argument("--interleave", type=int, metavar="V", default=1,
+                   help="with --group-by and the bottleneck objective: V chunks of the pipeline per device, round robin "
+                        "(Megatron's interleaved 1F1B; `interleave V` instead of `acyclic`)")
     p.add_argument("--layers", metavar="REGEX", help="with --group-by layer: the part of a node name that is its "
                    "decoder layer (default: `layers.3`, `h.3`, `blocks.3`, `l3_` ...)")
     p.add_argument("--devices", metavar="TYPE=N,...", help="onnx, torch-export: the platform, N devices of each "
@@ -122,6 +125,9 @@ def check_options(args: argparse.Namespace, fmt: str) -> None:
     if args.tp != 1 and fmt not in ("layers", "metis"):
         raise PartError(f"--tp goes with --from layers or metis, not {fmt}", None,
                         "an operator graph has no tensor-parallel variants: leave --tp out")
+    if args.interleave != 1 and (not args.group_by or args.interleave < 1):
+        raise PartError(f"--interleave {args.interleave} goes with --group-by, a whole number of chunks per device",
+                        None, "add --group-by layer, and give V >= 2 (1: no interleaving)")
     if args.layers and not args.group_by and args.to != "layers" and not args.kv_cache:
         raise PartError("--layers goes with --group-by layer, --kv-cache or --to layers", None, "add --group-by layer")
     if args.devices and fmt not in ("onnx", "torch-export", "metis", "regal"):
@@ -150,8 +156,9 @@ def adjusted(spec, header: str, args: argparse.Namespace):  # type: ignore[no-un
         spec = with_kv_cache(spec, size_of("kv-cache", args.kv_cache), units(spec, layer_pattern(args.layers)))
         header += f", a {args.kv_cache} KV cache"
     if args.group_by:
-        spec = group_by(spec, args.group_by, layer_pattern(args.layers))
+        spec = group_by(spec, args.group_by, layer_pattern(args.layers), args.interleave)
         header += f", grouped by {args.group_by}"
+        header += f", {args.interleave} chunks per device" if args.interleave > 1 else ""
     return spec, header
 
 
@@ -166,6 +173,7 @@ def summary(text: str, output: str | None, options) -> str:  # type: ignore[no-u
     d, c = spec.dense, spec.constraints
     kinds = ", ".join(f"{k.count} x {k.name}" for k in spec.platform.classes)
     rules = [r for r, on in (("acyclic", c.acyclic), ("contiguous", c.contiguous), ("colocate by group", c.colocate),
+                             (f"interleave {c.interleave}", c.interleave > 1),
                              (f"memory {c.memory}", c.memory != "ignore")) if on]
     return (f"wrote {where}: {d.n:,} nodes, {d.m:,} edges; devices {kinds}; {objective_name(spec)}"
             + (f"; {', '.join(rules)}" if rules else ""))

@@ -4,7 +4,7 @@ compute per class (and per phase under GPipe), memory, frontiers; `best` runs th
 once for a bound, a cap on the other phase, and the phase that counts."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -35,6 +35,8 @@ class Chains:
     wprod: np.ndarray
     fronts: tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
     HELD: np.ndarray | None = None  # each ideal's stash bytes, under `memory hard` (None: no stashes)
+    SHARE: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), dtype=np.uint64))  # (weights, words): the
+    SHARE_SIZE: np.ndarray = field(default_factory=lambda: np.zeros(0))  # units reading each shared weight, its bytes
 
     @property
     def NI(self) -> int:
@@ -86,8 +88,9 @@ class Chains:
         if fronts[0] is None or fronts[1] is None:
             return None
         per_phase = tuple(np.ascontiguousarray(W[:, q::Q]) for q in range(Q))
+        share, share_size = _share_bits(spec, u, bits.shape[1])
         return Chains(spec, u, bits, size, key, scale, per_phase, BAD, MEM, prod_unit, cons_ph, phase[prods], d.comm[prods],
-                      (fronts[0], fronts[1]), held)
+                      (fronts[0], fronts[1]), held, share, share_size)
 
     def best(self, bound: float, cap: float, vphase: int, deadline: Deadline,
              progress: Callable[[str], None] | None, total: float = np.inf, relaxed: bool = False
@@ -162,7 +165,8 @@ class Chains:
             dp_pairs(self.bits, self.size, lo, self.W[vphase], Wo, self.BAD, self.MEM, memcap,
                      spec.constraints.memory == "hard", ovrate, self.prod_unit, self.cons_ph[vphase], cons_o, mine,
                      self.wprod, prev, dp, argj, argc, bound, cap, total, OVERLAP[spec.objective.overlap], optr, oidx,
-                     iptr, iidx, dpmin, i0, i1, kc, kinv, ksync, ksync.min(axis=1), gprev, self.HELD, fly)
+                     iptr, iidx, dpmin, i0, i1, kc, kinv, ksync, ksync.min(axis=1), gprev, self.HELD, fly,
+                     self.SHARE, self.SHARE_SIZE)
         if done < NI:  # the deadline stopped the chunks
             return np.inf, None
         return self._trace(dp, argj, argc, run)
@@ -200,6 +204,19 @@ class _Run:
     ksync: np.ndarray
     gprev: np.ndarray
     S: int
+
+
+def _share_bits(spec: Spec, u: Contraction, nw: int) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, words) bitsets of the units reading each shared weight, and their bytes
+    (no rows without shared weights, or where memory is ignored)."""
+    d = spec.dense
+    if d.shared is None or spec.constraints.memory == "ignore":
+        return np.zeros((0, nw), dtype=np.uint64), np.zeros(0)
+    node, weight, size = d.shared
+    bits = np.zeros((len(size), nw), dtype=np.uint64)
+    for w, k in zip(weight.tolist(), u.unit[node].tolist()):
+        bits[w, k // 64] |= np.uint64(1) << np.uint64(k % 64)
+    return bits, size.astype(np.float64)
 
 
 def _gap_steps(spec: Spec, kinds: list[tuple[int, int]], counts: list[int]) -> np.ndarray:

@@ -138,7 +138,7 @@ def gaps(i, dp, argj, argc, gprev):  # pragma: no cover - compiled
 @njit
 def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, cons, cons_o, mine, wprod,
              prev, dp, argj, argc, bound, cap, total, overlap, optr, oidx, iptr, iidx, dpmin, i0, i1,
-             kc, kinv, ksync, ksync_min, gprev, HELD, fly):  # pragma: no cover - compiled
+             kc, kinv, ksync, ksync_min, gprev, HELD, fly, SHARE, SHARE_SIZE):  # pragma: no cover - compiled
     """The DP's pairs (j, i) for ideals i in [i0, i1): dp[i][s] = max(dp[j][s'], load of
     I \\ I') minimized, the load from the compute W (ideals x classes) and the tensors
     in (`cons`: units consuming each producer's tensor) and out (`mine`: producers
@@ -156,7 +156,9 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
     a device may also be left unused before a stage (`gaps`): gprev[c, s] is the state s less
     one device of class c (no rows: no gaps), and each row i is closed under those steps.
     HELD (None: no stashes) is each ideal's stash bytes, which a stage holds fly[s'] times
-    when it follows state s' (1F1B's micro-batches in flight; fly <= 0: no such stage)."""
+    when it follows state s' (1F1B's micro-batches in flight; fly <= 0: no such stage).
+    SHARE (weights, words) are the units reading each shared weight: a segment holding any
+    holds SHARE_SIZE of it once."""
     nw = bits.shape[1]
     C = W.shape[1]
     seg = np.zeros(nw, dtype=np.uint64)
@@ -196,7 +198,13 @@ def dp_pairs(bits, size, lo, W, Wo, BAD, MEM, memcap, hard, ovrate, prod_unit, c
             _transfers(i, j, seg, pair, stamp, prod_unit, cons, cons_o, mine, wprod, Wo, optr, oidx, iptr, iidx,
                        tin, tout, tin_o, tout_o)
             held = 0.0 if HELD is None else HELD[i] - HELD[j]
-            _price(i, j, W, Wo, BAD, MEM[i] - MEM[j], memcap, hard, ovrate, prev, dp, argj, argc, bound, cap, total,
+            used = MEM[i] - MEM[j]
+            for w in range(SHARE.shape[0]):
+                for k in range(nw):
+                    if SHARE[w, k] & seg[k]:
+                        used += SHARE_SIZE[w]
+                        break
+            _price(i, j, W, Wo, BAD, used, memcap, hard, ovrate, prev, dp, argj, argc, bound, cap, total,
                    overlap, dpmin, kc, kinv, ksync, ksync_min, tin, tout, tin_o, tout_o, held, fly)
         gaps(i, dp, argj, argc, gprev)
 

@@ -30,7 +30,13 @@ def spec_for(method: str, tmp_path: Path) -> str:
     m = METHODS[method]
     plain = tmp_path / "plain.part"
     plain.write_text(PLAIN)
+    chunked = tmp_path / "interleaved.part"  # the one spec method interleave takes
+    chunked.write_text("graph g { node a { work 1 ms } node b { work 2 ms } node c { work 1 ms } node d { work 2 ms }"
+                       " a -> b -> c -> d }\nplatform { device gpu[2] { link 1 GB/s } }\nminimize bottleneck\n"
+                       "subject to { interleave 2 }\n")
     # a method that refuses some features: the plain spec right after the first
+    if method == "interleave":  # the one method that needs a constraint: `interleave V`
+        return str(chunked)
     for path in (SPEC, *([str(plain)] if m.ignores else []), LATENCY_SPEC, DIVIML_SPEC, str(plain)):
         spec = parse_file(path)
         if spec.objective.kind in m.objectives and not unmodelled(spec, m.ignores, {}):

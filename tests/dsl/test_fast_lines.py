@@ -61,6 +61,7 @@ GOOD = [  # lines the fast path takes ({} is a fresh node name)
     "node {} {{ work .5 us; out 1 KiB; comm 0.1 ms; flops 2 GFLOP; dtype fp16; only gpu, cpu; group g; backward }}",
     "node {} {{ work 1 ms params 5 MB }}",  # properties without `;`
     "node {} {{ work 1 ms; params 5 MB; stash 1.5 GiB; group g }}",
+    "node {} {{ work 1 ms; shares wte 2 MB, wpe 1 KB }}",  # the fast path leaves it to Lark
     "node {} {{ work 1 ms }} # a comment",
     "node {} {{ work 1e-3 s on gpu batch 1; not cpu ; }}",
     "node {} {{ flops 3 TFLOP; dtype bf16 }}",

@@ -592,7 +592,7 @@ def test_auto_names_the_methods_when_none_of_its_members_models_the_spec() -> No
         next(auto.run(parse(text), methods=table))
     assert "no method that auto runs on this spec models all of its features" in e.value.message
     assert "replication: topo, dp, exact, load_search, brute" in e.value.message
-    assert "activation memory: local_search, single, brute" in e.value.message
+    assert "activation memory: local_search, single, interleave, brute" in e.value.message  # (each scored by the evaluator)
     assert e.value.span is not None
     # without `acyclic` and activations, exact models it all: the max-load IP proves auto's answer optimal
     r = solve(parse(text.replace("; acyclic; activations", "")), time_limit=30)

@@ -167,3 +167,34 @@ def test_a_spec_importing_onnx_without_the_extra_exits_5_with_the_hint() -> None
     p = run_part("check", str(EXAMPLES / "onnx_cnn.part"), without="onnx")
     assert p.returncode == 5, p.stderr
     assert "internal error" not in p.stderr and "partdsl[onnx]" in p.stderr
+
+
+def test_a_tied_embedding_is_one_shared_weight_held_once_per_device(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 71.6: GPT-2's LM head reads the embedding's weight. The two readers `share`
+    it: one copy on a device running both, one on each of two (it counted in each), and
+    the spec written by `part convert` reads back with the same memory."""
+    from onnx import TensorProto, helper, numpy_helper
+    from partdsl.evaluator.evaluate import evaluate
+
+    from tests.support.onnx_models import save
+
+    vocab, hidden = 1024, 512  # 2 MiB of fp32
+    wte = numpy_helper.from_array(np.ones((vocab, hidden), dtype=np.float32), "wte")
+    path = save(tmp_path / "tied.onnx", [
+        helper.make_node("Gather", ["wte", "ids"], ["x"], name="embed"),
+        helper.make_node("Relu", ["x"], ["h"], name="layer"),
+        helper.make_node("Transpose", ["wte"], ["wt"], name="head_t", perm=[1, 0]),
+        helper.make_node("MatMul", ["h", "wt"], ["logits"], name="head")],
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 8])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 8, vocab])], [wte])
+    g = import_onnx(path, "g")
+    size = vocab * hidden * 4
+    assert {nd.name: nd.shares for nd in g.nodes if nd.shares} == {"embed": (("wte", size),), "head_t": (("wte", size),)}
+    r = run_part("convert", str(path), "--devices", "a100=2", "--objective", "bottleneck", "-o", str(tmp_path / "t.part"))
+    assert r.returncode == 0, r.stderr
+    spec = parse_file(tmp_path / "t.part")
+    names = [nd.name for nd in spec.graph.nodes]
+    together = np.zeros(len(names), dtype=np.int64)
+    apart = np.array([0 if n in ("embed", "layer") else 1 for n in names])
+    assert evaluate(spec, together).parts["a100[0]"]["memory"] == size
+    assert [evaluate(spec, apart).parts[f"a100[{k}]"]["memory"] for k in range(2)] == [size, size]

@@ -143,13 +143,11 @@ def test_outputs_read_by_different_calls_are_tensors_of_their_own(tmp_path: Path
                   for i, _ in converted.carriers) == sent
 
 
-def test_a_tied_weight_is_said(tmp_path: Path) -> None:
-    """Issue 71, item 6: GPT-2 ties its LM head to its embedding, and each reader counts the
-    weight (1.64x GPT-2's parameters) with nothing said. Here the LM head is made to read
-    the embedding's weight: the import names the weight and its readers; the untied
-    example says nothing."""
-    import warnings
-
+def test_a_tied_weight_is_one_shared_tensor(tmp_path: Path) -> None:
+    """Issue 71, item 6: GPT-2 ties its LM head to its embedding, and each reader counted the
+    weight (1.64x GPT-2's parameters). Here the LM head is made to read the embedding's
+    weight: both readers `share` it, once in the graph's weights, and the untied example
+    shares nothing."""
     def tie(doc: dict) -> None:
         for n in doc["graph_module"]["graph"]["nodes"]:
             for a in n.get("inputs", []):
@@ -157,9 +155,12 @@ def test_a_tied_weight_is_said(tmp_path: Path) -> None:
                 if t.get("name") == "p_lm_head_weight":
                     t["name"] = "p_model_embed_tokens_weight"
 
-    with pytest.warns(UserWarning, match=r"weight 'p_model_embed_tokens_weight' .* is read by 2 operators .* a tied "
-                                         r"weight: .* twice its size on one device"):
-        import_torch_export(rewritten(tmp_path, tie), "g")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        import_torch_export(PT2, "g")
+    tied, plain = import_torch_export(rewritten(tmp_path, tie), "g"), import_torch_export(PT2, "g")
+    readers = [nd for nd in tied.nodes if nd.shares]
+    assert len(readers) == 2 and {nd.shares for nd in readers} == {(("p_model_embed_tokens_weight", readers[0].weights),)}
+    size = readers[0].weights
+    assert size > 0 and all(nd.params == 0 for nd in readers)
+    head = max(plain.nodes, key=lambda nd: nd.params if "lm_head" in (nd.module or "") else 0)
+    assert head.params == size  # the untied head's own weight: the tied model has one copy fewer
+    assert sum(nd.params for nd in tied.nodes) + size == pytest.approx(sum(nd.params for nd in plain.nodes) - size)
+    assert not any(nd.shares for nd in plain.nodes)

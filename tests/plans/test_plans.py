@@ -413,7 +413,8 @@ def test_parameters_split_of_llama_8b_on_eight_stages() -> None:
 def test_baselines_take_their_best_order_of_the_device_classes() -> None:
     """Issue 71.9: a baseline is scored under the order of GPUs that suits it best, not
     partdsl's: every distinct order of the classes over the ranks is tried."""
-    from partdsl.plans.baselines import best_ranks, multiset_orders
+    from partdsl.core.orders import multiset_orders
+    from partdsl.plans.baselines import best_ranks
 
     assert len(list(multiset_orders([0] * 4 + [1] * 4))) == 70
     assert sorted(set(multiset_orders([0, 1, 1]))) == [(0, 1, 1), (1, 0, 1), (1, 1, 0)]
@@ -502,3 +503,30 @@ def test_an_export_refusal_names_the_broken_rule_in_words(tmp_path) -> None:
     r = run_part("export", str(spec_path), "--plan", str(plan), "--format", "megatron")
     assert r.returncode == 2
     assert "violates the spec: acyclic: " in r.stderr and "Violation(" not in r.stderr
+
+
+def test_an_interleaved_plan_goes_through_the_documented_flow(tmp_path) -> None:
+    """Issue 71.7: `--group-by layer` wrote `acyclic`, so no interleaved plan could be solved
+    and exported. `--interleave 2` writes `interleave 2` instead: the plan has 2 chunks per
+    GPU, round robin, and Megatron's layout has 4 virtual stages; vLLM, which has none,
+    refuses it by name."""
+    from partdsl.dsl.parser import parse_file
+
+    part = tmp_path / "il.part"
+    example = Path(__file__).resolve().parents[2] / "examples" / "llama_tiny.pt2"
+    r = run_part("convert", str(example), "--objective", "bottleneck", "--devices", "a100=2", "--group-by", "layer",
+                 "--interleave", "2", "-o", str(part))
+    assert r.returncode == 0, r.stderr
+    spec = parse_file(part)
+    assert spec.constraints.interleave == 2 and not spec.constraints.acyclic
+    r = run_part("solve", str(part), "--json", "-o", str(tmp_path / "plan.json"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["status"] == "optimal"  # every cut of its 6 units scored
+    r = run_part("export", str(part), "--plan", str(tmp_path / "plan.json"), "--format", "megatron", "--json")
+    assert r.returncode == 0, r.stderr
+    layout = json.loads(r.stdout)["pipeline_model_parallel_layout"]
+    stages = megatron_stages(layout)
+    assert len(stages) == 4 and stages[0][0] == "E" and stages[-1][-1] == "L"
+    assert sum(s.count("t") for s in stages) == 4
+    r = run_part("export", str(part), "--plan", str(tmp_path / "plan.json"), "--format", "vllm")
+    assert r.returncode == 2 and "interleaves 2 chunks" in r.stderr
