@@ -28,8 +28,8 @@ def test_one_device_holds_the_models_weights_once(exported, tmp_path, family: st
     tied = model.config.tie_word_embeddings
     assert (d.shared is not None) == tied
     if tied:  # the embedding on one device, everything else on the other: a copy each
-        node, _, size = d.shared
+        sh = d.shared
         dev = np.ones(d.n, dtype=np.int64)
-        dev[node[0]] = 0
+        dev[sh.node[0]] = 0
         two = evaluate(spec, dev).parts
-        assert two["a100[0]"]["memory"] + two["a100[1]"]["memory"] == pytest.approx(one + size[0], rel=1e-9)
+        assert two["a100[0]"]["memory"] + two["a100[1]"]["memory"] == pytest.approx(one + sh.size[0], rel=1e-9)

@@ -105,15 +105,27 @@ def topological_order(n: int, src: np.ndarray, dst: np.ndarray,
     return order if len(order) == n else None
 
 
-def in_flight(spec: Spec) -> bool:
+def one_f_one_b(spec: Spec) -> bool:
     """Whether several micro-batches are in flight, as PipeDream's 1F1B keeps them: the
-    bottleneck objective on a training graph, or on a forward one declared `training pipedream`."""
+    bottleneck objective on a training graph, or on a forward one declared `training pipedream`
+    (how many per device: evaluator/activations.in_flight)."""
     o = spec.objective
     return o.kind == "bottleneck" and (spec.graph.is_training or o.training == "pipedream") and o.training != "gpipe"
 
 
-def _shared(spec: Spec) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(reader node, weight) pairs and each weight's bytes, or None where no node shares one."""
+@dataclass(frozen=True, eq=False)
+class SharedWeights:
+    """The weights several nodes read (`shares`): each weight's name and bytes, and the
+    (reader node, weight) pairs."""
+
+    names: tuple[str, ...]
+    size: np.ndarray  # [W] bytes
+    node: np.ndarray  # [k] each pair's reader
+    weight: np.ndarray  # [k] each pair's weight
+
+
+def _shared(spec: Spec) -> SharedWeights | None:
+    """The spec's shared weights, or None where no node shares one."""
     ids: dict[str, int] = {}
     size: list[float] = []
     node: list[int] = []
@@ -127,14 +139,15 @@ def _shared(spec: Spec) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
             weight.append(ids[w])
     if not node:
         return None
-    return np.array(node, dtype=np.int64), np.array(weight, dtype=np.int64), np.array(size, dtype=float)
+    return SharedWeights(tuple(ids), np.array(size, dtype=float), np.array(node, dtype=np.int64),
+                         np.array(weight, dtype=np.int64))
 
 
-def _stashes(spec: Spec, params: np.ndarray, one_f_one_b: bool) -> tuple[np.ndarray, np.ndarray | None]:
+def _stashes(spec: Spec, params: np.ndarray, pipelined: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """(params, stashed): the nodes' stashes apart, or, with one micro-batch in flight (or
     none stashed), in the parameters."""
     stashed = np.array([nd.stash for nd in spec.graph.nodes], dtype=float)
-    if not one_f_one_b or not stashed.any():
+    if not pipelined or not stashed.any():
         return params + stashed, None
     return params, stashed
 
@@ -170,9 +183,9 @@ class Dense:
     # (evaluator/activations.in_flight); None where no node has one or one micro-batch is in
     # flight (no 1F1B schedule: the bytes are then in `params`)
     stashed: np.ndarray | None = None
-    # weights several nodes read (`shares`), held once per device that runs a reader:
-    # (reader node, weight) pairs and each weight's bytes; None where no node shares one
-    shared: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    # weights several nodes read (`shares`), held once per device that runs a reader; None
+    # where no node shares one
+    shared: SharedWeights | None = None
 
     @property
     def placed_memory(self) -> bool:
@@ -185,26 +198,32 @@ class Dense:
         """[n] the bytes of the shared weights each node reads (each counted for every reader)."""
         if self.shared is None:
             return np.zeros(self.n)
-        node, weight, size = self.shared
-        return np.bincount(node, weights=size[weight], minlength=self.n)
+        sh = self.shared
+        return np.bincount(sh.node, weights=sh.size[sh.weight], minlength=self.n)
+
+    @cached_property
+    def weights(self) -> np.ndarray:
+        """[n] the bytes of weights each node reads: its parameters and its shared weights
+        (Node.weights), a shared weight counted for every reader."""
+        return self.params + self.node_shares
 
     def shares_on(self, dev: np.ndarray) -> np.ndarray:
         """[D] bytes of the shared weights on each device: each once where any of its readers
         runs (a tied embedding and LM head on one device hold one copy; on two, two)."""
         if self.shared is None:
             return np.zeros(self.D)
-        node, weight, size = self.shared
-        on = dev[node]
+        sh = self.shared
+        on = dev[sh.node]
         keep = on >= 0  # (a split node's pieces, -1, hold no weights here)
-        key = np.unique(weight[keep] * self.D + on[keep])
-        return np.bincount(key % self.D, weights=size[key // self.D], minlength=self.D)[:self.D]
+        key = np.unique(sh.weight[keep] * self.D + on[keep])
+        return np.bincount(key % self.D, weights=sh.size[key // self.D], minlength=self.D)[:self.D]
 
     def shares_once(self, nodes: np.ndarray) -> float:
         """The bytes of the shared weights the nodes (a mask) read, each weight once."""
         if self.shared is None:
             return 0.0
-        node, weight, size = self.shared
-        return float(size[np.unique(weight[nodes[node]])].sum())
+        sh = self.shared
+        return float(sh.size[np.unique(sh.weight[nodes[sh.node]])].sum())
 
     @cached_property
     def preds(self) -> list[list[int]]:
@@ -288,8 +307,8 @@ class Dense:
         work = np.array([[work_time(nd, k.name, k.speed) for k in p.classes] for nd in g.nodes],
                         dtype=float).reshape(n, C)
         params = np.array([nd.params for nd in g.nodes], dtype=float)
-        one_f_one_b = in_flight(spec)
-        params, stashed = _stashes(spec, params, one_f_one_b)
+        pipelined = one_f_one_b(spec)
+        params, stashed = _stashes(spec, params, pipelined)
         out_bytes = np.array([nd.out or 0.0 for nd in g.nodes], dtype=float)
         comm = np.zeros((n, C))
         for i, nd in enumerate(g.nodes):
@@ -354,4 +373,4 @@ class Dense:
                      tensor_source=np.array([g.index[nd.tensor_of] if nd.tensor_of in g.index else -1
                                              for nd in g.nodes], dtype=np.int64).reshape(n),
                      activations=c.activations,
-                     stash=c.activations and one_f_one_b, stashed=stashed, shared=_shared(spec))
+                     stash=c.activations and pipelined, stashed=stashed, shared=_shared(spec))

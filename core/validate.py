@@ -316,8 +316,7 @@ def _check_memory(spec: Spec) -> None:
     dense = spec.dense
     g = spec.graph
     cap = dense.memory[dense.dev_class]
-    held = dense.params + dense.node_shares  # its weights, shared ones too
-    held = held if dense.stashed is None else held + dense.stashed  # one micro-batch at least
+    held = dense.weights if dense.stashed is None else dense.weights + dense.stashed  # one micro-batch at least
     fits = dense.allowed & (held[:, None] <= cap[None, :])
     for i in np.flatnonzero(~fits.any(axis=1)):
         nd = g.nodes[int(i)]
@@ -327,7 +326,7 @@ def _check_memory(spec: Spec) -> None:
                         "raise the device memory, or use `memory overflow` to stream parameters")
     limited = np.isfinite(cap)
     must = ~(dense.allowed & ~limited[None, :]).any(axis=1)  # nodes that can only go to limited devices
-    need = held[must].sum() - dense.node_shares[must].sum() + dense.shares_once(must)
+    need = (held - dense.node_shares)[must].sum() + dense.shares_once(must)  # each shared weight once
     total = cap[limited].sum() if limited.any() else 0.0
     if need > total * (1 + 1e-12):
         raise PartError(f"the graph needs {human_size(need)} on memory-limited devices, but all of "

@@ -91,14 +91,13 @@ def memory_notes(spec: Spec, assignment: np.ndarray) -> list[str]:
 
     d, out = spec.dense, []
     if d.shared is not None:
-        node, weight, size = d.shared
-        names = list(dict.fromkeys(w for nd in spec.graph.nodes for w, _ in nd.shares))
-        for w, name in enumerate(names):
-            readers = node[weight == w]
+        sh = d.shared
+        for w, name in enumerate(sh.names):
+            readers = sh.node[sh.weight == w]
             devs = [d.devices[k] for k in np.unique(assignment[readers]) if k >= 0]
             who = ", ".join(spec.graph.nodes[v].name for v in readers[:4]) + (", ..." if len(readers) > 4 else "")
             held = f"one copy, on {devs[0]}" if len(devs) == 1 else f"a copy on each of {', '.join(devs)}"
-            out.append(f"shared weight {name} ({human_size(float(size[w]))}, read by {who}): {held}")
+            out.append(f"shared weight {name} ({human_size(float(sh.size[w]))}, read by {who}): {held}")
     if d.stashed is not None:
         fly = in_flight(d, assignment)
         placed = assignment >= 0

@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 from partdsl.core.errors import PartError, Span
-from partdsl.core.ir import Spec
+from partdsl.core.ir import Node, Spec
 
 
 def _colocated(spec: Spec) -> bool:
@@ -21,8 +21,18 @@ def _colocated(spec: Spec) -> bool:
     return len(np.unique(colo)) < len(colo)
 
 
+def _capacities(spec: Spec) -> bool:
+    """Some device of the platform has a `memory`."""
+    return any(k.memory is not None and k.count for k in spec.platform.classes)
+
+
 def _memory_limits(spec: Spec) -> bool:
-    return spec.constraints.memory == "hard" and any(k.memory is not None and k.count for k in spec.platform.classes)
+    return spec.constraints.memory == "hard" and _capacities(spec)
+
+
+def _limited(spec: Spec) -> bool:
+    """Memory limited (`memory hard`) or streamed (`memory overflow`) on some device."""
+    return spec.constraints.memory != "ignore" and _capacities(spec)
 
 
 def _stashes(spec: Spec) -> bool:
@@ -30,8 +40,9 @@ def _stashes(spec: Spec) -> bool:
     return spec.dense.stashed is not None and _limited(spec)
 
 
-def _limited(spec: Spec) -> bool:
-    return spec.constraints.memory != "ignore" and any(k.memory is not None and k.count for k in spec.platform.classes)
+def _first_node_span(has: Callable[[Node], object]) -> Callable[[Spec], Span | None]:
+    """Where the first node with the property is declared (a feature's caret)."""
+    return lambda s: next((nd.span for nd in s.graph.nodes if has(nd)), None)
 
 
 def _stashes_off_chain(spec: Spec) -> bool:
@@ -106,9 +117,9 @@ WHERE: dict[str, Callable[[Spec], Span | None]] = {  # name: where the spec says
     "server levels or direct links": lambda s: s.platform.routes_span,
     "transfers on server levels or direct links": lambda s: s.platform.routes_span,
     "activation memory": lambda s: s.constraints.span_of("activations"),
-    "stashes in flight": lambda s: next((nd.span for nd in s.graph.nodes if nd.stash), None),
-    "stashes off a chain": lambda s: next((nd.span for nd in s.graph.nodes if nd.stash), None),
-    "shared weights": lambda s: next((nd.span for nd in s.graph.nodes if nd.shares), None),
+    "stashes in flight": _first_node_span(lambda nd: nd.stash),
+    "stashes off a chain": _first_node_span(lambda nd: nd.stash),
+    "shared weights": _first_node_span(lambda nd: nd.shares),
     "shared weights with replicas": lambda s: s.constraints.span_of("replicate"),
     "interleaving": lambda s: s.constraints.span_of("interleave"),
     "replication": lambda s: s.constraints.span_of("replicate"),

@@ -57,7 +57,7 @@ def layer_profile(spec: Spec, backward: float | None = None, pattern: re.Pattern
     n = len(modules)
     work = np.zeros((n, len(d.class_names)))
     np.add.at(work, entry[fw], np.where(np.isfinite(d.work[fw]), d.work[fw], 0.0))
-    params = np.bincount(entry[fw], (d.params + d.node_shares)[fw], minlength=n)  # a tied weight in each reader's layer
+    params = np.bincount(entry[fw], d.weights[fw], minlength=n)  # a tied weight in each reader's layer
     stashed = np.bincount(entry[fw], d.out_bytes[fw], minlength=n)
     last = np.full(d.n, -1, dtype=np.int64)  # each producer's last reading entry
     ok = fw[d.src] & fw[d.dst]

@@ -212,11 +212,11 @@ def _share_bits(spec: Spec, u: Contraction, nw: int) -> tuple[np.ndarray, np.nda
     d = spec.dense
     if d.shared is None or spec.constraints.memory == "ignore":
         return np.zeros((0, nw), dtype=np.uint64), np.zeros(0)
-    node, weight, size = d.shared
-    bits = np.zeros((len(size), nw), dtype=np.uint64)
-    for w, k in zip(weight.tolist(), u.unit[node].tolist()):
+    sh = d.shared
+    bits = np.zeros((len(sh.size), nw), dtype=np.uint64)
+    for w, k in zip(sh.weight.tolist(), u.unit[sh.node].tolist()):
         bits[w, k // 64] |= np.uint64(1) << np.uint64(k % 64)
-    return bits, size.astype(np.float64)
+    return bits, sh.size.astype(np.float64)
 
 
 def _gap_steps(spec: Spec, kinds: list[tuple[int, int]], counts: list[int]) -> np.ndarray:

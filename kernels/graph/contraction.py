@@ -50,7 +50,7 @@ def absorbable_sinks(dense: Dense, memory_binds: bool) -> list[tuple[int, int]]:
     outdeg = np.bincount(dense.src, minlength=n)
     indeg = np.bincount(dense.dst, minlength=n)
     zero = (np.nan_to_num(dense.work, posinf=0.0) == 0).all(axis=1)
-    held = dense.params + dense.node_shares + (0.0 if dense.stashed is None else dense.stashed)
+    held = dense.weights + (0.0 if dense.stashed is None else dense.stashed)
     ok = (outdeg == 0) & (indeg == 1) & zero & ((held == 0) | (not memory_binds))
     pred = np.full(n, -1, dtype=np.int64)
     pred[dense.dst] = dense.src
