@@ -90,7 +90,8 @@ def page(spec: Spec, source: str, r: Result, dev: np.ndarray | None, svg: str | 
               f"<p><small>partdsl {esc(__version__)}, {now}</small></p>"]
     title = f"partdsl report: {spec.graph.name}"
     doc = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-           f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
+           f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>\n"
+           + "\n".join(parts) + "\n</body></html>\n")
     return doc
 
 

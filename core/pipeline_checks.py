@@ -35,8 +35,9 @@ def _check_shares(spec: Spec) -> None:
         for w, b in nd.shares:
             first = size.setdefault(w, (b, nd.name))
             if first[0] != b:
-                raise PartError(f"shared weight '{w}' is {human_size(b)} at node '{nd.name}' but {human_size(first[0])} "
-                                f"at node '{first[1]}'", nd.span, "a shared weight is one tensor: give it one size")
+                raise PartError(f"shared weight '{w}' is {human_size(b)} at node '{nd.name}' but "
+                                f"{human_size(first[0])} at node '{first[1]}'", nd.span,
+                                "a shared weight is one tensor: give it one size")
 
 
 def _check_interleave(spec: Spec) -> None:

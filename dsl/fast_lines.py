@@ -74,8 +74,8 @@ def patterns(parser: Lark) -> Patterns:
 
 
 Rule = Callable[[list], tuple[str, Any]]
-RULES = ("lit_quantity", "work_item", "work", "params", "stash", "out", "comm", "flops", "dtype", "group", "module", "only",
-         "forbid_classes", "backward", "node_decl", "chain")
+RULES = ("lit_quantity", "work_item", "work", "params", "stash", "out", "comm", "flops", "dtype", "group", "module",
+         "only", "forbid_classes", "backward", "node_decl", "chain")
 
 
 def bound_rules(tr: Any) -> SimpleNamespace:
@@ -97,7 +97,8 @@ class Reader:
         r = self.rule
         self.props_of: dict[str, Callable[[int], tuple[tuple[str, Any], int]]] = {
             "work": self.work, "backward": lambda p: (r.backward([]), p),
-            "params": lambda p: self.one(r.params, p), "stash": lambda p: self.one(r.stash, p), "out": lambda p: self.one(r.out, p),
+            "params": lambda p: self.one(r.params, p), "stash": lambda p: self.one(r.stash, p),
+            "out": lambda p: self.one(r.out, p),
             "comm": lambda p: self.one(r.comm, p), "flops": lambda p: self.one(r.flops, p),
             "dtype": lambda p: self.word(r.dtype, p), "group": lambda p: self.word(r.group, p),
             "only": lambda p: self.listed(r.only, p), "not": lambda p: self.listed(r.forbid_classes, p),

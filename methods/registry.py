@@ -76,7 +76,8 @@ STASHES = ("stashes in flight", None)
 SHARES = ("shared weights", None)
 # chunks round robin (`interleave V`): method interleave cuts the chain of units; brute enumerates them too
 INTERLEAVE = ("interleaving", None)
-FLAT = (REPLICATION, LEVELS, ACTIVATIONS, STASHES, SHARES, INTERLEAVE)  # a method on flat per-class costs, one device per stage
+# a method on flat per-class costs, one device per stage
+FLAT = (REPLICATION, LEVELS, ACTIVATIONS, STASHES, SHARES, INTERLEAVE)
 # topo and dp price a kind of stage per (class, replicas), PipeDream's load only (kernels/bottleneck/replicated.py)
 PLAIN_REPLICAS = ("replicas with overlap or GPipe", None)
 
@@ -191,5 +192,6 @@ def lookup(name: str | None, kind: str | None = None) -> Method:
     name = BY_OBJECTIVE.get((name, kind), name)
     if name not in METHODS:
         close = close_names(name, [*METHODS, *ALIASES])
-        raise PartError(f"unknown method '{name}'", None, (close + " " if close else "") + "methods: " + ", ".join(METHODS))
+        raise PartError(f"unknown method '{name}'", None,
+                        (close + " " if close else "") + "methods: " + ", ".join(METHODS))
     return METHODS[name]

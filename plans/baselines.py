@@ -75,7 +75,7 @@ def _spec_weights(spec: Spec, units: Units, fw: np.ndarray) -> tuple[np.ndarray,
     for v in np.flatnonzero(units.unit == units.tail).tolist():
         m = nodes[v].module or ""
         spec_of[v] = units.tail + next((i for i, t in enumerate(tail_mods) if m == t or m.startswith(t + ".")), 0)
-    params = np.array([nd.weights for nd in nodes])  # a tied weight in each layer spec that reads it, as DeepSpeed counts
+    params = np.array([nd.weights for nd in nodes])  # a tied weight in each layer spec reading it, as DeepSpeed counts
     weights = np.bincount(spec_of[fw], weights=params[fw], minlength=units.tail + len(tail_mods))
     return weights, spec_of
 

@@ -142,7 +142,8 @@ def require(name: str) -> None:
     """Raise PartError for an unknown solver name, SolverUnavailable if not installed."""
     if name not in SOLVERS and name not in pyomo_names():
         close = close_names(name, SOLVERS)
-        raise PartError(f"unknown solver '{name}'", None, (close + " " if close else "") + "solvers: " + ", ".join(SOLVERS)
+        raise PartError(f"unknown solver '{name}'", None,
+                        (close + " " if close else "") + "solvers: " + ", ".join(SOLVERS)
                         + ", or any name Pyomo's SolverFactory knows (glpk, xpress_direct, mosek_direct, ...)")
     if not is_installed(name):
         raise SolverUnavailable(name, install_hint(name))

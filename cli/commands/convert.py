@@ -33,8 +33,8 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
                    "(embedding, each decoder layer, head) or `module[:DEPTH]` (module path prefix); each unit becomes "
                    "a `group` under `colocate by group` (docs/plans.md)")
     p.add_argument("--interleave", type=int, metavar="V", default=1,
-                   help="with --group-by and the bottleneck objective: V chunks of the pipeline per device, round robin "
-                        "(Megatron's interleaved 1F1B; `interleave V` instead of `acyclic`)")
+                   help="with --group-by and the bottleneck objective: V chunks of the pipeline per device, round "
+                        "robin (Megatron's interleaved 1F1B; `interleave V` instead of `acyclic`)")
     p.add_argument("--layers", metavar="REGEX", help="with --group-by layer: the part of a node name that is its "
                    "decoder layer (default: `layers.3`, `h.3`, `blocks.3`, `l3_` ...)")
     p.add_argument("--devices", metavar="TYPE=N,...", help="onnx, torch-export: the platform, N devices of each "

@@ -53,7 +53,8 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, **_: object) -> I
     for ranks in itertools.islice(_layouts(spec, most), ORDERS):
         if deadline.passed():
             return
-        yield Candidate(f"interleave {V} over {most} devices (local search)", _descend(spec, member, ranks, V, deadline))
+        yield Candidate(f"interleave {V} over {most} devices (local search)",
+                        _descend(spec, member, ranks, V, deadline))
 
 
 def _every_layout(spec: Spec, L: int, V: int) -> list[tuple[int, list[int]]] | None:
