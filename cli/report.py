@@ -103,7 +103,24 @@ def describe(spec: Spec, bound: float) -> str:
         f"  objective  {objective_name(spec)}",
         f"  subject to {', '.join(cons)}",
         f"  bound      {fmt(bound)} {unit} ({which} bound on the optimum, {basis})",
-    ])
+    ] + ([f"  costs      {costs}"] if (costs := cost_provenance(spec)) else []))
+
+
+def cost_provenance(spec: Spec) -> str:
+    """Where the cost model gave work, how far its times were checked: per profiled class,
+    the nodes costed by their rows (the shape model) and by the batch, and each model's
+    calibration (issue 72, item 4)."""
+    from partdsl.importers.cost_model import profile
+
+    nodes = [nd for nd in spec.graph.nodes if nd.flops is not None]
+    shaped = sum(nd.rows is not None for nd in nodes)
+    out = []
+    for k in (k for k in spec.platform.classes if k.profile):
+        p = profile(k.profile)
+        parts = [f"{n:,} operator{'s' if n != 1 else ''} by {what} ({p.trust(what == 'shape')})" for n, what in
+                 ((shaped, "shape"), (len(nodes) - shaped, "batch")) if n]
+        out += [f"{k.name} ({k.profile}): " + ", ".join(parts)] if parts else []
+    return "cost model: " + "; ".join(out) if out else ""
 
 
 def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str:

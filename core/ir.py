@@ -58,6 +58,7 @@ class Node:
     tensor_of: str | None = None  # a tensor carrier: the node that sends it (see above)
     stash: float = 0.0  # bytes kept from its forward pass until its backward pass, per micro-batch in flight
     shares: tuple[tuple[str, float], ...] = ()  # (name, bytes) of weights other nodes read too: once per device
+    rows: float | None = None  # per sample: the rows of its GEMM (tokens), for the cost model's shape (issue 72)
     span: Span | None = field(default=None, compare=False, repr=False)
 
     @property

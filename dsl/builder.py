@@ -64,13 +64,15 @@ class GraphBuilder:
              backward: bool = False, group: str | None = None, only: Iterable[str] = (),
              forbid: Iterable[str] = (), batch_work: Mapping[tuple[str, int], Amount] | None = None,
              flops: float | None = None, dtype: str | None = None, module: str | None = None,
-             stash: Amount = 0.0, shares: Mapping[str, Amount] | None = None) -> "GraphBuilder":
+             stash: Amount = 0.0, shares: Mapping[str, Amount] | None = None,
+             rows: float | None = None) -> "GraphBuilder":
         """`work` maps a device class to its time (or is one generic time for every class,
         scaled by speed); `batch_work` maps (class, batch size) to a time (DiviML); `flops`
         per sample (and `dtype`) give the work on classes with a device profile; `module` is
         its module path in the model (`model.layers.3.mlp`); `stash` the bytes it keeps from
         its forward pass until its backward pass, per micro-batch in flight; `shares` the
-        weights it reads that other nodes read too (name: size), held once per device."""
+        weights it reads that other nodes read too (name: size), held once per device; `rows`
+        the rows of its matrix product per sample (its tokens), for the cost model's efficiency."""
         if isinstance(work, Mapping):
             items = [Work(_value(t, TIME, "work"), on) for on, t in work.items()]
         elif work is not None:
@@ -84,7 +86,8 @@ class GraphBuilder:
                                 group, tuple(only), tuple(forbid),
                                 None if flops is None else float(flops), dtype, module,
                                 stash=_value(stash, SIZE, "stash") or 0.0,
-                                shares=tuple((w, _value(b, SIZE, "shares") or 0.0) for w, b in (shares or {}).items())))
+                                shares=tuple((w, _value(b, SIZE, "shares") or 0.0) for w, b in (shares or {}).items()),
+                                rows=None if rows is None else float(rows)))
         return self
 
     def family(self, name: str, first: int, last: int, **props: object) -> "GraphBuilder":

@@ -28,7 +28,8 @@ _W = r"[ \t\f\r]"
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _NUM = r"(?:[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)"
 _END = rf"{_W}*(?:(?:#|//)[^\n]*)?$"  # blanks and a comment to the end of the line
-PROPS = ("work", "params", "stash", "out", "comm", "flops", "dtype", "only", "not", "group", "module", "backward")
+PROPS = ("work", "params", "stash", "out", "comm", "flops", "rows", "dtype", "only", "not", "group", "module",
+         "backward")
 
 
 @dataclass(slots=True)
@@ -74,8 +75,8 @@ def patterns(parser: Lark) -> Patterns:
 
 
 Rule = Callable[[list], tuple[str, Any]]
-RULES = ("lit_quantity", "work_item", "work", "params", "stash", "out", "comm", "flops", "dtype", "group", "module",
-         "only", "forbid_classes", "backward", "node_decl", "chain")
+RULES = ("lit_quantity", "work_item", "work", "params", "stash", "out", "comm", "flops", "rows", "dtype", "group",
+         "module", "only", "forbid_classes", "backward", "node_decl", "chain")
 
 
 def bound_rules(tr: Any) -> SimpleNamespace:
@@ -100,6 +101,7 @@ class Reader:
             "params": lambda p: self.one(r.params, p), "stash": lambda p: self.one(r.stash, p),
             "out": lambda p: self.one(r.out, p),
             "comm": lambda p: self.one(r.comm, p), "flops": lambda p: self.one(r.flops, p),
+            "rows": lambda p: self.one(r.rows, p),
             "dtype": lambda p: self.word(r.dtype, p), "group": lambda p: self.word(r.group, p),
             "only": lambda p: self.listed(r.only, p), "not": lambda p: self.listed(r.forbid_classes, p),
             "module": self.string,

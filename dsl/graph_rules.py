@@ -9,7 +9,7 @@ from partdsl.core.assemble import Edge, EdgeTensor, assemble_graph
 from partdsl.core.errors import PartError, Span
 from partdsl.core.ir import Graph, Node, Work
 from partdsl.core.limits import MAX_NODES, check_count
-from partdsl.core.quantities import FLOPS, SIZE, TIME
+from partdsl.core.quantities import FLOPS, NUMBER, SIZE, TIME
 from partdsl.dsl.tokens import Ref, tok_span, unquote
 
 
@@ -75,6 +75,13 @@ class GraphRules:
 
     def flops(self, ch: list) -> tuple[str, Any]:
         return ("flops", self.need(ch[0], FLOPS, "flops"))
+
+    def rows(self, ch: list) -> tuple[str, Any]:
+        n = self.need(ch[0], NUMBER, "rows")
+        if n <= 0:
+            raise PartError(f"rows must be positive, got {n:g}", ch[0].span,
+                            "rows: the rows of the operator's matrix product per sample, e.g. rows 4096 (its tokens)")
+        return ("rows", n)
 
     def dtype(self, ch: list) -> tuple[str, Any]:
         from partdsl.importers.cost_model import DTYPES

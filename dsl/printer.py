@@ -50,6 +50,8 @@ def _node(nd: Node) -> str:
         props.append(f"comm {num(nd.comm)} ms")
     if nd.flops is not None:
         props.append(f"flops {num(nd.flops)} FLOP")
+    if nd.rows is not None:
+        props.append(f"rows {num(nd.rows)}")
     if nd.dtype is not None:
         props.append(f"dtype {nd.dtype}")
     if nd.only:

@@ -12,6 +12,8 @@ Per layer, 14 operators (s = seq, h = hidden, f = ffn, a = heads):
 so its matrix products are 24 s h^2 + 4 s^2 h FLOPs when f = 4 h (Narayanan et al.'s
 count), and its weights 4 h^2 + 2 h f. Around the layers: the embedding (a gather of
 V x h weights, no FLOPs), a final layer norm and the LM head (2 s h V, V x h weights).
+Each operator states its GEMM's rows per sample (`rows`: s tokens; a s in attention, whose
+heads are batched), so the cost model takes its efficiency from the shape (issue 72).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from partdsl.dsl.builder import GraphBuilder, SpecBuilder
 
 BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 OPS_PER_LAYER = 14
+HEADS = ("scores", "softmax", "attend")  # batched over heads: a * s rows
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,9 @@ def decoder_graph(m: Decoder, name: str = "decoder") -> GraphBuilder:
             "up": (2.0 * s * h * f, h * f + f, s * f), "gelu": (8.0 * s * f, 0, s * f),
             "down": (2.0 * s * f * h, f * h + h, s * h), "add2": (1.0 * s * h, 0, s * h),
         }
-        for op, (flops, weights, out) in ops.items():
-            g.node(f"l{i}_{op}", params=float(weights * b), out=float(out * b), flops=flops, dtype=dt)
+        for op, (flops, weights, out) in ops.items():  # rows: the GEMM's, the heads batched in attention
+            g.node(f"l{i}_{op}", params=float(weights * b), out=float(out * b), flops=flops, dtype=dt,
+                   rows=float(a * s if op in HEADS else s))
         n = f"l{i}_"
         for u, v in ((prev, "ln1"), ("ln1", "q"), ("ln1", "k"), ("ln1", "v"), ("q", "scores"), ("k", "scores"),
                      ("scores", "softmax"), ("softmax", "attend"), ("v", "attend"), ("attend", "proj"),
@@ -83,9 +87,9 @@ def decoder_graph(m: Decoder, name: str = "decoder") -> GraphBuilder:
                      ("gelu", "down"), ("down", "add2"), ("add1", "add2")):
             g.edge(u if u == prev else n + u, n + v)
         prev = n + "add2"
-    g.node("ln_f", params=float(2 * h * b), out=act, flops=8.0 * s * h, dtype=dt)
+    g.node("ln_f", params=float(2 * h * b), out=act, flops=8.0 * s * h, dtype=dt, rows=float(s))
     g.node("lm_head", params=float(m.vocab * h * b), out=float(s * m.vocab * b), flops=2.0 * s * h * m.vocab,
-           dtype=dt)
+           dtype=dt, rows=float(s))
     g.edge(prev, "ln_f")
     g.edge("ln_f", "lm_head")
     return g

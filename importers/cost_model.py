@@ -6,8 +6,22 @@ is a roofline plus a launch overhead,
 
 i.e. compute efficiency b / (b + batch_half) of the sustained rate grows with the batch
 (the batch-efficiency curve), and memory time counts the weights once per batch and each
-sample's activations. Profiles (importers/device_profiles.json) carry vendor data-sheet values
-and the calibrated model parameters; any field can be overridden."""
+sample's activations. That is the convolution's shape (DiviML's randomly wired networks,
+calibrated to its Table II).
+
+An operator that states its matrix product's `rows` per sample (a transformer's tokens,
+issue 72) has its efficiency from its shape instead: the GEMM has R = rows * b rows and
+runs at gemm_efficiency * R / (R + rows_half) of the dtype's peak (never below the batch
+model's efficiency, which a GEMM of a few rows is), and its bytes move at
+bandwidth_efficiency of the memory bandwidth (norms, softmax and elementwise operators are
+bound by it):
+
+    e(b) = max(gemm_efficiency * R / (R + rows_half), efficiency * b / (b + batch_half))
+    t(b) = overhead + max(flops * b / (peak * e(b)),
+                          (params + b * (in + out)) / (memory_bandwidth * bandwidth_efficiency)).
+
+Profiles (importers/device_profiles.json) carry vendor data-sheet values and the calibrated
+model parameters (docs/cost_model.md: the calibration table); any field can be overridden."""
 from __future__ import annotations
 
 import copy
@@ -17,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from partdsl.core.errors import PartError, Span
-from partdsl.core.ir import Graph, Node, Objective, Platform
+from partdsl.core.ir import GENERIC, Graph, Node, Objective, Platform
 from partdsl.core.quantities import BANDWIDTH, FLOP_RATE, FRACTION, NUMBER, TIME, Quantity
 
 DTYPES = ("fp32", "fp16", "bf16", "int8")
@@ -26,7 +40,8 @@ DTYPES = ("fp32", "fp16", "bf16", "int8")
 FIELDS: dict[str, tuple[str, float]] = {
     "peak": (FLOP_RATE, 1.0), "peak_fp16": (FLOP_RATE, 1.0), "peak_bf16": (FLOP_RATE, 1.0),
     "peak_int8": (FLOP_RATE, 1.0), "memory_bandwidth": (BANDWIDTH, 1.0), "overhead": (TIME, 1e-3),
-    "batch_half": (NUMBER, 1.0), "efficiency": (NUMBER, 1.0)}
+    "batch_half": (NUMBER, 1.0), "efficiency": (NUMBER, 1.0), "rows_half": (NUMBER, 1.0),
+    "gemm_efficiency": (NUMBER, 1.0), "bandwidth_efficiency": (NUMBER, 1.0)}
 PROFILES_FILE = Path(__file__).with_name("device_profiles.json")
 
 
@@ -45,6 +60,16 @@ class DeviceProfile:
     peak_fp16: float | None = None  # FLOP/s per dtype (None: no faster path than FP32)
     peak_bf16: float | None = None
     peak_int8: float | None = None
+    rows_half: float = 256.0  # a GEMM's rows at half its sustained rate (operators that state `rows`)
+    gemm_efficiency: float = 0.6  # sustained fraction of the dtype's peak on large matrix products
+    bandwidth_efficiency: float = 0.8  # sustained fraction of the memory bandwidth (operators that state `rows`)
+    calibrated: tuple[str, ...] = ()  # the models its parameters were calibrated for: "batch", "shape"
+
+    def trust(self, shaped: bool) -> str:
+        """How far its times for an operator with (`shaped`) or without rows were checked."""
+        if shaped:
+            return "calibrated against published training runs" if "shape" in self.calibrated else "not calibrated"
+        return "calibrated to DiviML Table II" if "batch" in self.calibrated else "not calibrated"
 
     def peak(self, dtype: str | None) -> float:
         """The rate for `dtype`; a dtype without a fast path on this device runs at its FP32
@@ -57,11 +82,20 @@ class DeviceProfile:
             _tell_fallback(self, key)
         return self.peak_flops
 
-    def time_ms(self, flops: float, params: float, act: float, batch: int, dtype: str | None = None) -> float:
+    def time_ms(self, flops: float, params: float, act: float, batch: int, dtype: str | None = None,
+                rows: float | None = None) -> float:
         """Milliseconds for `batch` samples of an operator with `flops` per sample, `params`
-        bytes of weights and `act` bytes of activations (inputs + output) per sample."""
-        compute = flops * (batch + self.batch_half) / (self.peak(dtype) * self.efficiency)
-        memory = (params + batch * act) / self.memory_bandwidth
+        bytes of weights and `act` bytes of activations (inputs + output) per sample; `rows`:
+        its matrix product's rows per sample (the shape model, see the module docstring)."""
+        if rows:  # never below the batch model's efficiency: a GEMM of few rows is a batch-1 operator
+            R = rows * batch
+            eff = max(self.gemm_efficiency * R / (R + self.rows_half),
+                      self.efficiency * batch / (batch + self.batch_half))
+            compute = flops * batch / (self.peak(dtype) * eff)
+            memory = (params + batch * act) / (self.memory_bandwidth * self.bandwidth_efficiency)
+        else:
+            compute = flops * (batch + self.batch_half) / (self.peak(dtype) * self.efficiency)
+            memory = (params + batch * act) / self.memory_bandwidth
         return (self.overhead + max(compute, memory)) * 1e3
 
 
@@ -103,7 +137,8 @@ def profile(name: str, **override: float) -> DeviceProfile:
     bad = sorted(set(override) - known)
     if bad:
         raise PartError(f"unknown profile field(s) {', '.join(bad)}", None, "fields: " + ", ".join(sorted(known)))
-    return replace(DeviceProfile(name=name, **lib[name]), **override)
+    fields_ = dict(lib[name], calibrated=tuple(lib[name].get("calibrated", ())))
+    return replace(DeviceProfile(name=name, **fields_), **override)
 
 
 def check_field(key: str, q: Quantity, span: Span | None) -> tuple[str, float]:
@@ -140,8 +175,9 @@ def with_work(nd: Node, work: tuple) -> Node:
 
 def apply(graph: Graph, platform: Platform, objective: Objective) -> tuple[Graph, Platform]:
     """Work entries from the cost model: for every class with a profile and every node with
-    `flops` and no work given for that class, its time at each batch size the class may
-    run (roofline + overhead); the class's memory and link default to the profile's."""
+    `flops` and no work given for that class (a generic `work` is given for every class), its
+    time at each batch size the class may run (roofline + overhead); the class's memory and
+    link default to the profile's."""
     from dataclasses import replace as dc_replace
 
     from partdsl.core.ir import Work
@@ -158,14 +194,14 @@ def apply(graph: Graph, platform: Platform, objective: Objective) -> tuple[Graph
     made: dict[tuple, tuple[Work, ...]] = {}  # a model's layers repeat their operators' shapes
     nodes = []
     for nd in graph.nodes:
-        if nd.flops is None:
+        given = frozenset(w.on for w in nd.work)
+        if nd.flops is None or GENERIC in given:  # a generic `work` is given for every class: it wins
             nodes.append(nd)
             continue
-        given = frozenset(w.on for w in nd.work)
         act = (nd.out or 0.0) + inputs.get(nd.name, 0.0)
-        key = (nd.flops, nd.weights, act, nd.dtype, given)
+        key = (nd.flops, nd.weights, act, nd.dtype, nd.rows, given)
         if (extra := made.get(key)) is None:
-            extra = made[key] = tuple(Work(prof.time_ms(nd.flops, nd.weights, act, b, nd.dtype), k.name, b)
+            extra = made[key] = tuple(Work(prof.time_ms(nd.flops, nd.weights, act, b, nd.dtype, nd.rows), k.name, b)
                                       for k in with_profile if k.name not in given and (prof := profiles[k.name])
                                       for b in sizes[k.name])
         nodes.append(with_work(nd, nd.work + extra) if extra else nd)

@@ -164,7 +164,7 @@ def graph_to_json(g: Graph) -> dict:
             d["stash"] = nd.stash
         if nd.shares:
             d["shares"] = dict(nd.shares)
-        for key in ("out", "comm", "group", "flops", "dtype", "module"):
+        for key in ("out", "comm", "group", "flops", "rows", "dtype", "module"):
             if getattr(nd, key) is not None:
                 d[key] = getattr(nd, key)
         if nd.backward:
@@ -194,7 +194,7 @@ def graph_from_json(data: dict, name: str, span: Span | None = None) -> Graph:
     nodes = [Node(str(d["name"]), tuple([work(w) for w in d.get("work", ())]), float(d.get("params", 0.0)),
                   number(d.get("out")), number(d.get("comm")), bool(d.get("backward", False)), d.get("group"),
                   tuple(d.get("only", ())), tuple(d.get("not", ())), number(d.get("flops")), d.get("dtype"),
-                  d.get("module"), stash=float(d.get("stash", 0.0)),
+                  d.get("module"), stash=float(d.get("stash", 0.0)), rows=number(d.get("rows")),
                   shares=tuple((str(w), float(b)) for w, b in d.get("shares", {}).items()), span=span)
              for d in data["nodes"]]
     edges = [(str(a), span, str(b), span) for a, b in data["edges"]]

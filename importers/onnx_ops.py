@@ -159,6 +159,30 @@ def op_flops(node: Any, shapes: dict[str, list[int] | None]) -> float | None:
     return _attention(node, ins)
 
 
+# operators that launch no kernel (a view of their input, a shape) or make a constant: no work on
+# any device (issue 72, item 3); their tensors still cross devices. Transpose, Slice and Concat copy
+FREE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape", "Size", "Dropout", "Constant",
+        "ConstantOfShape"}
+
+
+def op_rows(node: Any, shapes: dict[str, list[int] | None]) -> float | None:
+    """The rows of an operator's matrix product per its shapes (the output's leading
+    dimensions: tokens, heads batched), for the cost model's shape (issue 72); element-wise
+    and normalizing operators too. The import keeps them only in a model without
+    convolutions. None: no rows (convolutions, moves, an unknown shape)."""
+    k = key(node)
+    if k not in MATMUL and k != "Gemm" and k not in ATTENTION and k not in PER_ELEMENT:
+        return None
+    shape = shapes.get(node.output[0]) if node.output else None
+    if k in ATTENTION and node.input:
+        shape = shapes.get(node.input[0])
+        if shape is not None and len(shape) == 4:  # [B, heads, S, d]; [B, S, hidden]: the tokens, below
+            return float(math.prod(shape[:-1]))
+    if shape is None or len(shape) < 2:
+        return None
+    return float(math.prod(shape[:-1])) or None
+
+
 def _einsum(node: Any, ins: list[list[int] | None]) -> float | None:
     eq = attr(node, "equation", b"")
     eq = (eq.decode() if isinstance(eq, bytes) else eq).replace(" ", "")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from partdsl.core.errors import PartError, Span
-from partdsl.core.ir import Graph, Node
+from partdsl.core.ir import Graph, Node, Work
 from partdsl.core.names import identifier
 from partdsl.importers.import_options import ImportOptions, report_uncosted
 
@@ -35,6 +35,12 @@ arange full full_like zeros zeros_like ones ones_like empty empty_like _to_copy 
 scalar_tensor type_as sym_size sym_numel flatten unflatten repeat narrow as_strided dropout native_dropout
 masked_fill where clamp triu tril bitwise_not eq ne lt le gt ge logical_not _assert_tensor_metadata
 sym_constrain_range_for_size new_ones new_zeros new_full __and__ __or__ bitwise_and bitwise_or""".split())
+# calls that launch no kernel (a view of their input's storage, a size) or make a constant the
+# compiler folds: no work on any device (issue 72, item 3); their tensors still cross devices
+FREE = frozenset("""view _unsafe_view reshape expand expand_as permute transpose t slice select unsqueeze squeeze
+alias detach split split_with_sizes chunk unbind sym_size sym_numel flatten unflatten narrow as_strided
+arange full full_like zeros zeros_like ones ones_like empty empty_like scalar_tensor new_ones new_zeros new_full
+_assert_tensor_metadata sym_constrain_range_for_size lift_fresh_copy""".split())
 ELEMENTWISE = frozenset("""add sub mul div neg pow rsqrt sqrt exp log cos sin tanh sigmoid relu abs reciprocal
 mean sum amax max min rsub square erf diff cumsum""".split())
 PER_ELEMENT = {"softmax": 5, "_softmax": 5, "log_softmax": 5, "_log_softmax": 5, "layer_norm": 8,
@@ -109,6 +115,22 @@ def _flops(op: str, ins: list[list[int]], outs: list[list[int]]) -> float | None
     return None
 
 
+MATRIX = frozenset("""linear mm addmm bmm matmul baddbmm scaled_dot_product_attention
+_scaled_dot_product_flash_attention _scaled_dot_product_efficient_attention""".split())
+CONVS = frozenset(("convolution", "conv1d", "conv2d", "conv3d"))
+
+
+def _rows(op: str, ins: list[list[int]], outs: list[list[int]]) -> float | None:
+    """The rows of a call's matrix product (its output's leading dimensions: tokens, heads
+    batched), for the cost model's shape (issue 72); element-wise and normalizing calls too.
+    The import keeps them only in a model without convolutions (a CNN is costed by the
+    batch, as DiviML's calibration has it). None: no rows (convolutions, the rest)."""
+    shape = ins[0] if op in MATRIX and "attention" in op and ins else (outs[0] if outs else [])
+    if op not in MATRIX and op not in ELEMENTWISE and op not in PER_ELEMENT or len(shape) < 2:
+        return None
+    return float(math.prod(shape[:-1])) or None
+
+
 def import_torch_export(path: Path, name: str, span: Span | None = None,
                         options: ImportOptions = ImportOptions()) -> Graph:
     from partdsl.core.assemble import assemble_graph, output_tensors
@@ -135,6 +157,7 @@ def import_torch_export(path: Path, name: str, span: Span | None = None,
     used: set[str] = set()
     uncosted: dict[tuple[str, str], int] = {}
     weight_readers: dict[str, list[int]] = {}  # each parameter's reading calls (tied weights: several)
+    convs = 0  # convolutions seen
     for nd in g["nodes"]:
         target = str(nd.get("target", ""))
         ins = [t for a in nd.get("inputs", []) for t in _tensors(a.get("arg", {}))]
@@ -156,9 +179,13 @@ def import_torch_export(path: Path, name: str, span: Span | None = None,
             flops = 0.0
         k = len(nodes)
         dtype = (tensors.get(outs[0]) or {}).get("dtype")
-        nodes.append(Node(name=identifier(outs[0], used), params=sum(nbytes(t) for t in ins if t in weights),
+        convs += op in CONVS
+        params = sum(nbytes(t) for t in ins if t in weights)
+        free = op in FREE  # a view of a weight still holds it (params)
+        nodes.append(Node(name=identifier(outs[0], used), params=params, work=(Work(0.0),) if free else (),
                           out=sum(nbytes(t) for t in outs) or None, flops=flops, dtype=DTYPES.get(dtype),
-                          module=_module(nd.get("metadata") or {}), span=span))
+                          module=_module(nd.get("metadata") or {}), span=span,
+                          rows=_rows(op, [dims(t) for t in ins], [dims(t) for t in outs])))
         for t in ins:
             if t in parameters:
                 weight_readers.setdefault(t, []).append(k)
@@ -171,6 +198,8 @@ def import_torch_export(path: Path, name: str, span: Span | None = None,
     if not nodes:
         raise _bad(f"'{path}' has no operator calls", span, "export a model with torch.export.export")
     report_uncosted(uncosted, options, path, span)
+    if convs:  # a model with convolutions is costed by the batch throughout (DiviML's calibration)
+        nodes = [nd if nd.rows is None else dc_replace(nd, rows=None) for nd in nodes]
     nodes = _tie(nodes, {t: ks for t, ks in weight_readers.items() if len(set(ks)) > 1}, nbytes, used)
     nodes, tensors = output_tensors(nodes, outputs, readers, nbytes, span)
     return assemble_graph(name, nodes, [(nodes[a].name, span, nodes[b].name, span) for a, b in sorted(edges)], span,

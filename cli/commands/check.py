@@ -26,7 +26,7 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
 
 
 def run(args: argparse.Namespace) -> int:
-    from partdsl.cli.report import describe
+    from partdsl.cli.report import cost_provenance, describe
     from partdsl.methods.bounds import bound
     from partdsl.runtime.deadline import Deadline
 
@@ -45,5 +45,6 @@ def run(args: argparse.Namespace) -> int:
     d = spec.dense
     emit(args, {"ok": True, "file": spec.file, "graph": spec.graph.name, "nodes": d.n, "edges": d.m,
                  "devices": list(d.devices), "objective": spec.objective.kind,
-                 "training": spec.graph.is_training, "bound": b}, describe(spec, b))
+                 "training": spec.graph.is_training, "bound": b, "costs": cost_provenance(spec) or None},
+         describe(spec, b))
     return EXIT_OK

@@ -65,6 +65,7 @@ GOOD = [  # lines the fast path takes ({} is a fresh node name)
     "node {} {{ work 1 ms }} # a comment",
     "node {} {{ work 1e-3 s on gpu batch 1; not cpu ; }}",
     "node {} {{ flops 3 TFLOP; dtype bf16 }}",
+    "node {} {{ flops 3 TFLOP; rows 4096; dtype bf16 }}",
     'node {} {{ work 1 ms; module "model.layers.3.mlp"; group g }}',
     r'node {} {{ module "a \"quoted\" \\ path" }}',
     "a -> b -> c",
@@ -76,6 +77,8 @@ BAD = [  # lines with a mistake: Lark's error, at the same place
     "node {} {{ work 1 ms on tpu }}",  # unknown class, reported where written
     "node {} {{ params 1 B; params 2 B }}",  # given twice
     "node {} {{ stash 3 ms }}",  # a time where a size is due
+    "node {} {{ rows 4 KB }}",  # a size where a plain number is due
+    "node {} {{ rows 0 }}",  # not positive
     "node {} {{ dtype fp64 }}",
     'node {} {{ module "x"; module "y" }}',  # given twice
     r'node {} {{ module "bad \q escape" }}',

@@ -53,7 +53,8 @@ def test_import_counts_flops_bytes_and_params(model_path) -> None:  # type: igno
     assert by["scores"].flops == 2 * 64 * 64 * 32 and by["scores"].out == 64 * 64 * 4
     assert by["attend"].flops == 2 * 64 * 32 * 64
     assert by["mlp_up"].flops == 2 * 64 * 128 * 32
-    assert by["softmax"].flops == 5 * 64 * 64 and by["to_tokens"].flops == 0
+    assert by["softmax"].flops == 5 * 64 * 64
+    assert by["to_tokens"].flops == 0 and [w.time for w in by["to_tokens"].work] == [0.0]  # a view: free
     names = {(g.nodes[a].name, g.nodes[b].name) for a, b in g.edges}
     assert {("stem_relu", "branch3x3"), ("stem_relu", "branch1x1"), ("branch3x3_relu", "merge"),
             ("branch1x1", "merge"), ("ln1", "q"), ("ln1", "k"), ("ln1", "v"), ("tokens", "residual1")} <= names
@@ -96,7 +97,8 @@ def test_profile_times_and_overrides(model_path) -> None:  # type: ignore[no-unt
     i = d.names.index("scores")
     nd = spec.graph.nodes[i]
     act = nd.out + sum(spec.graph.nodes[a].out for a, b in spec.graph.edges if b == i)
-    assert d.work[i, 0] == pytest.approx(a100.time_ms(nd.flops, nd.params, act, 1))
+    assert nd.rows is None  # a model with convolutions: costed by the batch throughout (issue 72)
+    assert d.work[i, 0] == pytest.approx(a100.time_ms(nd.flops, nd.params, act, 1, nd.dtype, nd.rows))
     assert slow.dense.work[i, 0] == pytest.approx(d.work[i, 0] - a100.overhead * 1e3 + 1.0)
     assert slow.dense.work[i, 1] == d.work[i, 1]  # the cpu keeps its own profile
     assert d.memory[0] == a100.memory and not d.host[0] and d.host[1]
@@ -198,3 +200,17 @@ def test_a_tied_embedding_is_one_shared_weight_held_once_per_device(tmp_path) ->
     apart = np.array([0 if n in ("embed", "layer") else 1 for n in names])
     assert evaluate(spec, together).parts["a100[0]"]["memory"] == size
     assert [evaluate(spec, apart).parts[f"a100[{k}]"]["memory"] for k in range(2)] == [size, size]
+
+
+def test_reshapes_cost_nothing_where_transposes_copy() -> None:
+    """Issue 72, item 3: Reshape, Squeeze and the like are views (no kernel), with their shape
+    constant still held; Transpose, Slice and Concat copy in ONNX Runtime and keep their cost."""
+    from partdsl.convert.to_part import onnx_to_part
+
+    spec = parse(onnx_to_part(EXAMPLES / "llama_tiny.onnx", "bottleneck", devices={"a100": 2}))
+    d, nodes = spec.dense, spec.graph.nodes
+    reshapes = [i for i, nd in enumerate(nodes) if nd.name.startswith(("node_Reshape", "node_view"))]
+    transposes = [i for i, nd in enumerate(nodes) if nd.name.startswith("node_transpose")]
+    assert len(reshapes) >= 20 and (d.work[reshapes] == 0).all()
+    assert all(nodes[i].params > 0 for i in reshapes)  # the shape tensor it reads
+    assert transposes and (d.work[transposes, 0] >= profile("a100").overhead * 1e3).all()

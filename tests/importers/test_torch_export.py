@@ -164,3 +164,22 @@ def test_a_tied_weight_is_one_shared_tensor(tmp_path: Path) -> None:
     assert head.params == size  # the untied head's own weight: the tied model has one copy fewer
     assert sum(nd.params for nd in tied.nodes) + size == pytest.approx(sum(nd.params for nd in plain.nodes) - size)
     assert not any(nd.shares for nd in plain.nodes)
+
+def test_views_shapes_and_constants_cost_nothing_and_still_carry_their_tensor() -> None:
+    """Issue 72, item 3: a view launches no kernel, so it has no work on any device (before:
+    the 38 us launch overhead each; the embedding's 51 shape and mask operators cost 1.98 ms
+    against 2.85 ms for a whole decoder layer). Its output still crosses devices."""
+    spec = parse(torch_export_to_part(PT2, "bottleneck", devices={"a100": 2}))
+    d, nodes = spec.dense, spec.graph.nodes
+    views = [i for i, nd in enumerate(nodes)
+             if re.fullmatch(r"(view|transpose|unsqueeze|expand|arange)(_\d+)?", nd.name)]
+    assert len(views) > 20 and (d.work[views] == 0).all()
+    assert all(nodes[i].out for i in views)  # their tensors are sent like any other
+    kernels = [i for i, nd in enumerate(nodes) if re.fullmatch(r"(linear|mul|add)(_\d+)?", nd.name)]
+    assert (d.work[kernels, 0] >= profile_overhead_ms("a100")).all()
+
+
+def profile_overhead_ms(name: str) -> float:
+    from partdsl.importers.cost_model import profile
+
+    return profile(name).overhead * 1e3

@@ -86,8 +86,8 @@ def test_a_20000_operator_decoder_is_solved_by_the_default_method_in_1_5_gib(tmp
         p = _part(["solve", str(f), "--time-limit", "5", "--json"], {}, cap=3 * 2**29)
         assert p.returncode == 0, p.stderr
         res = json.loads(p.stdout)
-        assert res["status"] == "feasible" and res["method"].startswith("auto"), res
-        assert 0 < res["bound"] <= res["objective"], res
+        assert res["status"] in ("feasible", "optimal") and res["method"].startswith("auto"), res
+        assert 0 < res["bound"] <= res["objective"] * (1 + 1e-9), res  # optimal: the bound met the value
 
 
 @pytest.mark.slow  # a long solve (conftest.py: the tiers)
