@@ -17,7 +17,8 @@ as they would share a limit: a load search left to its own stall rule takes a qu
 hour on a 10,000-operator graph.
 Without a limit, too, the improvement searches (`stall` members) stop once they stall:
 after their first answer, nothing better for max(0.5 s, a quarter of the time the searches
-have run) (runtime/deadline.py `Stalling`); the DP over ideals, which proves nothing
+have run) (runtime/deadline.py `Stalling`); under a limit they do the same when a member
+comes after them, which gets the time left of their share (a MIP that could close the gap); the DP over ideals, which proves nothing
 without `acyclic` and answers only when it ends, is left out above DP_UNTIMED_UNITS units,
 where it does not end in the budget; with a limit it takes the portfolio's incumbent, so
 it spends none of its time on a start.
@@ -152,6 +153,19 @@ def _budget(deadline: Deadline, long: Deadline, p: Member, last: bool, first: bo
     return long if last else long.share(p.share)
 
 
+def _why_stopped(p: Member, budget: Deadline, deadline: Deadline, after: str | None) -> Iterator[Event]:
+    """What the log says when a member ended at its budget: the search budget or a stall
+    without a limit; under one, a stall that hands the rest of its share to `after`."""
+    if deadline.limited:
+        if isinstance(budget, Stalling) and budget.passed() and budget.left() > 0 and after:
+            yield Progress(f"auto: {p.method} stopped when it stalled, {budget.left():.3g} s before its share "
+                           f"ended; {after} gets that time")
+    elif budget.passed():
+        yield BudgetSpent(f"auto: {p.method} stopped at the {UNTIMED_SECONDS:g} s budget for searches "
+                          "(no --time-limit)" if budget.left() < 0 else
+                          f"auto: {p.method} stopped when it stalled (no --time-limit)")
+
+
 class _Progress:
     """When a member's search last got somewhere (a Stalling deadline's `better`): +inf
     before its first candidate (a search that has not answered yet is not stalled), then
@@ -226,7 +240,8 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
                                    f"share {UNTIMED_SECONDS:g} s (--time-limit to search longer or shorter)")
             budget = NEVER if late else _budget(deadline, long or NEVER, p, i == len(chosen) - 1, i == 0)
             moved = _Progress(incumbent)
-            if p.stall and long is not None and not deadline.limited:
+            later = i < len(chosen) - 1  # under a limit a stalled search hands its time on (issue 75, item 9)
+            if p.stall and long is not None and (not deadline.limited or later):
                 budget = Stalling(budget.at, since=time.monotonic(), origin=searching, better=moved)
             if budget.passed():  # the members before it used the time (a MIP stops a little late)
                 said = f"auto: {p.method} skipped: no time left"
@@ -245,10 +260,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
             except (SolverUnavailable, SolverFailed) as e:  # a peer not installed; a solver's own failure
                 yield Progress(f"auto: {p.method} skipped: {e}")
                 continue
-            if not deadline.limited and budget.passed():
-                yield BudgetSpent(f"auto: {p.method} stopped at the {UNTIMED_SECONDS:g} s budget for searches "
-                                  "(no --time-limit)" if budget.left() < 0 else
-                                  f"auto: {p.method} stopped when it stalled (no --time-limit)")
+            yield from _why_stopped(p, budget, deadline, chosen[i + 1].method if later else None)
             if m.exhaustive and not budget.passed():  # it scored the evaluator's whole space: the best is optimal
                 best = incumbent()
                 empty = math.inf if spec.objective.sense == "min" else 0.0

@@ -250,3 +250,26 @@ def test_a_limit_past_before_the_first_member_still_gets_its_linear_answer(examp
     spec = parse_file(EXAMPLES / example)
     r = solve(spec, method="auto", time_limit=1e-9)
     assert r.status == Status.FEASIBLE and r.chosen == first and r.assignment is not None
+
+
+def test_under_a_limit_a_stalled_search_hands_its_time_to_the_next_member() -> None:
+    """Issue 75, item 9: a search that has found nothing better for a while stops before its
+    share ends, and the log says which member gets the time; the last member keeps its
+    whole share (a limit the user gave is not cut short), and without a limit the stall
+    is the search budget's."""
+    import time
+
+    from partdsl.core.events import BudgetSpent, Progress
+    from partdsl.runtime.deadline import Deadline, Stalling
+
+    now = time.monotonic()
+    stalled = Stalling(now + 100.0, since=now - 10.0, origin=now - 10.0, better=lambda: now - 10.0)
+    member = auto.Member("load_search", 0.3, True, stall=True)
+    said = list(auto._why_stopped(member, stalled, Deadline.after(200.0), "dp"))
+    assert len(said) == 1 and isinstance(said[0], Progress)
+    assert "load_search stopped when it stalled" in said[0].message and "dp gets that time" in said[0].message
+    assert list(auto._why_stopped(member, stalled, Deadline.after(200.0), None)) == []  # the last member
+    fresh = Stalling(now + 100.0, since=now, origin=now, better=lambda: now)
+    assert list(auto._why_stopped(member, fresh, Deadline.after(200.0), "dp")) == []  # it did not stall
+    untimed = list(auto._why_stopped(member, stalled, auto.NEVER, "dp"))
+    assert isinstance(untimed[0], BudgetSpent) and "stalled (no --time-limit)" in untimed[0].message
