@@ -4,8 +4,9 @@ operators at the run's hidden size, heads and tokens) costed on the run's GPU pr
 a plan is costed, beside the utilisation the run reports; the ratio predicted / measured
 (the goal: within 0.75-1.25). Then a Llama-3-8B-shaped layer (hidden 4,096, 32 heads,
 4,096 tokens; its SwiGLU MLP written as GELU's 4h) on every calibrated profile, the
-issue's first finding (before: 103.6 ms on an A100, 44.9 ms on an H100), and the old batch
-model's time for the same layer beside it. Prints the table docs/cost_model.md quotes.
+issue's first finding (before: 103.6 ms on an A100, 44.9 ms on an H100), and the batch
+model's time for the same layer beside it (its operators without rows, as before issue
+72). Prints the table docs/cost_model.md quotes.
 
     .venv/bin/python benchmarks/calibration.py
     .venv/bin/python benchmarks/calibration.py --micro-batch 4
@@ -16,7 +17,6 @@ import argparse
 import json
 import resource
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import needs_partdsl  # noqa: F401  (a plain message when partdsl is not installed)
@@ -24,22 +24,6 @@ import needs_partdsl  # noqa: F401  (a plain message when partdsl is not install
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "data" / "calibration" / "published_llm_runs.json"
 PROFILES = ("a100", "a100_80", "h100", "h100_sxm", "v100")
-
-
-def batch_model_ms(profile_name: str, hidden: int, heads: int, seq: int, dtype: str) -> float:
-    """The same layer costed by the batch model (no rows: a sequence as one sample), the
-    cost model before issue 72."""
-    from partdsl.generators.decoder_graph import Decoder, decoder_graph
-    from partdsl.importers.cost_model import profile
-
-    p = profile(profile_name)
-    g = decoder_graph(Decoder(layers=1, hidden=hidden, heads=heads, seq=seq, dtype=dtype)).build()
-    outs = {nd.name: nd.out or 0.0 for nd in g.nodes}
-    ins = {nd.name: 0.0 for nd in g.nodes}
-    for a, b in g.edges:
-        ins[g.nodes[b].name] += outs[g.nodes[a].name]
-    return sum(p.time_ms(nd.flops, nd.weights, outs[nd.name] + ins[nd.name], 1, dtype)
-               for nd in (replace(nd, rows=None) for nd in g.nodes if nd.name.startswith("l1_")))
 
 
 def main() -> int:
@@ -65,7 +49,7 @@ def main() -> int:
     for name in PROFILES:
         dtype = "fp16" if name == "v100" else "bf16"
         c = layer_cost(name, 4096, 32, 4096, dtype, args.micro_batch)
-        old = batch_model_ms(name, 4096, 32, 4096, dtype) * args.micro_batch
+        old = layer_cost(name, 4096, 32, 4096, dtype, args.micro_batch, shaped=False).ms
         print(f"| `{name}` ({dtype}) | {c.ms:.2f} | {100 * c.utilisation:.1f}% | {old:.1f} | {old / c.ms:.1f}x |")
     print(f"\npeak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     return 0 if worst <= 0.25 else 1

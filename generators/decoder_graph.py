@@ -39,6 +39,7 @@ class Decoder:
     ffn: int | None = None  # 4 x hidden
     vocab: int = 50257
     dtype: str = "fp16"
+    shaped: bool = True  # operators state their GEMM's rows (False: the batch model's costs, as before issue 72)
 
     def check(self) -> None:
         if self.layers < 1 or self.hidden < 1 or self.heads < 1 or self.seq < 1 or self.vocab < 1:
@@ -64,6 +65,10 @@ def decoder_graph(m: Decoder, name: str = "decoder") -> GraphBuilder:
     m.check()
     s, h, f, a, b = m.seq, m.hidden, m.f, m.heads, BYTES[m.dtype]
     act, dt = float(s * h * b), m.dtype
+
+    def rows(n: int) -> float | None:
+        return float(n) if m.shaped else None
+
     g = GraphBuilder(name)
     g.node("embed", params=float(m.vocab * h * b), out=act, flops=0.0, dtype=dt)
     prev = "embed"
@@ -79,7 +84,7 @@ def decoder_graph(m: Decoder, name: str = "decoder") -> GraphBuilder:
         }
         for op, (flops, weights, out) in ops.items():  # rows: the GEMM's, the heads batched in attention
             g.node(f"l{i}_{op}", params=float(weights * b), out=float(out * b), flops=flops, dtype=dt,
-                   rows=float(a * s if op in HEADS else s))
+                   rows=rows(a * s if op in HEADS else s))
         n = f"l{i}_"
         for u, v in ((prev, "ln1"), ("ln1", "q"), ("ln1", "k"), ("ln1", "v"), ("q", "scores"), ("k", "scores"),
                      ("scores", "softmax"), ("softmax", "attend"), ("v", "attend"), ("attend", "proj"),
@@ -87,9 +92,9 @@ def decoder_graph(m: Decoder, name: str = "decoder") -> GraphBuilder:
                      ("gelu", "down"), ("down", "add2"), ("add1", "add2")):
             g.edge(u if u == prev else n + u, n + v)
         prev = n + "add2"
-    g.node("ln_f", params=float(2 * h * b), out=act, flops=8.0 * s * h, dtype=dt, rows=float(s))
+    g.node("ln_f", params=float(2 * h * b), out=act, flops=8.0 * s * h, dtype=dt, rows=rows(s))
     g.node("lm_head", params=float(m.vocab * h * b), out=float(s * m.vocab * b), flops=2.0 * s * h * m.vocab,
-           dtype=dt, rows=float(s))
+           dtype=dt, rows=rows(s))
     g.edge(prev, "ln_f")
     g.edge("ln_f", "lm_head")
     return g

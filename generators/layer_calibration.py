@@ -25,10 +25,11 @@ class LayerCost:
 
 
 def layer_cost(profile_name: str, hidden: int, heads: int, seq: int, dtype: str = "bf16",
-               micro_batch: int = 1) -> LayerCost:
+               micro_batch: int = 1, shaped: bool = True) -> LayerCost:
     """One decoder layer of this shape, forward, on one GPU of `profile_name`, for a
-    micro-batch of `micro_batch` sequences (the cost model's batch size)."""
-    graph = decoder_graph(Decoder(layers=1, hidden=hidden, heads=heads, seq=seq, dtype=dtype))
+    micro-batch of `micro_batch` sequences (the cost model's batch size); `shaped` False:
+    its operators state no rows, so the batch model costs them (as before issue 72)."""
+    graph = decoder_graph(Decoder(layers=1, hidden=hidden, heads=heads, seq=seq, dtype=dtype, shaped=shaped))
     spec = (SpecBuilder(graph).device("gpu", 1, profile=profile_name, batches=(micro_batch,))
             .minimize("latency").build())
     layer = [nd for nd in spec.graph.nodes if nd.name.startswith("l1_")]

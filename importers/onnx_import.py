@@ -228,7 +228,7 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
             uncosted[(_label(nd), why)] = uncosted.get((_label(nd), why), 0) + 1
         flops.append(f or 0.0)
     report_uncosted(uncosted, options, path, span)
-    conv_free = not any(onnx_ops.key(nd) in onnx_ops.CONV or nd.op_type == "ConvTranspose" for nd in ops)
+    conv_free = not any(onnx_ops.convolution(onnx_ops.key(nd)) for nd in ops)
     # a model with convolutions is costed by the batch throughout (DiviML's calibration), its matrix products too
     rows = [onnx_ops.op_rows(nd, shapes) if conv_free else None for nd in ops]
     weight = {x: _bytes(list(t.dims), t.data_type) for x, t in inits.items()} | consts
@@ -254,10 +254,9 @@ def import_onnx(path: Path, name: str, span: Span | None = None, fuse: bool = Fa
         label = names[h] if len(members) == 1 else names[h] + "_" + "_".join(ops[i].op_type.lower() for i in members[1:])
         label = label if label not in taken else names[h]
         taken.add(label)
-        weights = sum(params[i] for i in members)
         free = all(onnx_ops.key(ops[i]) in onnx_ops.FREE for i in members)  # a shape input still counts in memory
         nodes.append(Node(name=label, work=(Work(0.0),) if free else (),
-                          params=weights, out=outb[last] or None,
+                          params=sum(params[i] for i in members), out=outb[last] or None,
                           flops=sum(flops[i] for i in members),
                           dtype=dtype[h] if dtype[h] != "fp32" else None,
                           module=_module(ops[h]), span=span, rows=rows[h],

@@ -115,6 +115,11 @@ def attr(node: Any, name: str, default: Any) -> Any:
     return default
 
 
+def convolution(k: Any) -> bool:
+    """Whether a catalogue key (`key(node)`) is a convolution."""
+    return k in CONV or k == "ConvTranspose"
+
+
 def op_flops(node: Any, shapes: dict[str, list[int] | None]) -> float | None:
     """FLOPs per sample of one operator from its shapes; None where it cannot be costed
     (see `unmodelled_reason`, or a shape it needs is unknown)."""
@@ -137,7 +142,7 @@ def op_flops(node: Any, shapes: dict[str, list[int] | None]) -> float | None:
     if k in MATMUL:
         a, _ = MATMUL[k]
         return 2.0 * n_out * ins[a][-1] if ins[a] is not None else None
-    if k in CONV or k == "ConvTranspose":
+    if convolution(k):
         w = ins[CONV.get(k, 1)] if len(ins) > CONV.get(k, 1) else None
         if w is None:
             return None

@@ -41,6 +41,10 @@ FREE = frozenset("""view _unsafe_view reshape expand expand_as permute transpose
 alias detach split split_with_sizes chunk unbind sym_size sym_numel flatten unflatten narrow as_strided
 arange full full_like zeros zeros_like ones ones_like empty empty_like scalar_tensor new_ones new_zeros new_full
 _assert_tensor_metadata sym_constrain_range_for_size lift_fresh_copy""".split())
+GEMMS = frozenset("linear mm addmm bmm matmul baddbmm".split())
+ATTENTION = frozenset(("scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
+                       "_scaled_dot_product_efficient_attention"))
+CONVS = frozenset(("convolution", "conv1d", "conv2d", "conv3d"))
 ELEMENTWISE = frozenset("""add sub mul div neg pow rsqrt sqrt exp log cos sin tanh sigmoid relu abs reciprocal
 mean sum amax max min rsub square erf diff cumsum""".split())
 PER_ELEMENT = {"softmax": 5, "_softmax": 5, "log_softmax": 5, "_log_softmax": 5, "layer_norm": 8,
@@ -97,14 +101,13 @@ def _flops(op: str, ins: list[list[int]], outs: list[list[int]]) -> float | None
     out = math.prod(outs[0]) if outs else 0
     if op in ZERO:
         return 0.0
-    if op in ("linear", "mm", "addmm", "bmm", "matmul", "baddbmm"):
+    if op in GEMMS:
         a = ins[1] if op in ("addmm", "baddbmm") else ins[0]
         return 2.0 * out * a[-1]
-    if op in ("convolution", "conv1d", "conv2d", "conv3d"):
+    if op in CONVS:
         w = ins[1]
         return 2.0 * out * math.prod(w[1:])
-    if op in ("scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
-              "_scaled_dot_product_efficient_attention"):
+    if op in ATTENTION:
         q, k, v = ins[0], ins[1], ins[2]
         heads = math.prod(q[:-2])
         return heads * (2.0 * q[-2] * k[-2] * q[-1] + 5.0 * q[-2] * k[-2] + 2.0 * q[-2] * k[-2] * v[-1])
@@ -115,18 +118,13 @@ def _flops(op: str, ins: list[list[int]], outs: list[list[int]]) -> float | None
     return None
 
 
-MATRIX = frozenset("""linear mm addmm bmm matmul baddbmm scaled_dot_product_attention
-_scaled_dot_product_flash_attention _scaled_dot_product_efficient_attention""".split())
-CONVS = frozenset(("convolution", "conv1d", "conv2d", "conv3d"))
-
-
 def _rows(op: str, ins: list[list[int]], outs: list[list[int]]) -> float | None:
     """The rows of a call's matrix product (its output's leading dimensions: tokens, heads
     batched), for the cost model's shape (issue 72); element-wise and normalizing calls too.
     The import keeps them only in a model without convolutions (a CNN is costed by the
     batch, as DiviML's calibration has it). None: no rows (convolutions, the rest)."""
-    shape = ins[0] if op in MATRIX and "attention" in op and ins else (outs[0] if outs else [])
-    if op not in MATRIX and op not in ELEMENTWISE and op not in PER_ELEMENT or len(shape) < 2:
+    shape = ins[0] if op in ATTENTION and ins else (outs[0] if outs else [])
+    if op not in GEMMS | ATTENTION | ELEMENTWISE and op not in PER_ELEMENT or len(shape) < 2:
         return None
     return float(math.prod(shape[:-1])) or None
 
@@ -172,7 +170,8 @@ def import_torch_export(path: Path, name: str, span: Span | None = None,
                 outputs[src] += outs
             continue
         op = target.split(".")[-2] if target.count(".") >= 2 else target
-        flops = _flops(op, [dims(t) for t in ins], [dims(t) for t in outs])
+        in_dims, out_dims = [dims(t) for t in ins], [dims(t) for t in outs]
+        flops = _flops(op, in_dims, out_dims)
         if flops is None:  # reported below, by --unknown-ops
             why = (op, "not in the ATen catalogue")
             uncosted[why] = uncosted.get(why, 0) + 1
@@ -185,7 +184,7 @@ def import_torch_export(path: Path, name: str, span: Span | None = None,
         nodes.append(Node(name=identifier(outs[0], used), params=params, work=(Work(0.0),) if free else (),
                           out=sum(nbytes(t) for t in outs) or None, flops=flops, dtype=DTYPES.get(dtype),
                           module=_module(nd.get("metadata") or {}), span=span,
-                          rows=_rows(op, [dims(t) for t in ins], [dims(t) for t in outs])))
+                          rows=_rows(op, in_dims, out_dims)))
         for t in ins:
             if t in parameters:
                 weight_readers.setdefault(t, []).append(k)

@@ -18,10 +18,10 @@ hour on a 10,000-operator graph.
 Without a limit, too, the improvement searches (`stall` members) stop once they stall:
 after their first answer, nothing better for max(0.5 s, a quarter of the time the searches
 have run) (runtime/deadline.py `Stalling`); under a limit they do the same when a member
-comes after them, which gets the time left of their share (a MIP that could close the gap); the DP over ideals, which proves nothing
-without `acyclic` and answers only when it ends, is left out above DP_UNTIMED_UNITS units,
-where it does not end in the budget; with a limit it takes the portfolio's incumbent, so
-it spends none of its time on a start.
+comes after them, which gets the time left of their share (a MIP that could close the
+gap); the DP over ideals, which proves nothing without `acyclic` and answers only when it
+ends, is left out above DP_UNTIMED_UNITS units, where it does not end in the budget; with a
+limit it takes the portfolio's incumbent, so it spends none of its time on a start.
 The first member of each objective is linear in the graph's size, and runs to its end even
 when the limit has passed before it starts (a loaded machine), so that a limit does not end
 with nothing; above PEER_NODES the graph partitioners join the bottleneck portfolio, so that
