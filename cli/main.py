@@ -11,6 +11,7 @@
     report    one self-contained HTML page: spec, answer, bound and gap, picture, plan
     convert   dnn-partitioning JSON or ONNX -> .part; .part -> normalized .part or graph JSON
     generate  write a generated workload (RandWire, DiviML's RWNNs) as a .part spec
+    profile   time a model's layers with torch on this machine -> a layer profile to plan from
 
 Exit codes are a stable contract (cli/common.py): 0 success; 1 internal error (a bug:
 please report); 2 user error in the spec, a file or the arguments; 3 infeasible
@@ -28,7 +29,7 @@ import traceback
 import warnings
 from typing import Sequence
 
-from partdsl.cli.commands import bound, check, convert, evaluate, export, generate, plot, report, solve, sweep
+from partdsl.cli.commands import bound, check, convert, evaluate, export, generate, plot, profile, report, solve, sweep
 from partdsl.cli.common import (
     EXIT_CODES,
     EXIT_INTERNAL,
@@ -43,7 +44,7 @@ from partdsl.cli.common import (
 from partdsl.importers.import_options import UncostedOperators
 from partdsl.runtime.memory import SCALABLE
 
-COMMANDS = (check, evaluate, solve, export, bound, sweep, plot, report, convert, generate)  # in --help's order
+COMMANDS = (check, evaluate, solve, export, bound, sweep, plot, report, convert, generate, profile)  # in --help's order
 
 
 def build_parser() -> argparse.ArgumentParser:

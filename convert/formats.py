@@ -63,10 +63,12 @@ def _layer_objective(req: Any) -> str:
 
 
 def layers(src: Path, req: Any) -> Converted:
-    from partdsl.convert.layer_profile import profile_spec
+    from partdsl.convert.layer_profile import layers_spec, load, measured
 
-    return Converted(spec=profile_spec(src, _layer_objective(req), tp=req.tp),
-                     header=f"{src.name}, a layer profile converted by `part convert`")
+    data = load(src)
+    note = measured(data)
+    return Converted(spec=layers_spec(data, src, _layer_objective(req), tp=req.tp),
+                     header=f"{src.name}, a layer profile converted by `part convert`" + (f"; {note}" if note else ""))
 
 
 def metis(src: Path, req: Any) -> Converted:
@@ -129,6 +131,17 @@ def size_of(option: str, text: str) -> float:
     if isinstance(size, str) or size.dim not in (SIZE, NUMBER) or size.value < 0:
         raise PartError(f"--{option} {text}: not a size", None, f"e.g. --{option} 16MB")
     return float(size.value)
+
+
+def rate_of(option: str, text: str) -> float:
+    """`--option 12GB/s` -> 12e9 bytes per second (a plain number is bytes per second)."""
+    from partdsl.core.quantities import BANDWIDTH, NUMBER
+    from partdsl.dsl.parser import parse_override
+
+    rate = parse_override(option, text)
+    if isinstance(rate, str) or rate.dim not in (BANDWIDTH, NUMBER) or rate.value <= 0:
+        raise PartError(f"--{option} {text}: not a bandwidth", None, f"e.g. --{option} 12GB/s")
+    return float(rate.value)
 
 
 def device_counts(given: str) -> dict[str, int]:

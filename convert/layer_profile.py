@@ -82,7 +82,7 @@ def _work(times: dict[tuple[str, int], float], cls: dict[str, str]) -> dict:
             "batch_work": {(cls[d], mb): t for (d, mb), t in times.items() if mb != 1}}
 
 
-def _load(path: Path, span: Span | None) -> dict:
+def load(path: Path, span: Span | None = None) -> dict:
     from partdsl.importers.graph_formats import load_json
 
     data = load_json(path, span)
@@ -94,8 +94,17 @@ def _load(path: Path, span: Span | None) -> dict:
     return data
 
 
-def profile_spec(path: Path, objective: str = "bottleneck", span: Span | None = None, tp: int = 1) -> Spec:
-    return layers_spec(_load(path, span), path, objective, span, tp)
+def measured(data: dict) -> str:
+    """Where a profile's times were measured, as `part profile` records it ("" if it does not
+    say), for the converted spec's header."""
+    m = data.get("measured")
+    if not isinstance(m, dict):
+        return ""
+    how = ", ".join(str(x) for x in (m.get("torch_device"), m.get("torch") and f"torch {m['torch']}",
+                                      m.get("threads") and f"{m['threads']} threads",
+                                      m.get("tokens") and f"{m['tokens']} tokens", m.get("date")) if x)
+    return f"times measured by {m.get('by', 'a profiler')} on {m.get('device', 'an unnamed device')}" + \
+        (f" ({how})" if how else "")
 
 
 def _variant(r: Reader, layer: Any, where: str, tp: int) -> tuple[dict, str]:

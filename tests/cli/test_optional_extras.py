@@ -22,6 +22,7 @@ CASES = {  # (absent Python package, the extra, the command line)
     "metis": ("pymetis", "peers", ["solve", "{tmp}/plain.part", "--method", "metis"]),
     "scotch": ("pyscotch", "peers", ["solve", "{tmp}/plain.part", "--method", "scotch"]),
     "kahypar": ("mtkahypar", "peers", ["solve", "{tmp}/plain.part", "--method", "kahypar"]),
+    "profile": ("torch", "profile", ["profile", "{tmp}/config.json", "--output", "{tmp}/profile.json"]),
 }
 
 
@@ -33,7 +34,7 @@ def test_a_missing_extra_exits_5_naming_it(case: str, tmp_path: Path) -> None:
     package, extra, argv = CASES[case]
     (tmp_path / "model.onnx").write_bytes(b"\x08\x07")  # never read: the import fails first
     (tmp_path / "plain.part").write_text(PLAIN)  # a spec the peers model (tiny.part is contiguous)
-    json_out = argv[0] != "convert"  # convert writes a .part file, no JSON
+    json_out = argv[0] not in ("convert", "profile")  # they write files, no JSON
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv] + (["--json"] if json_out else [])
     code = (f"import sys; sys.modules[{package!r}] = None\n"  # the package is absent
             "from partdsl.cli.main import main\n"
