@@ -106,10 +106,9 @@ def describe(spec: Spec, bound: float) -> str:
     ] + ([f"  costs      {costs}"] if (costs := cost_provenance(spec)) else []))
 
 
-def cost_provenance(spec: Spec) -> str:
-    """Where the cost model gave work, how far its times were checked: per profiled class,
-    the nodes costed by their rows (the shape model) and by the batch, and each model's
-    calibration (issue 72, item 4)."""
+def _costed(spec: Spec) -> list[tuple[str, str, list[tuple[int, str, str]]]]:
+    """Per profiled class: (class, profile, [(operators, "shape" or "batch", how far that
+    model was checked)]) for the nodes the cost model gave work (issue 72, item 4)."""
     from partdsl.importers.cost_model import profile
 
     nodes = [nd for nd in spec.graph.nodes if nd.flops is not None]
@@ -117,10 +116,30 @@ def cost_provenance(spec: Spec) -> str:
     out = []
     for k in (k for k in spec.platform.classes if k.profile):
         p = profile(k.profile)
-        parts = [f"{n:,} operator{'s' if n != 1 else ''} by {what} ({p.trust(what == 'shape')})" for n, what in
-                 ((shaped, "shape"), (len(nodes) - shaped, "batch")) if n]
-        out += [f"{k.name} ({k.profile}): " + ", ".join(parts)] if parts else []
+        parts = [(n, what, p.trust(what == "shape")) for n, what in ((shaped, "shape"), (len(nodes) - shaped, "batch"))
+                 if n]
+        if parts:
+            out.append((k.name, k.profile, parts))
+    return out
+
+
+def cost_provenance(spec: Spec) -> str:
+    """Where the cost model gave work, how far its times were checked: per profiled class,
+    the nodes costed by their rows (the shape model) and by the batch, and each model's
+    calibration (issue 72, item 4)."""
+    out = [f"{k} ({prof}): " + ", ".join(f"{n:,} operator{'s' if n != 1 else ''} by {what} ({trust})"
+                                         for n, what, trust in parts) for k, prof, parts in _costed(spec)]
     return "cost model: " + "; ".join(out) if out else ""
+
+
+def uncalibrated(spec: Spec) -> list[str]:
+    """One warning per device class whose profile costs operators by a model never checked
+    against measurements on that device (what `part convert` says once)."""
+    return [f"device class '{k}' (profile {prof}): " + " and ".join(f"{n:,} operator{'s' if n != 1 else ''} by {what}"
+                                                                 for n, what, trust in parts if trust == "not calibrated")
+            + " costed by a model not checked against measurements on this device (docs/cost_model.md); measure the "
+            "layers with `part profile`, or give their work" for k, prof, parts in _costed(spec)
+            if any(trust == "not calibrated" for _, _, trust in parts)]
 
 
 def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str:

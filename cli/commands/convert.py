@@ -164,8 +164,9 @@ def adjusted(spec, header: str, args: argparse.Namespace):  # type: ignore[no-un
 
 def summary(text: str, output: str | None, options) -> str:  # type: ignore[no-untyped-def]
     """What was written, from the written spec parsed back (so it is also checked): nodes,
-    edges, devices, objective and constraints."""
-    from partdsl.cli.report import objective_name
+    edges, devices, objective and constraints; then a warning per device class whose
+    profile's model was never checked against measurements (cli/report.uncalibrated)."""
+    from partdsl.cli.report import objective_name, uncalibrated
     from partdsl.dsl.parser import parse
 
     where = output or "<stdout>"
@@ -176,6 +177,6 @@ def summary(text: str, output: str | None, options) -> str:  # type: ignore[no-u
                              (f"interleave {c.interleave}", c.interleave > 1),
                              (f"memory {c.memory}", c.memory != "ignore")) if on]
     return (f"wrote {where}: {d.n:,} nodes, {d.m:,} edges; devices {kinds}; {objective_name(spec)}"
-            + (f"; {', '.join(rules)}" if rules else ""))
+            + (f"; {', '.join(rules)}" if rules else "") + "".join(f"\nwarning: {w}" for w in uncalibrated(spec)))
 
 

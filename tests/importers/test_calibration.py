@@ -16,7 +16,7 @@ from partdsl.importers.graph_formats import graph_from_json, graph_to_json
 from partdsl.importers.onnx_import import import_onnx
 from partdsl.importers.torch_export import import_torch_export
 
-from tests.support import EXAMPLES
+from tests.support import EXAMPLES, run_part
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = json.loads((ROOT / "data" / "calibration" / "published_llm_runs.json").read_text())["runs"]
@@ -112,3 +112,24 @@ minimize latency
     bare = text.replace("{ profile a100 }", "{ }").replace("{ profile l4 }", "{ }")
     bare = bare.replace("flops 2 GFLOP; rows 4096", "work 1 ms").replace("flops 1 GFLOP", "work 2 ms")
     assert cost_provenance(parse(bare)) == ""
+
+
+def test_convert_warns_once_per_class_whose_model_was_never_checked(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from partdsl.cli.report import uncalibrated
+
+    text = """graph g { node a { flops 2 GFLOP; rows 4096 }  node b { flops 1 GFLOP }  node c { work 1 ms }
+  a -> b -> c }
+platform { device gpu[1] { profile a100 }  device l4[2] { profile l4 }  device cpu[1] { profile xeon } }
+minimize latency
+"""
+    said = uncalibrated(parse(text))
+    assert said == ["device class 'l4' (profile l4): 1 operator by shape and 1 operator by batch costed by a model "
+                    "not checked against measurements on this device (docs/cost_model.md); measure the layers with "
+                    "`part profile`, or give their work",
+                    "device class 'cpu' (profile xeon): 1 operator by shape costed by a model not checked against "
+                    "measurements on this device (docs/cost_model.md); measure the layers with `part profile`, or "
+                    "give their work"]
+    spec = tmp_path / "g.part"
+    spec.write_text(text)
+    r = run_part("convert", str(spec), "-o", str(tmp_path / "out.part"))
+    assert r.returncode == 0 and r.stderr.count("warning: device class") == 2, r.stderr
