@@ -31,6 +31,21 @@ def hf_model(family: str):  # type: ignore[no-untyped-def]
     return model.eval()
 
 
+def logits_only(model):  # type: ignore[no-untyped-def]
+    """A causal LM with its logits alone as output, called on token ids: what
+    torch.distributed.pipelining traces, so the last stage hands the loss a tensor."""
+    import torch
+
+    class Logits(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lm = model
+
+        def forward(self, ids):  # type: ignore[no-untyped-def]
+            return self.lm(input_ids=ids, use_cache=False).logits
+    return Logits()
+
+
 FAMILIES = ("llama", "mistral", "qwen2", "gpt2")  # GPT-2: a fused QKV whose split sends three tensors
 LAYER = re.compile(r"(?:model\.layers|transformer\.h)\.(\d+)")  # a decoder layer's module path, and its number
 

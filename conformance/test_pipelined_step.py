@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support import TOKENS, free_port, hf_model
+from support import TOKENS, free_port, hf_model, logits_only
 
 MICRO, BATCH = 2, 4
 
@@ -26,20 +26,6 @@ def _loss(logits, labels):  # type: ignore[no-untyped-def]
     return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
 
 
-def _logits(model):  # type: ignore[no-untyped-def]
-    """The model with its logits alone as output, so the last stage hands the loss a tensor."""
-    import torch
-
-    class Logits(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lm = model
-
-        def forward(self, ids):  # type: ignore[no-untyped-def]
-            return self.lm(input_ids=ids, use_cache=False).logits
-    return Logits()
-
-
 def _rank(rank: int, world: int, port: int, split: list[str], out: str) -> None:
     import os
 
@@ -50,7 +36,7 @@ def _rank(rank: int, world: int, port: int, split: list[str], out: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     ids, labels = _data()
-    pipe = pipeline(_logits(hf_model("llama")), mb_args=(ids[:BATCH // MICRO],),
+    pipe = pipeline(logits_only(hf_model("llama")), mb_args=(ids[:BATCH // MICRO],),
                     split_spec={"lm." + k: SplitPoint.BEGINNING for k in split})
     stage = pipe.build_stage(rank, torch.device("cpu"))
     schedule = ScheduleGPipe(stage, n_microbatches=MICRO, loss_fn=_loss)
@@ -77,7 +63,7 @@ def test_a_two_stage_training_step_from_the_exported_plan_equals_the_unsplit_mod
     got = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
 
     ids, labels = _data()
-    model = _logits(hf_model("llama"))
+    model = logits_only(hf_model("llama"))
     m = BATCH // MICRO
     ref = [_loss(model(ids[i:i + m]), labels[i:i + m]) for i in range(0, BATCH, m)]
     (sum(ref) / MICRO).backward()  # the schedule scales each stage's gradients by 1 / micro-batches

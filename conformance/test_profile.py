@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import free_port, part
+from support import free_port, logits_only, part
 
 SHAPE = dict(vocab_size=2048, hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=8,
              num_key_value_heads=8, max_position_embeddings=512)
@@ -28,16 +28,7 @@ def _model(folder: str):  # type: ignore[no-untyped-def]
     import transformers as tf
 
     torch.manual_seed(0)
-    lm = tf.AutoModelForCausalLM.from_config(tf.AutoConfig.from_pretrained(folder)).train()
-
-    class Logits(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lm = lm
-
-        def forward(self, ids):  # type: ignore[no-untyped-def]
-            return self.lm(input_ids=ids, use_cache=False).logits
-    return Logits()
+    return logits_only(tf.AutoModelForCausalLM.from_config(tf.AutoConfig.from_pretrained(folder)).train())
 
 
 def _ids(samples: int):  # type: ignore[no-untyped-def]

@@ -1,7 +1,9 @@
 """Method `auto`, the default: a small portfolio run within one time limit (issue 32).
 
 It chooses by objective, the spec's features and its size: fast heuristics, then
-improvement, then an exact method where the size allows (and the brute force on specs
+improvement, then an exact method where the size allows (the DP over ideals first, right
+after the greedy, where it is exact and the units form one path: it then proves in
+milliseconds what the searches would spend their share on) (and the brute force on specs
 small enough to enumerate, where the exact method could not prove the optimum), each
 member on a share of the time left (the last on all of it). Every member's candidates
 and proofs go to `solve` as they come, so the answer kept is the best the evaluator
@@ -52,6 +54,7 @@ Methods = Mapping[str, Any]  # the method table, name -> registry.Method (not im
 
 UNTIMED_SECONDS = 5.0  # the long searches' budget, all together, when the run has no time limit
 EXACT_NODES = 400  # the MIPs join the portfolio up to this many nodes (MILP-SPLIT beyond, under DiviML)
+LIMITED_EXACT_NODES = 2_500  # under a time limit the max-load IP joins up to this many (2,012 nodes: built in 2 s, 350 MB)
 EXACT_DEVICES = 16  # ... and this many devices
 BRUTE_NODES, BRUTE_CANDIDATES = 10, 5_000  # the brute force ends the portfolio on specs this small: a proof
 DP_UNTIMED_UNITS = 2_000  # the most units for the DP without a limit (decoders: 0.5 s at 2k, 2 s at 4k, 12 s at 10k)
@@ -78,6 +81,20 @@ def small(spec: Spec) -> bool:
     return spec.dense.n <= EXACT_NODES and len(spec.platform.devices) <= EXACT_DEVICES
 
 
+def _exact(spec: Spec) -> list[Member]:
+    """The exact MIP as the last member: on small specs always; on bottleneck specs up to
+    LIMITED_EXACT_NODES only under a time limit, where it takes the time the searches left
+    (started from their best, its incumbent can only improve and its bound rise: BERT-12's
+    operator graph, any split, 147.48 at a 27.9% gap after the searches' 2 s, 130.04 at
+    14.3% after 300 s)."""
+    if small(spec):
+        return [Member("exact", 1.0, True, (("heuristics", 0.05),))]
+    if spec.objective.kind == "bottleneck" and spec.dense.n <= LIMITED_EXACT_NODES and \
+            len(spec.platform.devices) <= EXACT_DEVICES:
+        return [Member("exact", 1.0, True, (("heuristics", 0.05),), untimed=False)]
+    return []
+
+
 def enumerable(spec: Spec) -> bool:
     if spec.dense.n > BRUTE_NODES:
         return False
@@ -95,7 +112,7 @@ def portfolio(spec: Spec) -> list[Member]:
 
 def _searches(spec: Spec) -> list[Member]:
     kind = spec.objective.kind
-    exact = [Member("exact", 1.0, True, (("heuristics", 0.05),))] if small(spec) else []
+    exact = _exact(spec)
     if spec.objective.scheduled:  # DiviML: list schedulers, MILP-SPLIT, then the whole MILP (or the EA)
         return [Member("heft", 0.05), Member("eft", 0.05), Member("met", 0.05),
                 Member("milp_split", 0.9 if exact else 0.7, True),
@@ -114,8 +131,11 @@ def _searches(spec: Spec) -> list[Member]:
         if ideal_dp.too_big(units) is None else []
     # with peak activations in memory only the evaluator-driven local search models memory (the rows of methods/registry.py that leave ACTIVATIONS out)
     local = [Member("local_search", 0.5, True, stall=True)] if spec.constraints.activations else []
-    return [Member("greedy", 0.05, quick=True), *peers, Member("load_search", 0.3, True, stall=True), *local, *dp,
-            *exact]
+    # where the DP proves the optimum and its units form one path (ideals = units + 1: a pipeline
+    # of layers), it runs before the searches, whose time the proof then saves (issue 75, item 9)
+    first = dp if dp and units <= DP_UNTIMED_UNITS and ideal_dp.exact_for(spec) and ideal_dp.chained(spec) else []
+    return [Member("greedy", 0.05, quick=True), *peers, *first, Member("load_search", 0.3, True, stall=True),
+            *local, *(dp if not first else []), *exact]
 
 
 def members(spec: Spec, methods: Methods) -> list[Member]:

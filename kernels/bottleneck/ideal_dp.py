@@ -194,8 +194,11 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER,
 
 
 def why_not_exact(spec: Spec) -> str:
-    if not spec.constraints.acyclic:
+    if not spec.constraints.acyclic and spec.constraints.contiguous:
         return "contiguous blocks may form a cyclic quotient; add `acyclic` to get a proof"
+    if not spec.constraints.acyclic:
+        return ("this spec allows any split (neither `contiguous` nor `acyclic`), and its best need not be a chain "
+                "of stages; add `acyclic` to get a proof")
     if _orphans(spec):
         return "a backward node colocated with no forward node is ordered by mirroring; colocate each with its layer"
     if spec.dense.path_bw is not None:

@@ -273,3 +273,54 @@ def test_under_a_limit_a_stalled_search_hands_its_time_to_the_next_member() -> N
     assert list(auto._why_stopped(member, fresh, Deadline.after(200.0), "dp")) == []  # it did not stall
     untimed = list(auto._why_stopped(member, stalled, auto.NEVER, "dp"))
     assert isinstance(untimed[0], BudgetSpent) and "stalled (no --time-limit)" in untimed[0].message
+
+
+CHAIN = """graph g {
+  node a[1..30] { work 2 ms on gpu; out 1 MB }
+  node b { work 9 ms on gpu; out 1 MB }
+  a[1] -> ... -> a[30] -> b
+}
+platform { device gpu[4] { link 10 GB/s } }
+minimize bottleneck
+subject to { %s }
+"""
+
+
+def test_where_the_dp_proves_a_chain_it_runs_before_the_searches() -> None:
+    """Issue 75, item 9: under `acyclic`, on units that form one path (a pipeline of layers),
+    the DP over ideals proves the optimum in milliseconds, so it runs right after the greedy
+    and the load search never starts; without `acyclic` the DP proves nothing and keeps its
+    place after the search."""
+    from partdsl import parse
+
+    spec = parse(CHAIN % "acyclic")
+    assert [p.method for p in auto.members(spec, METHODS)] == ["greedy", "dp", "load_search", "exact"]
+    r = solve(spec, method="auto", time_limit=600)
+    assert r.status.value == "optimal" and r.stopped == "bound reached"
+    assert any(ln.startswith("proven bound") and "the DP over 32 ideals is exhaustive" in ln for ln in r.log), r.log
+    assert not any("auto: load_search" in ln for ln in r.log), r.log
+    free = parse(CHAIN % "memory hard")
+    assert [p.method for p in auto.members(free, METHODS)][:3] == ["greedy", "load_search", "dp"]
+
+
+def test_under_a_limit_the_max_load_ip_joins_mid_sized_bottleneck_specs() -> None:
+    """Issue 75, items 4 and 9: between EXACT_NODES and LIMITED_EXACT_NODES the max-load IP
+    is the last member under a time limit (the searches stall within seconds on BERT-12's
+    operator graph and left 298 of 300 s unused), and is left out, saying so, without one."""
+    from partdsl import parse
+
+    n = auto.EXACT_NODES + 100
+    text = f"""graph g {{ node a[1..{n}] {{ work 1 ms on gpu; out 1 MB }} a[1] -> ... -> a[{n}] }}
+platform {{ device gpu[4] {{ link 10 GB/s }} }}
+minimize bottleneck
+"""
+    spec = parse(text)
+    last = auto.members(spec, METHODS)[-1]
+    assert last.method == "exact" and not last.untimed
+    r = solve(spec, method="auto")
+    assert any("no time limit, so exact left out" in ln for ln in r.log), r.log
+    latency = parse(text.replace("minimize bottleneck", "minimize latency"))
+    assert "exact" not in [p.method for p in auto.members(latency, METHODS)]  # the latency IP is far dearer
+    big = parse(text.replace(f"a[1..{n}]", f"a[1..{auto.LIMITED_EXACT_NODES + 1}]").replace(
+        f"a[{n}]", f"a[{auto.LIMITED_EXACT_NODES + 1}]"))
+    assert "exact" not in [p.method for p in auto.members(big, METHODS)]
