@@ -123,23 +123,30 @@ def _costed(spec: Spec) -> list[tuple[str, str, list[tuple[int, str, str]]]]:
     return out
 
 
+def _operators(n: int, what: str) -> str:
+    return f"{n:,} operator{'s' if n != 1 else ''} by {what}"
+
+
 def cost_provenance(spec: Spec) -> str:
     """Where the cost model gave work, how far its times were checked: per profiled class,
     the nodes costed by their rows (the shape model) and by the batch, and each model's
     calibration (issue 72, item 4)."""
-    out = [f"{k} ({prof}): " + ", ".join(f"{n:,} operator{'s' if n != 1 else ''} by {what} ({trust})"
-                                         for n, what, trust in parts) for k, prof, parts in _costed(spec)]
+    out = [f"{k} ({prof}): " + ", ".join(f"{_operators(n, what)} ({trust})" for n, what, trust in parts)
+           for k, prof, parts in _costed(spec)]
     return "cost model: " + "; ".join(out) if out else ""
 
 
 def uncalibrated(spec: Spec) -> list[str]:
     """One warning per device class whose profile costs operators by a model never checked
     against measurements on that device (what `part convert` says once)."""
-    return [f"device class '{k}' (profile {prof}): " + " and ".join(f"{n:,} operator{'s' if n != 1 else ''} by {what}"
-                                                                 for n, what, trust in parts if trust == "not calibrated")
-            + " costed by a model not checked against measurements on this device (docs/cost_model.md); measure the "
-            "layers with `part profile`, or give their work" for k, prof, parts in _costed(spec)
-            if any(trust == "not calibrated" for _, _, trust in parts)]
+    out = []
+    for k, prof, parts in _costed(spec):
+        unchecked = [_operators(n, what) for n, what, trust in parts if trust == "not calibrated"]
+        if unchecked:
+            out.append(f"device class '{k}' (profile {prof}): {' and '.join(unchecked)} costed by a model not checked "
+                       "against measurements on this device (docs/cost_model.md); measure the layers with `part "
+                       "profile`, or give their work")
+    return out
 
 
 def evaluation_report(spec: Spec, ev: Evaluation, assignment: np.ndarray) -> str:

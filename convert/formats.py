@@ -122,26 +122,29 @@ def _numbers(text: str | None, what: str, default: str) -> list[float]:
     return out
 
 
-def size_of(option: str, text: str) -> float:
-    """`--option 16MB` -> 16e6 bytes (a plain number is bytes)."""
-    from partdsl.core.quantities import NUMBER, SIZE
+def _quantity(option: str, text: str, dims: tuple[str, ...], what: str, example: str, positive: bool) -> float:
+    """`--option TEXT` as a number in canonical units, one of `dims` (a plain number too)."""
+    from partdsl.core.quantities import NUMBER
     from partdsl.dsl.parser import parse_override
 
-    size = parse_override(option, text)
-    if isinstance(size, str) or size.dim not in (SIZE, NUMBER) or size.value < 0:
-        raise PartError(f"--{option} {text}: not a size", None, f"e.g. --{option} 16MB")
-    return float(size.value)
+    q = parse_override(option, text)
+    if isinstance(q, str) or q.dim not in (*dims, NUMBER) or q.value < 0 or (positive and q.value == 0):
+        raise PartError(f"--{option} {text}: not a {what}", None, f"e.g. --{option} {example}")
+    return float(q.value)
+
+
+def size_of(option: str, text: str) -> float:
+    """`--option 16MB` -> 16e6 bytes (a plain number is bytes)."""
+    from partdsl.core.quantities import SIZE
+
+    return _quantity(option, text, (SIZE,), "size", "16MB", positive=False)
 
 
 def rate_of(option: str, text: str) -> float:
     """`--option 12GB/s` -> 12e9 bytes per second (a plain number is bytes per second)."""
-    from partdsl.core.quantities import BANDWIDTH, NUMBER
-    from partdsl.dsl.parser import parse_override
+    from partdsl.core.quantities import BANDWIDTH
 
-    rate = parse_override(option, text)
-    if isinstance(rate, str) or rate.dim not in (BANDWIDTH, NUMBER) or rate.value <= 0:
-        raise PartError(f"--{option} {text}: not a bandwidth", None, f"e.g. --{option} 12GB/s")
-    return float(rate.value)
+    return _quantity(option, text, (BANDWIDTH,), "bandwidth", "12GB/s", positive=True)
 
 
 def device_counts(given: str) -> dict[str, int]:

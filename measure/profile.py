@@ -29,7 +29,7 @@ class Options:
     repeat: int = 5
     threads: int | None = None   # torch's intra-op threads (None: torch's default)
     count: int | None = None     # devices of this type in the plan (None: the CUDA devices, or 1)
-    name: str | None = None      # the device type's name (None: cpu, or the GPU's name)
+    name: str | None = None      # the device type's name (None: cpu or gpu)
     backward: bool = True
     link: float | None = None    # bytes/s between two devices of the type (None: measured, link_rate)
 
@@ -49,9 +49,10 @@ def _device(torch: Any, want: str) -> tuple[str, str]:
 
 def _cpu_name() -> str:
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
     return host.processor() or host.machine() or "cpu"
@@ -89,12 +90,11 @@ def profile(source: str, opts: Options, progress: Callable[[str], None] | None =
     torch.manual_seed(0)
     model = load(source, opts.tokens, opts.dtype, dev)
     layers: list[dict] = []
-    skipped: list[str] = []
     owned: set[int] = set()
+    units, skipped = capture(model.module, model.inputs(opts.micro_batches[0]))  # outputs at the first size
     for b in opts.micro_batches:
         if progress:
             progress(f"micro-batch {b}: {opts.warmup} + {opts.repeat} passes of {model.name}")
-        units, skipped = capture(model.module, model.inputs(b))
         t = time_layers(model.module, model.inputs(b), [u.module for u in units], opts.warmup, opts.repeat,
                         opts.backward)
         for i, u in enumerate(units):
@@ -117,7 +117,8 @@ def profile(source: str, opts: Options, progress: Callable[[str], None] | None =
             "measured": {"by": "part profile", "torch": torch.__version__, "device": dev_name, "torch_device": dev,
                          "threads": torch.get_num_threads(), "tokens": opts.tokens,
                          "micro_batches": list(opts.micro_batches), "warmup": opts.warmup, "repeat": opts.repeat,
-                         "skipped": skipped, "link": "given" if opts.link else "measured (link_rate)", "date": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+                         "skipped": skipped, "link": "given" if opts.link else "measured (link_rate)",
+                         "date": datetime.now(timezone.utc).isoformat(timespec="seconds")},
             "devices": {kind: facts}, "layers": layers}
 
 

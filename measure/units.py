@@ -1,13 +1,14 @@
 """A model's layers, as a pipeline cuts it: the children of its longest `nn.ModuleList`
 (the decoder layers: `model.layers.0`, ...) and the modules beside that list's ancestors
 (`model.embed_tokens`, `model.norm`, `lm_head`), in the order one forward pass first
-calls them, each with the arguments it was called with (to run it alone).
+calls them, each with its output of that pass.
 
 A module with no parameters of its own (a rotary embedding's cosines, a dropout) is left
-out: it is not a layer a stage holds, and its time is not in the profile (`skipped`)."""
+out (`skipped`): it is not a layer a stage holds, and its time counts to the layer before
+it (measure/timing.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from partdsl.core.errors import PartError
@@ -15,11 +16,9 @@ from partdsl.core.errors import PartError
 
 @dataclass
 class Unit:
-    """One layer and what one forward pass gave it and got from it."""
+    """One layer and its output of one forward pass."""
     name: str
     module: Any
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
     output: Any = None
 
 
@@ -43,30 +42,24 @@ def candidates(model: Any) -> list[tuple[str, Any]]:
 
 
 def capture(model: Any, inputs: tuple) -> tuple[list[Unit], list[str]]:
-    """Run `model(*inputs)` once with hooks: the units it called (in call order, with
-    their arguments and outputs) and the parameter-free ones it skipped."""
+    """Run `model(*inputs)` once with hooks: the units it called, in call order (the units
+    do not nest, so the order they end in), each with its first output, and the
+    parameter-free ones it skipped."""
     import torch
 
-    units, order, handles = {}, [], []
+    called: list[Unit] = []
+    handles = []
     for name, mod in candidates(model):
-        unit = units[name] = Unit(name, mod)
-
-        def pre(m: Any, args: tuple, kwargs: dict, unit: Unit = unit) -> None:
-            if unit.output is None and unit.name not in order:
-                unit.args, unit.kwargs = args, kwargs
-                order.append(unit.name)
-
-        def post(m: Any, args: tuple, kwargs: dict, out: Any, unit: Unit = unit) -> None:
+        def post(m: Any, args: tuple, out: Any, unit: Unit = Unit(name, mod)) -> None:
             if unit.output is None:
                 unit.output = out
-        handles += [mod.register_forward_pre_hook(pre, with_kwargs=True),
-                    mod.register_forward_hook(post, with_kwargs=True)]
+                called.append(unit)
+        handles.append(mod.register_forward_hook(post))
     try:
         with torch.no_grad():
             model(*inputs)
     finally:
         for h in handles:
             h.remove()
-    called = [units[n] for n in order]
-    return ([u for u in called if any(True for _ in u.module.parameters(recurse=True))],
-            [u.name for u in called if not any(True for _ in u.module.parameters(recurse=True))])
+    held = [any(True for _ in u.module.parameters()) for u in called]
+    return [u for u, h in zip(called, held) if h], [u.name for u, h in zip(called, held) if not h]

@@ -1,10 +1,10 @@
 """Method `auto`, the default: a small portfolio run within one time limit (issue 32).
 
 It chooses by objective, the spec's features and its size: fast heuristics, then
-improvement, then an exact method where the size allows (the DP over ideals first, right
-after the greedy, where it is exact and the units form one path: it then proves in
-milliseconds what the searches would spend their share on) (and the brute force on specs
-small enough to enumerate, where the exact method could not prove the optimum), each
+improvement, then an exact method where the size allows, and the brute force on specs
+small enough to enumerate, where the exact method could not prove the optimum (the DP
+over ideals comes right after the greedy where it is exact and the units form one path:
+it then proves in milliseconds what the searches would spend their share on), each
 member on a share of the time left (the last on all of it). Every member's candidates
 and proofs go to `solve` as they come, so the answer kept is the best the evaluator
 scored, certified by the best bound any member proved; `solve` stops the portfolio as
@@ -54,7 +54,7 @@ Methods = Mapping[str, Any]  # the method table, name -> registry.Method (not im
 
 UNTIMED_SECONDS = 5.0  # the long searches' budget, all together, when the run has no time limit
 EXACT_NODES = 400  # the MIPs join the portfolio up to this many nodes (MILP-SPLIT beyond, under DiviML)
-LIMITED_EXACT_NODES = 2_500  # under a time limit the max-load IP joins up to this many (2,012 nodes: built in 2 s, 350 MB)
+LIMITED_EXACT_NODES = 2_500  # under a time limit the max-load IP joins up to this many (2,012 nodes: 2 s, 350 MB)
 EXACT_DEVICES = 16  # ... and this many devices
 BRUTE_NODES, BRUTE_CANDIDATES = 10, 5_000  # the brute force ends the portfolio on specs this small: a proof
 DP_UNTIMED_UNITS = 2_000  # the most units for the DP without a limit (decoders: 0.5 s at 2k, 2 s at 4k, 12 s at 10k)
@@ -87,12 +87,9 @@ def _exact(spec: Spec) -> list[Member]:
     (started from their best, its incumbent can only improve and its bound rise: BERT-12's
     operator graph, any split, 147.48 at a 27.9% gap after the searches' 2 s, 130.04 at
     14.3% after 300 s)."""
-    if small(spec):
-        return [Member("exact", 1.0, True, (("heuristics", 0.05),))]
-    if spec.objective.kind == "bottleneck" and spec.dense.n <= LIMITED_EXACT_NODES and \
-            len(spec.platform.devices) <= EXACT_DEVICES:
-        return [Member("exact", 1.0, True, (("heuristics", 0.05),), untimed=False)]
-    return []
+    mid = spec.objective.kind == "bottleneck" and spec.dense.n <= LIMITED_EXACT_NODES and \
+        len(spec.platform.devices) <= EXACT_DEVICES
+    return [Member("exact", 1.0, True, (("heuristics", 0.05),), untimed=small(spec))] if small(spec) or mid else []
 
 
 def enumerable(spec: Spec) -> bool:

@@ -27,7 +27,8 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
                        "or a Python callable) and write a partdsl-layers profile to plan from")
     p.add_argument("model", help="a transformers config.json (or its folder; random weights), or module:function / "
                    "file.py:function returning an nn.Module or (module, example_input for one sample)")
-    p.add_argument("--tokens", type=int, default=128, help="tokens per sample when the input is token ids (default 128)")
+    p.add_argument("--tokens", type=int, default=128,
+                   help="tokens per sample when the input is token ids (default 128)")
     p.add_argument("--micro-batch", type=_sizes, default=(1,), metavar="B[,B...]",
                    help="micro-batch sizes to time (default 1); each layer gets a time per size")
     p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"], help="the weights' and activations' "
@@ -69,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
         b = str(args.micro_batch[0])
         fw = sum(t[b] for layer in doc["layers"] for t in layer["forward_ms"].values())
         print(f"wrote {args.output}: {len(doc['layers'])} layers of {doc['model']} on {doc['measured']['device']}, "
-              f"forward {fw:.3f} ms at micro-batch {b} (plan from it: part convert {args.output} --from layers --group-by layer)",
-              file=sys.stderr)
+              f"forward {fw:.3f} ms at micro-batch {b} (plan from it: part convert {args.output} --from layers "
+              "--group-by layer)", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return EXIT_OK
