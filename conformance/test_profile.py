@@ -4,9 +4,13 @@ stage the framework builds takes within 25% of the time the plan predicts for it
 sum of its layers' measured forward and backward times), and a two-process GPipe step of
 the plan runs. Every time is printed beside its prediction.
 
-This machine's speed swings by 10-40% from one second to the next (a shared VM), so for
-the comparison the profiler (its Python API, the code `part profile` runs) and the
-stages' timer alternate for ROUNDS rounds in one process and their medians are compared."""
+This machine's speed swings by 10-40% from one second to the next and by 1.5-4x from one
+day to the next (a shared VM), so for the comparison the profiler (its Python API, the code
+`part profile` runs) and the stages' timer alternate for ROUNDS rounds in one process; each
+round's measured-to-predicted ratio compares two timings a few seconds apart, and the
+median of those ratios is checked. (Medians over all rounds of each side, compared with
+each other, mix a slow minute on one side with a quick one on the other: CI once saw 1.28x
+where the rounds' own ratios had a median of 1.16x.)"""
 from __future__ import annotations
 
 import json
@@ -130,12 +134,10 @@ def test_a_profiled_llama_planned_on_two_stages_runs_at_the_predicted_stage_time
                         for stage in stages], timer()))
         print(f"round {r}: predicted " + ", ".join(f"{x:.1f}" for x in rounds[-1][0]) + " ms; measured "
               + ", ".join(f"{x:.1f}" for x in rounds[-1][1]) + " ms")
-    predicted = [statistics.median(p[s] for p, _ in rounds) for s in range(len(stages))]
-    measured = [statistics.median(m[s] for _, m in rounds) for s in range(len(stages))]
-    for s, (want, got) in enumerate(zip(predicted, measured)):
-        print(f"stage {s} ({', '.join(stages[s])}): predicted {want:.2f} ms, measured {got:.2f} ms "
-              f"({got / want:.2f}x)")
-    assert all(got == pytest.approx(want, rel=0.25) for want, got in zip(predicted, measured)), (predicted, measured)
+    ratios = [statistics.median(m[s] / p[s] for p, m in rounds) for s in range(len(stages))]
+    for s, ratio in enumerate(ratios):
+        print(f"stage {s} ({', '.join(stages[s])}): measured / predicted, median of {ROUNDS} rounds: {ratio:.2f}x")
+    assert all(ratio == pytest.approx(1, rel=0.25) for ratio in ratios), ratios
 
     mp.spawn(_rank, args=(2, free_port(), str(folder), split, str(tmp_path / "steps.json")), nprocs=2, join=True)
     steps = json.loads((tmp_path / "steps.json").read_text())
