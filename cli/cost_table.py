@@ -3,7 +3,9 @@
 A node's layer is its `group` when it has one, else what `--layers REGEX` captures from
 its name (the first group, or the whole match), else its name up to the last `/` or `.`
 (ONNX and torch names: `/encoder/layer.0/attention/MatMul` -> `/encoder/layer.0/attention`)
-or up to the first `_` after a layer number (`l3_q` -> `l3`), else the name itself.
+or up to the first `_` after a layer number (`l3_q` -> `l3`), else the name itself. A
+node's `times` column says where its times come from (cli/report.time_sources: measured,
+given, or the cost model), and the line above the table how far they were checked.
 """
 from __future__ import annotations
 
@@ -61,7 +63,7 @@ def cost_table(spec: Spec, sort: str = "order", top: int | None = None,
     """(the --json object, the text): the nodes sorted by `sort` (largest first; `order`:
     as the graph lists them), the first `top` of them, then every layer's totals, largest
     first by the same key, with each layer's share of the graph's total."""
-    from partdsl.cli.report import table
+    from partdsl.cli.report import cost_provenance, table, time_sources
 
     if sort not in SORT_KEYS:
         raise PartError(f"--sort {sort}: unknown key", None, "use one of " + ", ".join(SORT_KEYS))
@@ -69,9 +71,10 @@ def cost_table(spec: Spec, sort: str = "order", top: int | None = None,
     n = len(c.names)
     order = np.arange(n) if sort == "order" else np.argsort(-c.key(sort), kind="stable")
     shown = order[:top] if top else order
-    head = ["node", "layer", "FLOPs", "params", "out"] + [f"{k} ms" for k in c.classes]
+    sources = time_sources(spec)
+    head = ["node", "layer", "FLOPs", "params", "out"] + [f"{k} ms" for k in c.classes] + ["times"]
     rows = [[c.names[i], c.layers[i], _num(c.flops[i]), _num(c.params[i], True), _num(c.out[i], True)]
-            + [_num(w) for w in c.work[i]] for i in shown]
+            + [_num(w) for w in c.work[i]] + [sources[i]] for i in shown]
     first: dict[str, int] = {}  # layers in the order their first node comes
     inverse = np.array([first.setdefault(x, len(first)) for x in c.layers], dtype=np.int64)
     names, L = list(first), len(first)
@@ -96,7 +99,9 @@ def cost_table(spec: Spec, sort: str = "order", top: int | None = None,
     lhead = ["layer", "nodes", "FLOPs", "params", "out"] + [f"{k} ms" for k in c.classes] + ["share"]
     lrows = lrows[:top] if top else lrows
     more = f"\n({n - len(shown):,} more nodes: --top 0 shows all)" if len(shown) < n else ""
+    said = cost_provenance(spec)
     text = (f"{n:,} nodes" + (f", sorted by {sort}" if sort != "order" else "") + "\n"
+            + (f"costs: {said}\n" if said else "")
             + table(rows, head, left=(0, 1)) + more + "\n\n")
     if L == n:
         text += "every node is its own layer: --layers REGEX names a node's layer by part of its name"
@@ -108,8 +113,9 @@ def cost_table(spec: Spec, sort: str = "order", top: int | None = None,
 
     obj = {"nodes": [{"name": c.names[i], "layer": c.layers[i], "flops": num(c.flops[i]),
                       "params": float(c.params[i]), "out": float(c.out[i]),
-                      "work_ms": {k: num(w) for k, w in zip(c.classes, c.work[i])}} for i in shown],
+                      "work_ms": {k: num(w) for k, w in zip(c.classes, c.work[i])}, "times": sources[i]}
+                     for i in shown],
            "layers": [{"name": names[j], "nodes": int(count[j]), "flops": num(t["flops"][j]),
                        "params": float(t["params"][j]), "out": float(t["out"][j]),
                        "work_ms": {k: num(w) for k, w in zip(c.classes, t["work"][j])}} for j in lorder[:top or L]]}
-    return obj, text
+    return {"costs": said or None, **obj}, text

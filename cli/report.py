@@ -127,13 +127,29 @@ def _operators(n: int, what: str) -> str:
     return f"{n:,} operator{'s' if n != 1 else ''} by {what}"
 
 
+def time_sources(spec: Spec) -> list[str]:
+    """Where each node's times come from: "model" (the cost model, from its flops), "measured"
+    (times as written, in a graph that says where they were measured: `measured "..."`),
+    "given" (as written, not said where from), "-" (no work)."""
+    profiled = any(k.profile for k in spec.platform.classes)
+    written = "measured" if spec.graph.measured else "given"
+    return ["model" if nd.flops is not None and profiled else written if nd.work else "-" for nd in spec.graph.nodes]
+
+
 def cost_provenance(spec: Spec) -> str:
-    """Where the cost model gave work, how far its times were checked: per profiled class,
-    the nodes costed by their rows (the shape model) and by the batch, and each model's
-    calibration (issue 72, item 4)."""
+    """Where the costs come from (issue 72, item 4): the operators whose times are written in
+    the graph, measured where the graph says (or not said), and where the cost model gave
+    work, per profiled class, the nodes costed by their rows (the shape model) and by the
+    batch, and how far each model was checked against measurements."""
     out = [f"{k} ({prof}): " + ", ".join(f"{_operators(n, what)} ({trust})" for n, what, trust in parts)
            for k, prof, parts in _costed(spec)]
-    return "cost model: " + "; ".join(out) if out else ""
+    sources = time_sources(spec)
+    written = sum(s in ("measured", "given") for s in sources)
+    said = f"measured {spec.graph.measured}" if spec.graph.measured else \
+        'as written (where measured not said: a graph\'s `measured "..."` line says it)'
+
+    return "; ".join(([f"{written:,} {'operators' if written != 1 else 'operator'}'{'' if written != 1 else 's'} times {said}"] if written else [])
+                     + (["cost model: " + "; ".join(out)] if out else []))
 
 
 def uncalibrated(spec: Spec) -> list[str]:

@@ -120,6 +120,7 @@ def test_a_profiled_llama_planned_on_two_stages_runs_at_the_predicted_stage_time
     assert doc["measured"]["skipped"] == ["model.rotary_emb"] and doc["measured"]["threads"] == 1
 
     part("convert", str(profile), "--from", "layers", "--group-by", "layer", "-o", str(spec))
+    assert "operators' times measured by part profile on " in part("check", str(spec))  # where the costs come from
     answer.write_text(part("solve", str(spec), "--json", "--time-limit", "60"))
     fqn = json.loads(part("export", str(spec), "--plan", str(answer), "--format", "fqn", "--json"))
     stages, split = fqn["module_paths_per_model_part"], list(fqn["split_spec"])

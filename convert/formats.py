@@ -63,12 +63,10 @@ def _layer_objective(req: Any) -> str:
 
 
 def layers(src: Path, req: Any) -> Converted:
-    from partdsl.convert.layer_profile import layers_spec, load, measured
+    from partdsl.convert.layer_profile import layers_spec, load
 
-    data = load(src)
-    note = measured(data)
-    return Converted(spec=layers_spec(data, src, _layer_objective(req), tp=req.tp),
-                     header=f"{src.name}, a layer profile converted by `part convert`" + (f"; {note}" if note else ""))
+    return Converted(spec=layers_spec(load(src), src, _layer_objective(req), tp=req.tp),
+                     header=f"{src.name}, a layer profile converted by `part convert`")
 
 
 def metis(src: Path, req: Any) -> Converted:

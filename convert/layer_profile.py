@@ -96,14 +96,14 @@ def load(path: Path, span: Span | None = None) -> dict:
 
 def measured(data: dict) -> str:
     """Where a profile's times were measured, as `part profile` records it ("" if it does not
-    say), for the converted spec's header."""
+    say): the graph's `measured "..."`, which `part check` reports."""
     m = data.get("measured")
     if not isinstance(m, dict):
         return ""
     how = ", ".join(str(x) for x in (m.get("torch_device"), m.get("torch") and f"torch {m['torch']}",
                                       m.get("threads") and f"{m['threads']} threads",
                                       m.get("tokens") and f"{m['tokens']} tokens", m.get("date")) if x)
-    return f"times measured by {m.get('by', 'a profiler')} on {m.get('device', 'an unnamed device')}" + \
+    return f"by {m.get('by', 'a profiler')} on {m.get('device', 'an unnamed device')}" + \
         (f" ({how})" if how else "")
 
 
@@ -133,7 +133,7 @@ def layers_spec(data: dict, path: Path, objective: str = "bottleneck", span: Spa
     dtype = data.get("dtype", "bf16")
     if dtype not in DTYPE_BYTES:
         raise r.bad("dtype", f"unknown dtype {dtype!r}", "use one of " + ", ".join(DTYPE_BYTES))
-    g, used = GraphBuilder(identifier(str(data.get("model", path.stem)), set())), set()
+    g, used = GraphBuilder(identifier(str(data.get("model", path.stem)), set()), measured(data)), set()
     cls = {dev: identifier(str(dev), set()) for dev in devices}
     names, training = [], any(isinstance(x, dict) and "backward_ms" in x for x in layers)
     for i, layer in enumerate(layers):

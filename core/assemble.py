@@ -76,7 +76,7 @@ def _close_or_known(name: str, names: list[str]) -> str:
 
 
 def assemble_graph(name: str, nodes: list[Node], edges: list[Edge], span: Span | None,
-                   tensors: list[EdgeTensor] | None = None) -> Graph:
+                   tensors: list[EdgeTensor] | None = None, measured: str = "") -> Graph:
     """Nodes + named edges (+ edge tensors, as carriers) -> Graph, with duplicate-node and
     unknown-node errors. A tensor's own edges replace the direct ones it was written on."""
     if tensors:
@@ -116,6 +116,6 @@ def assemble_graph(name: str, nodes: list[Node], edges: list[Edge], span: Span |
     order = sorted(pairs)
     pos = {e: i for i, e in enumerate(order)}
     return Graph(name, tuple(nodes), tuple(order), span, tuple(pairs[e] for e in order),
-                 tuple(pos[e] for e in pairs))
+                 tuple(pos[e] for e in pairs), measured)
 
 

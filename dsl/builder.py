@@ -52,8 +52,9 @@ def _value(x: Amount | None, dim: str, what: str) -> float | None:
 
 
 class GraphBuilder:
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str, measured: str = "") -> None:
+        """`measured`: where the nodes' given times were measured (device, tool, date)."""
+        self.name, self.measured = name, measured
         self._nodes: list[Node] = []
         self._edges: list[tuple[str, None, str, None]] = []
         self._tensors: list[EdgeTensor] = []
@@ -126,7 +127,8 @@ class GraphBuilder:
         return self
 
     def build(self) -> Graph:
-        return assemble_graph(self.name, list(self._nodes), list(self._edges), None, list(self._tensors))
+        return assemble_graph(self.name, list(self._nodes), list(self._edges), None, list(self._tensors),
+                              self.measured)
 
 
 class SpecBuilder:

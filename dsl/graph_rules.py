@@ -211,19 +211,31 @@ class GraphRules:
         return True
 
     @v_args(meta=True)
+    def measured(self, meta: Any, ch: list) -> tuple[str, str, Span]:
+        """`measured "..."`: where the graph's given times were measured (part check says it)."""
+        return ("measured", unquote(ch[0], self.file), self.span(meta))
+
+    @v_args(meta=True)
     def graph_block(self, meta: Any, ch: list) -> Graph:
         loose, self.__dict__["_loose_ellipses"] = self.__dict__.get("_loose_ellipses", []), []
         name = str(ch[0])
         nodes: list[Node] = []
         edges: list[Edge] = []
         tensors: list[EdgeTensor] = []
+        measured: list[tuple[str, Span]] = []
         for x in ch[1:]:
             if isinstance(x, list):
                 nodes += x
             elif isinstance(x, tuple) and x[0] == "edges":
                 edges += x[1]
                 tensors += x[2]
-        graph = assemble_graph(name, nodes, edges, self.span(meta), tensors)  # an unknown member is named here
+            elif isinstance(x, tuple) and x[0] == "measured":
+                measured.append(x[1:])
+        if len(measured) > 1:
+            raise PartError(f"graph '{name}' says twice where its times were measured (first at line "
+                            f"{measured[0][1].line})", measured[1][1], "keep one `measured \"...\"` line")
+        graph = assemble_graph(name, nodes, edges, self.span(meta), tensors,  # an unknown member is named here
+                               measured[0][0] if measured else "")
         if loose:
             raise _misplaced_ellipsis(loose[0])
         return graph

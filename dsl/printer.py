@@ -168,7 +168,8 @@ def graph_lines(g: Graph) -> list[str]:
     """A graph block's body: its nodes, its plain edges, and each tensor carrier back as the
     sized hop it was written as (`a -> {b, c} out 4 MB`), in carrier order."""
     plain, carried = g.written_edges()
-    lines = [_node(nd) for nd in g.nodes if nd.tensor_of is None]
+    lines = [f"  measured {json.dumps(g.measured)}"] if g.measured else []
+    lines += [_node(nd) for nd in g.nodes if nd.tensor_of is None]
     lines += [f"  {g.nodes[a].name} -> {g.nodes[b].name}" for a, b in plain]
     for nd, ts in carried:
         to = ts[0] if len(ts) == 1 else "{" + ", ".join(ts) + "}"

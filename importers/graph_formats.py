@@ -176,7 +176,7 @@ def graph_to_json(g: Graph) -> dict:
         nodes.append(d)
     out = {"format": "partdsl-graph", "version": 1, "name": g.name, "nodes": nodes,
            "edges": [[g.nodes[a].name, g.nodes[b].name] for a, b in plain]}
-    return out | ({"tensors": tensors} if tensors else {})
+    return out | ({"tensors": tensors} if tensors else {}) | ({"measured": g.measured} if g.measured else {})
 
 
 def graph_from_json(data: dict, name: str, span: Span | None = None) -> Graph:
@@ -206,4 +206,4 @@ def graph_from_json(data: dict, name: str, span: Span | None = None) -> Graph:
         if (t.out is None) == (t.comm is None):
             raise _bad(f"tensor from {t.source} needs exactly one of `out` (bytes) and `comm` (ms)", span)
         edges += [(t.source, span, b, span) for b in t.targets]
-    return assemble_graph(name, nodes, edges, span, tensors)
+    return assemble_graph(name, nodes, edges, span, tensors, str(data.get("measured", "")))

@@ -28,16 +28,22 @@ def test_a_profile_becomes_a_chain_of_layers_on_its_devices(tmp_path: Path) -> N
     assert {(w.on, w.batch): w.time for w in layer.work} == {("h100", 1): 5.0, ("a100", 1): 9.0, ("a100", 4): 30.0}
 
 
-def test_where_the_times_were_measured_goes_into_the_header(tmp_path: Path) -> None:
+def test_where_the_times_were_measured_goes_into_the_graph_and_part_check_says_it(tmp_path: Path) -> None:
     doc = dict(PROFILE, measured={"by": "part profile", "device": "NVIDIA H100 80GB HBM3", "torch_device": "cuda",
                                   "torch": "2.13.0", "threads": 8, "tokens": 4096, "date": "2026-12-04T19:00:00+00:00"})
     r, out = convert(tmp_path, doc)
     assert r.returncode == 0, r.stderr
-    assert out.read_text().splitlines()[0].endswith(
-        "times measured by part profile on NVIDIA H100 80GB HBM3 (cuda, torch 2.13.0, 8 threads, 4096 tokens, "
-        "2026-12-04T19:00:00+00:00)")
+    where = ("by part profile on NVIDIA H100 80GB HBM3 (cuda, torch 2.13.0, 8 threads, 4096 tokens, "
+             "2026-12-04T19:00:00+00:00)")
+    assert parse_file(out).graph.measured == where
+    said = run_part("check", str(out), "--table", "--json")
+    assert said.returncode == 0, said.stderr
+    table = json.loads(said.stdout)
+    assert table["costs"] == f"8 operators' times measured {where}"
+    assert {x["times"] for x in table["nodes"]} == {"measured"}
     r, out = convert(tmp_path, PROFILE)  # a profile that does not say where it was measured
-    assert "measured" not in out.read_text().splitlines()[0]
+    assert parse_file(out).graph.measured == ""
+    assert "8 operators' times as written (where measured not said" in run_part("check", str(out)).stdout
 
 
 def test_backward_times_make_a_training_graph(tmp_path: Path) -> None:

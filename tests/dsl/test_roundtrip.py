@@ -44,3 +44,17 @@ def test_builder_equals_parsed_text() -> None:
     assert built.platform == parsed.platform
     assert built.objective == parsed.objective
     assert built.constraints == parsed.constraints
+
+
+def test_where_times_were_measured_survives_text_json_and_the_builder() -> None:
+    """`measured "..."` (issue 72): parsed, printed back, kept by the JSON dump, given by the builder."""
+    from partdsl.importers.graph_formats import graph_from_json, graph_to_json
+
+    text = 'graph g {\n  measured "by part profile on cpu (torch 2.13.0)"\n  node a { work 1 ms }\n}\n' \
+        "platform { device gpu[1] }\nminimize bottleneck\n"
+    spec = parse(text)
+    assert spec.graph.measured == "by part profile on cpu (torch 2.13.0)"
+    assert parse(to_part(spec)) == spec and 'measured "by part profile on cpu (torch 2.13.0)"' in to_part(spec)
+    assert graph_from_json(graph_to_json(spec.graph), "g").measured == spec.graph.measured
+    assert GraphBuilder("g", measured=spec.graph.measured).node("a", 1.0).build() == spec.graph
+    assert parse(text.replace('  measured "by part profile on cpu (torch 2.13.0)"\n', "")).graph.measured == ""

@@ -109,9 +109,13 @@ minimize latency
     assert "gpu (a100): 1 operator by shape (calibrated against published training runs), 1 operator by batch " \
            "(calibrated to DiviML Table II)" in said
     assert "l4 (l4): 1 operator by shape (not calibrated), 1 operator by batch (not calibrated)" in said
+    assert said.startswith("1 operator's times as written (where measured not said")  # c
     bare = text.replace("{ profile a100 }", "{ }").replace("{ profile l4 }", "{ }")
     bare = bare.replace("flops 2 GFLOP; rows 4096", "work 1 ms").replace("flops 1 GFLOP", "work 2 ms")
-    assert cost_provenance(parse(bare)) == ""
+    assert cost_provenance(parse(bare)).startswith("3 operators' times as written")
+    assert "cost model" not in cost_provenance(parse(bare))
+    measured = bare.replace("graph g {", 'graph g { measured "by hand on a stopwatch"\n')
+    assert cost_provenance(parse(measured)) == "3 operators' times measured by hand on a stopwatch"
 
 
 def test_convert_warns_once_per_class_whose_model_was_never_checked(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -81,6 +81,8 @@ def graphs(draw, max_nodes: int = 7, training: bool | None = None) -> Graph:
 def specs(draw, max_nodes: int = 7, kinds: tuple[str, ...] = ("bottleneck", "latency", "task_latency", "throughput"),
           max_devices: int = 4) -> Spec:
     g = draw(graphs(max_nodes))
+    if draw(st.integers(0, 3)) == 0:  # where its times were measured (`measured "..."`)
+        g = replace(g, measured=draw(st.sampled_from(["by part profile on cpu", 'a "quoted" \\ note'])))
     n_acc = draw(st.integers(1, max(1, max_devices - 1)))
     n_cpu = draw(st.integers(0, max(0, max_devices - n_acc)))
     acc = DeviceClass("acc", n_acc, memory=draw(st.one_of(st.none(), st.floats(1e9, 1e10))),
