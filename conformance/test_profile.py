@@ -119,7 +119,7 @@ def test_a_profiled_llama_planned_on_two_stages_runs_at_the_predicted_stage_time
     assert sum(x["params_bytes"] for x in layers.values()) == sum(p.numel() * 4 for p in model.parameters())
     assert doc["measured"]["skipped"] == ["model.rotary_emb"] and doc["measured"]["threads"] == 1
 
-    part("convert", str(profile), "--from", "layers", "--group-by", "layer", "-o", str(spec))
+    part("convert", str(profile), "--from", "layers", "-o", str(spec))
     assert "operators' times measured by part profile on " in part("check", str(spec))  # where the costs come from
     answer.write_text(part("solve", str(spec), "--json", "--time-limit", "60"))
     fqn = json.loads(part("export", str(spec), "--plan", str(answer), "--format", "fqn", "--json"))

@@ -13,7 +13,8 @@ The layers run in the order listed, each feeding the next. A time is per micro-b
 device type may give one per micro-batch size (`{"1": 0.7, "4": 2.5}`). With backward
 times, each layer gets a backward node in its group (Tarnawski et al.'s training graphs:
 backward layers in reverse order, after the last forward layer) and the spec asks for
-`colocate by group`. Memory: a forward node holds the layer's `params_bytes` (`part
+`colocate by group`. Under the bottleneck objective it asks for `acyclic`: the stages form a
+pipeline, as a framework runs them (and the DP over ideals proves its split). Memory: a forward node holds the layer's `params_bytes` (`part
 convert --optimizer adam` scales them, importers/memory_model.py); under training it stashes the
 layer's `activation_bytes` for its backward pass (`stash`), once per micro-batch in flight
 under 1F1B: stage s of P holds P - s of them (evaluator/activations.in_flight); without
@@ -174,6 +175,5 @@ def layers_spec(data: dict, path: Path, objective: str = "bottleneck", span: Spa
         b.device(cls[dev], count // tp, memory=None if mem is None else r.number(mem, f"{where}.memory_bytes", True),
                  link=None if link is None else r.number(link, f"{where}.link_bytes_per_s", True), profile=profile)
     b.minimize(objective)
-    if training:
-        b.subject_to(colocate=True)
+    b.subject_to(colocate=training, acyclic=objective == "bottleneck")
     return b.build()

@@ -70,8 +70,7 @@ def run(args: argparse.Namespace) -> int:
         b = str(args.micro_batch[0])
         fw = sum(t[b] for layer in doc["layers"] for t in layer["forward_ms"].values())
         print(f"wrote {args.output}: {len(doc['layers'])} layers of {doc['model']} on {doc['measured']['device']}, "
-              f"forward {fw:.3f} ms at micro-batch {b} (plan from it: part convert {args.output} --from layers "
-              "--group-by layer)", file=sys.stderr)
+              f"forward {fw:.3f} ms at micro-batch {b} (plan from it: part convert {args.output} --from layers)", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return EXIT_OK

@@ -47,10 +47,7 @@ def test_where_the_times_were_measured_goes_into_the_graph_and_part_check_says_i
 
 
 def test_backward_times_make_a_training_graph(tmp_path: Path) -> None:
-    doc = copy.deepcopy(PROFILE)
-    for layer in doc["layers"]:
-        layer["backward_ms"] = {d: 2 * (t if not isinstance(t, dict) else t["1"]) for d, t in layer["forward_ms"].items()}
-    r, out = convert(tmp_path, doc)
+    r, out = convert(tmp_path, with_backward())
     assert r.returncode == 0, r.stderr
     spec = parse_file(out)
     g = spec.graph
@@ -65,9 +62,22 @@ def test_backward_times_make_a_training_graph(tmp_path: Path) -> None:
     assert ("head", "head_bw") in edges and ("layers_0_bw", "embed_bw") in edges
 
 
-def test_a_profile_plans_with_its_module_names(tmp_path: Path) -> None:
-    r, out = convert(tmp_path, PROFILE, "--group-by", "layer")  # one unit per layer, and `acyclic`: a pipeline
+def with_backward() -> dict:
+    doc = copy.deepcopy(PROFILE)
+    for layer in doc["layers"]:
+        layer["backward_ms"] = {d: 2 * (t if not isinstance(t, dict) else t["1"]) for d, t in layer["forward_ms"].items()}
+    return doc
+
+
+@pytest.mark.parametrize("doc,args", [(PROFILE, ["--group-by", "layer"]), (PROFILE, []), (with_backward(), [])],
+                         ids=["grouped", "as-is", "training"])
+def test_a_profile_plans_with_its_module_names(tmp_path: Path, doc: dict, args: list[str]) -> None:
+    """As converted, with or without `--group-by layer`, a bottleneck spec asks for `acyclic`
+    (its stages a pipeline), so its optimal plan exports; before, one without the flag could
+    put model.norm and lm_head out of pipeline order and export refused it."""
+    r, out = convert(tmp_path, doc, *args)
     assert r.returncode == 0, r.stderr
+    assert parse_file(out).constraints.acyclic
     plan = tmp_path / "plan.json"
     r = run_part("solve", str(out), "--json", "--time-limit", "5")
     assert r.returncode == 0, r.stderr
