@@ -2,8 +2,9 @@
 scale): a one-line `node NAME { ... }` whose quantities are literal numbers, and a chain of
 plain names `a -> b -> c`.
 
-Each such line is turned into IR by the Transformer's own rule methods (dsl/graph_rules.py),
-so it means what the grammar says; the rest of the text, with those lines blanked, goes
+Each such line is turned into IR by the Transformer's own rule methods (dsl/graph_rules.py;
+a chain by `plain_chain`, which the `chain` rule calls for plain names too), so it means
+what the grammar says; the rest of the text, with those lines blanked, goes
 through Lark. The lines' items are spliced into the graph block's children in document
 order, and only if every one of them stands between two items of a graph block. Anything
 else (a line elsewhere, a line inside a multi-line item, a syntax error in the rest) makes
@@ -22,7 +23,7 @@ from typing import Any, Callable
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
 from partdsl.core.errors import PartError, Span
-from partdsl.dsl.tokens import Ref
+from partdsl.dsl.graph_rules import plain_chain
 
 _W = r"[ \t\f\r]"
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -76,7 +77,7 @@ def patterns(parser: Lark) -> Patterns:
 
 Rule = Callable[[list], tuple[str, Any]]
 RULES = ("lit_quantity", "work_item", "work", "params", "stash", "out", "comm", "flops", "rows", "dtype", "group",
-         "module", "only", "forbid_classes", "backward", "node_decl", "chain")
+         "module", "only", "forbid_classes", "backward", "node_decl")
 
 
 def bound_rules(tr: Any) -> SimpleNamespace:
@@ -121,11 +122,11 @@ class Reader:
                 a, b = m.span(1)  # plain_name's ([name], span), built here (no Token, no Meta)
                 named = ([self.name(m.group(1))], Span(self.tr.file, line, a + 1, line, b + 1))
                 return r.node_decl(None, [named] + self.props(*m.span(2)))
-            if "->" in text and pat.chain.match(text):  # ref_plain's Refs, built here (no Token, no Meta)
+            if "->" in text and pat.chain.match(text):  # the chain rule's plain names, without Refs
                 code = pat.comment.sub("", text) if "#" in text or "//" in text else text
                 file = self.tr.file
-                return r.chain(None, [Ref((self.name(w.group()),), Span(file, line, w.start() + 1, line, w.end() + 1))
-                                for w in pat.name.finditer(code)])
+                return plain_chain([(self.name(w.group()), Span(file, line, w.start() + 1, line, w.end() + 1))
+                                    for w in pat.name.finditer(code)])
         except (ValueError, PartError):
             del self.tr.class_refs[refs:]
         return None

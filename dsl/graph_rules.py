@@ -13,6 +13,12 @@ from partdsl.core.quantities import FLOPS, NUMBER, SIZE, TIME
 from partdsl.dsl.tokens import Ref, tok_span, unquote
 
 
+def plain_chain(ends: list[tuple[str, Span]]) -> tuple[str, list[Edge], list[EdgeTensor]]:
+    """`a -> b -> c` of plain names (name, span): each to the next (dsl/fast_lines.py reads
+    such lines without Lark and calls this too)."""
+    return ("edges", [(a, sa, b, sb) for (a, sa), (b, sb) in zip(ends, ends[1:])], [])
+
+
 def _misplaced_ellipsis(span: Span) -> PartError:
     return PartError("`...` must stand between two members of one family, in increasing order", span,
                      "write e.g. `block[1] -> ... -> block[12]`")
@@ -118,8 +124,7 @@ class GraphRules:
             if key in props and key != "work":
                 raise PartError(f"'{key}' is given twice for node {names[0]}", sp)
             props[key] = props.get("work", ()) + val if key == "work" else val
-        span = Span(sp.file, sp.line, sp.column, sp.end_line, sp.end_column)
-        return [Node(name=nm, span=span, **props) for nm in names]
+        return [Node(name=nm, span=sp, **props) for nm in names]
 
     @v_args(meta=True)
     def ref_plain(self, meta: Any, ch: list) -> Ref:
@@ -156,7 +161,7 @@ class GraphRules:
         if isinstance(ch[-1], tuple) and ch[-1][0] in ("out", "comm"):
             return self.sized_hop(meta, ch[:-1], ch[-1])
         if all(type(e) is Ref and len(e.names) == 1 for e in ch):  # plain names: each to the next
-            return ("edges", [(a.names[0], a.span, b.names[0], b.span) for a, b in zip(ch, ch[1:])], [])
+            return plain_chain([(e.names[0], e.span) for e in ch])
         eps: list = []
         for i, e in enumerate(ch):
             if isinstance(e, tuple) and e[0] == "...":

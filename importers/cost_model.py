@@ -193,9 +193,10 @@ def apply(graph: Graph, platform: Platform, objective: Objective) -> tuple[Graph
     sizes = {k.name: batch_sizes(platform, objective, k.batches) for k in with_profile}
     made: dict[tuple, tuple[Work, ...]] = {}  # a model's layers repeat their operators' shapes
     nodes = []
+    named = frozenset(k.name for k in with_profile)
     for nd in graph.nodes:
         given = frozenset(w.on for w in nd.work)
-        if nd.flops is None or GENERIC in given:  # a generic `work` is given for every class: it wins
+        if nd.flops is None or GENERIC in given or named <= given:  # generic `work` is for every class: it wins
             nodes.append(nd)
             continue
         act = (nd.out or 0.0) + inputs.get(nd.name, 0.0)
