@@ -58,6 +58,7 @@ LIMITED_EXACT_NODES = 2_500  # under a time limit the max-load IP joins up to th
 EXACT_DEVICES = 16  # ... and this many devices
 BRUTE_NODES, BRUTE_CANDIDATES = 10, 5_000  # the brute force ends the portfolio on specs this small: a proof
 DP_UNTIMED_UNITS = 2_000  # the most units for the DP without a limit (decoders: 0.5 s at 2k, 2 s at 4k, 12 s at 10k)
+DP_FIRST_UNITS = 12  # up to this many units (at most 4,096 ideals) a proving DP runs before the searches
 PEER_NODES = 5_000  # above this many nodes the graph partitioners join (the segment tables grow as P^2)
 POOLED = frozenset({"milp_split"})  # members that run subproblems on worker processes (warm_pool)
 REPAIR = (("repair", 1.0),)  # the peers contract colocation and repair memory and placement
@@ -129,8 +130,10 @@ def _searches(spec: Spec) -> list[Member]:
     # with peak activations in memory only the evaluator-driven local search models memory (the rows of methods/registry.py that leave ACTIVATIONS out)
     local = [Member("local_search", 0.5, True, stall=True)] if spec.constraints.activations else []
     # where the DP proves the optimum and its units form one path (ideals = units + 1: a pipeline
-    # of layers), it runs before the searches, whose time the proof then saves (issue 75, item 9)
-    first = dp if dp and units <= DP_UNTIMED_UNITS and ideal_dp.exact_for(spec) and ideal_dp.chained(spec) else []
+    # of layers) or are few (mtpp_overflow.part: 11 ideals; load_search took 48 ms to stall, the
+    # DP 1 ms), it runs before the searches, whose time the proof then saves (issue 75, item 9)
+    first = dp if dp and units <= DP_UNTIMED_UNITS and ideal_dp.exact_for(spec) and \
+        (units <= DP_FIRST_UNITS or ideal_dp.chained(spec)) else []
     return [Member("greedy", 0.05, quick=True), *peers, *first, Member("load_search", 0.3, True, stall=True),
             *local, *(dp if not first else []), *exact]
 
@@ -239,10 +242,15 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
             if deadline.passed() and not late:
                 return
             m = methods[p.method]
-            extra = dict(common)
+            extra, options = dict(common), dict(p.options)
             if m.mip:
                 best = incumbent()
                 extra["start"] = best[1] if best is not None and (best[1] >= 0).all() else None
+                # latency_search ran before it: the latency IP starts from its best, not from a search of
+                # its own (latency.part: 0.3 s of the 2.1 s auto took). The max-load IP keeps its share:
+                # under contiguity it polishes the start without contiguity for its relaxation's bound
+                if extra["start"] is not None and i > 0 and p.method == "exact" and spec.objective.kind == "latency":
+                    options["heuristics"] = 0.0
             else:
                 extra.pop("start", None)
                 extra.pop("executor", None)
@@ -266,7 +274,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
                 continue
             yield Progress(f"auto: {p.method}" + (f" for {budget.left():.3g} s" if budget.limited else ""))
             try:
-                for ev in m.run(spec, seed=seed, deadline=budget, progress=progress, **extra, **dict(p.options)):
+                for ev in m.run(spec, seed=seed, deadline=budget, progress=progress, **extra, **options):
                     if isinstance(ev, Candidate):
                         moved.answered()
                         ev = dataclasses.replace(ev, method=p.method)

@@ -53,7 +53,7 @@ def test_auto_is_optimal_on_tiny_specs(kind: str) -> None:
 
 
 def test_members_follow_the_objective_the_features_and_the_size() -> None:
-    for path, expect in (("mtpp_overflow.part", ["greedy", "load_search", "dp", "exact"]),
+    for path, expect in (("mtpp_overflow.part", ["greedy", "dp", "load_search", "exact"]),  # 11 ideals: the DP first
                          ("latency.part", ["fill", "latency_search", "maxload_dp", "exact"]),
                          ("diviml_batched.part", ["heft", "eft", "met", "milp_split", "exact"])):
         spec = parse_file(EXAMPLES / path)
@@ -86,7 +86,19 @@ def test_part_solve_says_which_member_won() -> None:
     assert p.returncode == 0, p.stderr
     assert "method     auto (answer from " in p.stdout
     # without --time-limit, the long searches share UNTIMED_SECONDS, and the output says so
-    assert f"note       auto: no time limit, so load_search, dp, exact share {auto.UNTIMED_SECONDS:g} s" in p.stdout, p.stdout
+    assert f"note       auto: no time limit, so dp, load_search, exact share {auto.UNTIMED_SECONDS:g} s" in p.stdout, p.stdout
+    # the DP over its 11 ideals proves the optimum before load_search would run (48 ms to stall)
+    assert "auto (answer from dp)" in p.stdout and "bound reached" in p.stdout
+
+
+def test_exact_after_the_searches_starts_from_their_best_without_a_search_of_its_own() -> None:
+    """On latency.part auto's exact member gets latency_search's best as its start and no
+    share of its own for a start search (before: 0.3 s of latency search again)."""
+    r = solve(parse_file(EXAMPLES / "latency.part"), method="auto")
+    assert r.status.value == "optimal" and r.objective == pytest.approx(9.0)
+    after = r.log[next(i for i, ln in enumerate(r.log) if ln.endswith("auto: exact") or "auto: exact for" in ln):]
+    assert any("HiGHS" in ln for ln in after), r.log
+    assert not any("latency search:" in ln for ln in after), after
 
 
 def test_on_large_graphs_the_peers_join_and_one_not_installed_is_skipped(monkeypatch: pytest.MonkeyPatch,
