@@ -23,7 +23,7 @@ from support import free_port, logits_only, part
 
 SHAPE = dict(vocab_size=2048, hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=8,
              num_key_value_heads=8, max_position_embeddings=512)
-TOKENS, MICRO, RUNS, ROUNDS = 256, 2, 3, 9
+TOKENS, MICRO, RUNS, ROUNDS = 256, 2, 3, 13
 
 
 def _model(folder: str):  # type: ignore[no-untyped-def]
