@@ -129,7 +129,7 @@ def _operators(n: int, what: str) -> str:
 
 def time_sources(spec: Spec) -> list[str]:
     """Where each node's times come from: "model" (the cost model, from its flops), "measured"
-    (times as written, in a graph that says where they were measured: `measured "..."`),
+    (times as written, in a graph whose header says where they were measured: `graph g measured "..." {`),
     "given" (as written, not said where from), "-" (no work)."""
     profiled = any(k.profile for k in spec.platform.classes)
     written = "measured" if spec.graph.measured else "given"
@@ -146,9 +146,10 @@ def cost_provenance(spec: Spec) -> str:
     sources = time_sources(spec)
     written = sum(s in ("measured", "given") for s in sources)
     said = f"measured {spec.graph.measured}" if spec.graph.measured else \
-        'as written (where measured not said: a graph\'s `measured "..."` line says it)'
+        'as written (where measured not said: `graph g measured "..." {` says it)'
 
-    return "; ".join(([f"{written:,} {'operators' if written != 1 else 'operator'}'{'' if written != 1 else 's'} times {said}"] if written else [])
+    whose = f"{written:,} operators'" if written != 1 else "1 operator's"
+    return "; ".join(([f"{whose} times {said}"] if written else [])
                      + (["cost model: " + "; ".join(out)] if out else []))
 
 

@@ -14,8 +14,10 @@ device type may give one per micro-batch size (`{"1": 0.7, "4": 2.5}`). With bac
 times, each layer gets a backward node in its group (Tarnawski et al.'s training graphs:
 backward layers in reverse order, after the last forward layer) and the spec asks for
 `colocate by group`. Under the bottleneck objective it asks for `acyclic`: the stages form a
-pipeline, as a framework runs them (and the DP over ideals proves its split). Memory: a forward node holds the layer's `params_bytes` (`part
-convert --optimizer adam` scales them, importers/memory_model.py); under training it stashes the
+pipeline, as a framework runs them (and the DP over ideals proves its split).
+
+Memory: a forward node holds the layer's `params_bytes` (`part convert --optimizer adam`
+scales them, importers/memory_model.py); under training it stashes the
 layer's `activation_bytes` for its backward pass (`stash`), once per micro-batch in flight
 under 1F1B: stage s of P holds P - s of them (evaluator/activations.in_flight); without
 backward times (serving) the forward node also holds the layer's `kv_cache_bytes`.
@@ -97,7 +99,7 @@ def load(path: Path, span: Span | None = None) -> dict:
 
 def measured(data: dict) -> str:
     """Where a profile's times were measured, as `part profile` records it ("" if it does not
-    say): the graph's `measured "..."`, which `part check` reports."""
+    say): the graph header's `measured "..."`, which `part check` reports."""
     m = data.get("measured")
     if not isinstance(m, dict):
         return ""

@@ -109,7 +109,7 @@ def model_to_part(graph, title: str, objective: str,  # type: ignore[no-untyped-
     """An imported model's graph on `devices` ({profile: count}; default two A100s and a
     Xeon), each class's work from its device profile."""
     from partdsl.core.names import identifier
-    from partdsl.dsl.printer import graph_lines
+    from partdsl.dsl.printer import graph_head, graph_lines
     from partdsl.importers.cost_model import names, profile_key
 
     platform = ["  device gpu[k] { profile a100 }", "  device cpu[1] { profile xeon }"]
@@ -129,7 +129,7 @@ def model_to_part(graph, title: str, objective: str,  # type: ignore[no-untyped-
     lines = [f"# {title}",
              f"# {len(graph.nodes)} nodes, {len(graph.edges)} edges; per sample: flops, params and out bytes;",
              "# the work on each device class comes from its profile (importers/device_profiles.json)",
-             "param k = 2", f"graph {graph.name} {{"]
+             "param k = 2", graph_head(graph)]
     lines += graph_lines(graph)  # tensors of multi-output operators as sized hops
     lines += ["}", "platform {", *platform, "}", objectives[objective], "subject to { memory hard }"]
     return "\n".join(lines) + "\n"

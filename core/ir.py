@@ -75,7 +75,7 @@ class Graph:
     span: Span | None = field(default=None, compare=False, repr=False)
     edge_spans: tuple[Span | None, ...] = field(default=(), compare=False, repr=False)
     written: tuple[int, ...] = field(default=(), compare=False, repr=False)  # edges in the order written (indices)
-    measured: str = ""  # where its given times were measured (`measured "..."`); "": not said
+    measured: str = ""  # where its given times were measured (`graph g measured "..." {`); "": not said
 
     @property
     def written_order(self) -> tuple[int, ...]:

@@ -217,7 +217,8 @@ class GraphRules:
 
     @v_args(meta=True)
     def measured(self, meta: Any, ch: list) -> tuple[str, str, Span]:
-        """`measured "..."`: where the graph's given times were measured (part check says it)."""
+        """`graph g measured "..." {`: where the graph's given times were measured (part check
+        says it). In the header, where no node name can stand, so no node name is taken."""
         return ("measured", unquote(ch[0], self.file), self.span(meta))
 
     @v_args(meta=True)
@@ -227,20 +228,17 @@ class GraphRules:
         nodes: list[Node] = []
         edges: list[Edge] = []
         tensors: list[EdgeTensor] = []
-        measured: list[tuple[str, Span]] = []
+        measured = ""
         for x in ch[1:]:
             if isinstance(x, list):
                 nodes += x
             elif isinstance(x, tuple) and x[0] == "edges":
                 edges += x[1]
                 tensors += x[2]
-            elif isinstance(x, tuple) and x[0] == "measured":
-                measured.append(x[1:])
-        if len(measured) > 1:
-            raise PartError(f"graph '{name}' says twice where its times were measured (first at line "
-                            f"{measured[0][1].line})", measured[1][1], "keep one `measured \"...\"` line")
-        graph = assemble_graph(name, nodes, edges, self.span(meta), tensors,  # an unknown member is named here
-                               measured[0][0] if measured else "")
+            elif isinstance(x, tuple) and x[0] == "measured":  # in the header: `graph g measured "..." {`
+                measured = x[1]
+        # an unknown member is named here
+        graph = assemble_graph(name, nodes, edges, self.span(meta), tensors, measured)
         if loose:
             raise _misplaced_ellipsis(loose[0])
         return graph

@@ -164,12 +164,16 @@ def _solve(s: SolveOptions) -> str | None:
     return head + (" { " + "; ".join(opts) + " }" if opts else "")
 
 
+def graph_head(g: Graph) -> str:
+    """`graph NAME {`, with where its times were measured (`graph g measured "..." {`)."""
+    return f"graph {g.name}" + (f" measured {json.dumps(g.measured)}" if g.measured else "") + " {"
+
+
 def graph_lines(g: Graph) -> list[str]:
     """A graph block's body: its nodes, its plain edges, and each tensor carrier back as the
     sized hop it was written as (`a -> {b, c} out 4 MB`), in carrier order."""
     plain, carried = g.written_edges()
-    lines = [f"  measured {json.dumps(g.measured)}"] if g.measured else []
-    lines += [_node(nd) for nd in g.nodes if nd.tensor_of is None]
+    lines = [_node(nd) for nd in g.nodes if nd.tensor_of is None]
     lines += [f"  {g.nodes[a].name} -> {g.nodes[b].name}" for a, b in plain]
     for nd, ts in carried:
         to = ts[0] if len(ts) == 1 else "{" + ", ".join(ts) + "}"
@@ -182,7 +186,7 @@ def to_part(spec: Spec, header: str | None = None) -> str:
     g, p = spec.graph, spec.platform
     lines = [f"# {header}"] if header else []
     lines += [f"param {name} = {_quantity(v)}" for name, v in spec.params]
-    lines.append(f"graph {g.name} {{")
+    lines.append(graph_head(g))
     lines += graph_lines(g)
     lines.append("}")
     lines.append("platform {")

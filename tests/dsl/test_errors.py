@@ -34,8 +34,6 @@ CASES = [
     ("unknown-param", f"param k = 2\n{G}\nplatform {{ device gpu[kk] }}", "unknown name 'kk'", 3, "kk",
      "did you mean 'k'"),
     ("duplicate-param", f"param k = 2\nparam k = 3\n{G}\n{PLAT}", "param 'k' is declared twice", 2, "param", None),
-    ("measured-twice", f'graph g {{ measured "on a100"\n  measured "on h100"\n node a {{ work 1 ms }} }}\n{PLAT}',
-     "graph 'g' says twice where its times were measured (first at line 1)", 2, "measured", "keep one"),
     ("duplicate-node", f"graph g {{ node a {{ work 1 ms }}\n  node a {{ work 2 ms }} }}\n{PLAT}",
      "node 'a' is declared twice (first declared at line 1)", 2, "a {", "unique name"),
     ("cycle", f"graph g {{ node a {{ work 1 ms }} node b {{ work 1 ms }} node c {{ work 1 ms }}\n"

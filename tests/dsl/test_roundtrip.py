@@ -47,14 +47,18 @@ def test_builder_equals_parsed_text() -> None:
 
 
 def test_where_times_were_measured_survives_text_json_and_the_builder() -> None:
-    """`measured "..."` (issue 72): parsed, printed back, kept by the JSON dump, given by the builder."""
+    """`graph g measured "..." {` (issue 72): parsed, printed back, kept by the JSON dump, given by the builder."""
     from partdsl.importers.graph_formats import graph_from_json, graph_to_json
 
-    text = 'graph g {\n  measured "by part profile on cpu (torch 2.13.0)"\n  node a { work 1 ms }\n}\n' \
-        "platform { device gpu[1] }\nminimize bottleneck\n"
-    spec = parse(text)
+    text = 'graph g measured "by part profile on cpu (torch 2.13.0)" {\n  node a { work 1 ms }\n' \
+        "  node measured { work 1 ms }\n  a -> measured\n}\nplatform { device gpu[1] }\nminimize bottleneck\n"
+    spec = parse(text)  # in the header, the word still names a node in the body
     assert spec.graph.measured == "by part profile on cpu (torch 2.13.0)"
-    assert parse(to_part(spec)) == spec and 'measured "by part profile on cpu (torch 2.13.0)"' in to_part(spec)
+    assert [nd.name for nd in spec.graph.nodes] == ["a", "measured"] and len(spec.graph.edges) == 1
+    assert parse(to_part(spec)) == spec
+    assert 'graph g measured "by part profile on cpu (torch 2.13.0)" {' in to_part(spec)
+    assert parse(to_part(spec), fast=False) == spec  # Lark alone reads it the same
     assert graph_from_json(graph_to_json(spec.graph), "g").measured == spec.graph.measured
-    assert GraphBuilder("g", measured=spec.graph.measured).node("a", 1.0).build() == spec.graph
-    assert parse(text.replace('  measured "by part profile on cpu (torch 2.13.0)"\n', "")).graph.measured == ""
+    built = GraphBuilder("g", measured=spec.graph.measured).node("a", 1.0).node("measured", 1.0).edge("a", "measured")
+    assert built.build() == spec.graph
+    assert parse(text.replace(' measured "by part profile on cpu (torch 2.13.0)"', "")).graph.measured == ""

@@ -114,7 +114,7 @@ minimize latency
     bare = bare.replace("flops 2 GFLOP; rows 4096", "work 1 ms").replace("flops 1 GFLOP", "work 2 ms")
     assert cost_provenance(parse(bare)).startswith("3 operators' times as written")
     assert "cost model" not in cost_provenance(parse(bare))
-    measured = bare.replace("graph g {", 'graph g { measured "by hand on a stopwatch"\n')
+    measured = bare.replace("graph g {", 'graph g measured "by hand on a stopwatch" {')
     assert cost_provenance(parse(measured)) == "3 operators' times measured by hand on a stopwatch"
 
 
