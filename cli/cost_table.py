@@ -99,7 +99,7 @@ def cost_table(spec: Spec, sort: str = "order", top: int | None = None,
     lhead = ["layer", "nodes", "FLOPs", "params", "out"] + [f"{k} ms" for k in c.classes] + ["share"]
     lrows = lrows[:top] if top else lrows
     more = f"\n({n - len(shown):,} more nodes: --top 0 shows all)" if len(shown) < n else ""
-    said = cost_provenance(spec)
+    said = cost_provenance(spec, sources)
     text = (f"{n:,} nodes" + (f", sorted by {sort}" if sort != "order" else "") + "\n"
             + (f"costs: {said}\n" if said else "")
             + table(rows, head, left=(0, 1)) + more + "\n\n")

@@ -136,18 +136,17 @@ def time_sources(spec: Spec) -> list[str]:
     return ["model" if nd.flops is not None and profiled else written if nd.work else "-" for nd in spec.graph.nodes]
 
 
-def cost_provenance(spec: Spec) -> str:
+def cost_provenance(spec: Spec, sources: list[str] | None = None) -> str:
     """Where the costs come from (issue 72, item 4): the operators whose times are written in
     the graph, measured where the graph says (or not said), and where the cost model gave
     work, per profiled class, the nodes costed by their rows (the shape model) and by the
-    batch, and how far each model was checked against measurements."""
+    batch, and how far each model was checked against measurements. `sources`: time_sources(spec),
+    when the caller has them."""
     out = [f"{k} ({prof}): " + ", ".join(f"{_operators(n, what)} ({trust})" for n, what, trust in parts)
            for k, prof, parts in _costed(spec)]
-    sources = time_sources(spec)
-    written = sum(s in ("measured", "given") for s in sources)
+    written = sum(s in ("measured", "given") for s in (time_sources(spec) if sources is None else sources))
     said = f"measured {spec.graph.measured}" if spec.graph.measured else \
         'as written (where measured not said: `graph g measured "..." {` says it)'
-
     whose = f"{written:,} operators'" if written != 1 else "1 operator's"
     return "; ".join(([f"{whose} times {said}"] if written else [])
                      + (["cost model: " + "; ".join(out)] if out else []))
