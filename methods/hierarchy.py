@@ -168,10 +168,16 @@ def lp_bound(spec: Spec, time_limit: float | None = None) -> tuple[float | None,
     return float(out.objective), True
 
 
-def _exact_entry(r: Result, note: str) -> BoundEntry:
-    """The exact row from a MIP's Result: its dual bound, solved unless stopped early."""
+def _exact_entry(r: Result, note: str, floor: tuple[str, float] | None = None) -> BoundEntry:
+    """The exact row from a MIP's Result: its dual bound, solved unless stopped early. A MIP
+    stopped by its limit reports at least `floor` (name, value): a bound of the hierarchy
+    below the optimum (Archer sec. 3: each relaxes the exact MIP), so a short limit never
+    shows the exact bound under a weaker one."""
     solved = r.status in (Status.OPTIMAL, Status.INFEASIBLE) and r.stopped != Termination.INTERRUPTED
-    return BoundEntry("exact", r.bound, r.wall_time_s, solved,
+    value = r.bound
+    if floor is not None and not solved and math.isfinite(floor[1]) and floor[1] > value:
+        value, note = floor[1], note + f", at least the {floor[0].replace('_', '-')} bound (its dual bound: {r.bound:.6g})"
+    return BoundEntry("exact", value, r.wall_time_s, solved,
                       note + (": interrupted" if r.stopped == Termination.INTERRUPTED else ""))
 
 
@@ -312,7 +318,10 @@ def _compute(spec: Spec, bounds: dict[str, BoundEntry], found: _Found, say: Call
                 bounds["exact"] = BoundEntry("exact", None, 0.0, False, f"not applicable: {_why(e)}")
         else:
             found.consider(r, "exact")
-            bounds["exact"] = _exact_entry(r, "Fig. 3" if not_mtpp is None else "Tarnawski's IP (Fig. 6)")
+            floors = [(n, bounds[n].value) for n in ("bottleneck", "bottleneck_guess")
+                      if n in bounds and bounds[n].value is not None]
+            bounds["exact"] = _exact_entry(r, "Fig. 3" if not_mtpp is None else "Tarnawski's IP (Fig. 6)",
+                                           max(floors, key=lambda f: f[1], default=None))
             say(f"exact: {r.bound:.6g}")
 
 
