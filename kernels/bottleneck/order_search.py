@@ -112,27 +112,34 @@ def brkga_keys(fitness: Callable[[np.ndarray], np.ndarray], n: int, rng: np.rand
     """Biased random-key genetic algorithm (Goncalves & Resende): keeps the elite, adds
     fresh random mutants, and breeds the rest by biased uniform crossover (each key from
     the elite parent with probability rho). `fitness` scores a whole population at once
-    (rows = chromosomes). Yields (keys, fitness) whenever the best improves."""
+    (rows = chromosomes). The budget is population x generations fitness calls, as Archer
+    App. C.1 counts them (100 x 100 = 10^4 candidates): the elite is carried over unscored,
+    so generations continue until that many chromosomes were scored (the last one cut to
+    what is left). Yields (keys, fitness) whenever the best improves."""
     pop = max(int(population), 3)
     ne = max(1, int(round(elite * pop)))
     nm = max(0, min(pop - ne - 1, int(round(mutants * pop))))
+    budget = max(pop * int(generations), pop)
     X = rng.random((pop, n))
     f = fitness(X)
-    best = np.inf
-    for g in range(int(generations) + 1):
+    scored, best = pop, np.inf
+    while True:
         i = int(np.argmin(f))
         if f[i] < best:
             best = f[i]
             yield X[i].copy(), float(f[i])
-        if g == int(generations) or deadline.passed():
+        if scored >= budget or deadline.passed():
             return
         order = np.argsort(f, kind="stable")
         E, R = X[order[:ne]], X[order[ne:]]
-        nc = pop - ne - nm
+        fresh = min(pop - ne, budget - scored)  # chromosomes scored this generation
+        m = min(nm, fresh)
+        nc = fresh - m
         kids = np.where(rng.random((nc, n)) < rho, E[rng.integers(0, ne, nc)], R[rng.integers(0, len(R), nc)])
-        new = np.vstack([rng.random((nm, n)), kids])
+        new = np.vstack([rng.random((m, n)), kids])
         X = np.vstack([E, new])
         f = np.concatenate([f[order[:ne]], fitness(new)])
+        scored += fresh
 
 
 def brkga(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, population: float = 100,
