@@ -26,10 +26,17 @@ REFERENCE = json.loads((DATA / "reference" / "outputs.json").read_text())["value
 PIPEDREAM_IGNORE = {"bert24": "n4,n37", "gnmt": "n2,n100,n40,n137,n46,n142"}
 
 
-def reference_note(folder: str, stem: str, col: str) -> str:
-    """The authors' code's value for this cell, for the row's note."""
-    value = REFERENCE.get(f"{folder}/{stem}", {}).get(col)
-    return f"the authors' code: {value:.2f}" if value is not None else ""
+REF_HEAD = (*ROW_HEAD[:3], "the authors' code", *ROW_HEAD[3:])
+
+
+def ref_row(stem: str, label: str, published: float | None, run: Run | None, folder: str, col: str | None,
+            note: str = "") -> tuple[str, ...]:
+    """A row with the authors' code's value (REFERENCE) beside the published one: - where the
+    code has no such method, "did not finish" where its run hit the cap."""
+    cells = row(stem, label, published, run, note)
+    got = REFERENCE.get(f"{folder}/{stem}", {})
+    ref = "-" if col is None or col not in got else "did not finish" if got[col] is None else num(got[col])
+    return (*cells[:3], ref, *cells[3:])
 
 
 def pipedream_ignore(spec: Any, stem: str) -> str:
@@ -106,7 +113,7 @@ def table1(quick: bool, cap: float) -> tuple[Table, dict[tuple[str, str], dict[s
                 "a stopped IP shows its incumbent and proven bound. Local search is the paper's: from a random split, "
                 "the best single-node move until none improves, 10 restarts, seed 0 (`-O start=random -O step=best "
                 "-O restarts=10 -O devices=accelerators`: the authors' code moves nodes between accelerators only); ours "
-                "beside it may also use the CPU.", ROW_HEAD)
+                "beside it may also use the CPU.", REF_HEAD)
     ours: dict[tuple[str, str], dict[str, float]] = {}
     tmp = Path(tempfile.mkdtemp())
     for key in (QUICK_T1 if quick else tuple(TARNAWSKI_T1)):
@@ -135,9 +142,9 @@ def table1(quick: bool, cap: float) -> tuple[Table, dict[tuple[str, str], dict[s
             if run is None and pub[col] is None:
                 continue
             if isinstance(run, str):
-                tab.rows.append(row(stem, LABELS[col], pub[col], None, run))
+                tab.rows.append(ref_row(stem, LABELS[col], pub[col], None, folder, col, run))
                 continue
-            tab.rows.append(row(stem, LABELS[col], pub[col], run, reference_note(folder, stem, col)))
+            tab.rows.append(ref_row(stem, LABELS[col], pub[col], run, folder, col))
             if run is not None:
                 ours[key][col] = run.value
     tab.notes += [
@@ -145,7 +152,7 @@ def table1(quick: bool, cap: float) -> tuple[Table, dict[tuple[str, str], dict[s
         "returns the best acyclic contiguous split, so its certificate is the cheap bound. The contiguous IP "
         "proves the same value where it finishes.",
         "DPL and PipeDream are the authors' `dp.cpp -linearize` and `-pipeDream` reimplemented from that code "
-        "(kernels/bottleneck/reference_chain.py); each row's note gives what the code itself prints "
+        "(kernels/bottleneck/reference_chain.py); the column 'the authors' code' gives what the code itself prints "
         "(data/dnn-partitioning/reference/outputs.json, from benchmarks/reference_outputs.py: g++ -O3, commit b207b6a). "
         "They agree on every cell (DPL follows the code's hash-map order of GNMT's several sources too), with the "
         "PipeDream rows run as the paper intended. The paper's table differs from the code as shipped in three cells: "
@@ -165,8 +172,8 @@ def table1(quick: bool, cap: float) -> tuple[Table, dict[tuple[str, str], dict[s
         "the operator graphs.",
         "Scotch: the authors' run (`-O graph=tarnawski`): the graph their dp.cpp -scotch writes, byte for byte "
         "(one vertex per colour class, in their hash map's order; tests/methods/test_reference_baselines.py checks "
-        "all 24 inputs), partitioned by Scotch's default mapping strategy as their `gpart k` call does. The notes "
-        "give what their code prints with Debian's Scotch 7.0.3; ours runs the Scotch that pyscotch bundles, and "
+        "all 24 inputs), partitioned by Scotch's default mapping strategy as their `gpart k` call does. The column "
+        "'the authors' code' gives what their code prints with Debian's Scotch 7.0.3; ours runs the Scotch that pyscotch bundles, and "
         "the two releases split some graphs differently. With Debian's 7.0.3 loaded in place of the bundled one, "
         "ours equalled their printed value on 13 to 15 of the 16 throughput inputs, run to run (that build's threads "
         "vary it). Neither release gives every published cell; the paper does not state its Scotch release.",
@@ -222,27 +229,28 @@ def table4(quick: bool, cap: float) -> Table:
     tab = Table("tarnawski-4", "Tarnawski et al., Table 4: single-stream latency (lower is better)",
                 f"`latency/` (layer graphs) and `latency-operators/` (operator graphs, from the authors' repository). "
                 f"The IP is `exact` (HiGHS, {cap:g} s; the paper: Gurobi, 60 minutes) and `latency_search` ({cap:g} s) "
-                "is ours beside it. Greedy is `fill`, the max-load DP is `maxload_dp`; their notes give what the "
-                "authors' greedy.cpp prints.", ROW_HEAD)
+                "is ours beside it. Greedy is `fill`, the max-load DP is `maxload_dp`; the column 'the authors' code' "
+                "gives what their greedy.cpp, dp.cpp and Scotch run print (benchmarks/reference_outputs.py; their DP "
+                "did not finish within 300 s and 8 GB where it says so).", REF_HEAD)
     tmp = Path(tempfile.mkdtemp())
     work = [("latency", s, TARNAWSKI_T4[s]) for s in (QUICK_T4 if quick else tuple(TARNAWSKI_T4))]
     work += [("latency-operators", s, TARNAWSKI_T4_OPERATORS[s]) for s in (() if quick else tuple(TARNAWSKI_T4_OPERATORS))]
     for folder, stem, (ip, ip_gap, greedy, dp, (scotch, violated), expert_value) in work:
         spec = spec_for(folder, stem, "latency", "contiguous", tmp)
-        tab.rows.append(row(stem, "IP (exact)", ip, solved(spec, "exact", cap), f"published gap {ip_gap}"))
-        tab.rows.append(row(stem, "latency_search (ours)", ip, solved(spec, "latency_search", cap)))
-        tab.rows.append(row(stem, "greedy (fill)", greedy, solved(spec, "fill"), reference_note(folder, stem, "greedy")))
-        tab.rows.append(row(stem, "max-load DP", dp, solved(spec, "maxload_dp"), reference_note(folder, stem, "maxload_dp")))
+        tab.rows.append(ref_row(stem, "IP (exact)", ip, solved(spec, "exact", cap), folder, None,
+                                f"published gap {ip_gap}"))
+        tab.rows.append(ref_row(stem, "latency_search (ours)", ip, solved(spec, "latency_search", cap), folder, None))
+        tab.rows.append(ref_row(stem, "greedy (fill)", greedy, solved(spec, "fill"), folder, "greedy"))
+        tab.rows.append(ref_row(stem, "max-load DP", dp, solved(spec, "maxload_dp"), folder, "maxload_dp"))
         s = authors_scotch(spec_for(folder, stem, "latency", "any", tmp))  # non-contiguous, as the paper's
-        note = "; ".join(x for x in ("published: memory violated" if violated else "",
-                                     reference_note(folder, stem, "scotch")) if x)
-        tab.rows.append(row(stem, "Scotch (the authors' run)", scotch, s, note))
+        tab.rows.append(ref_row(stem, "Scotch (the authors' run)", scotch, s, folder, "scotch",
+                                "published: memory violated" if violated else ""))
         e = expert(spec, stem) if folder == "latency" else None
         if e is not None or expert_value is not None:
             note = "" if expert_value else "published: OOM"
             if isinstance(e, str):
                 e, note = None, "; ".join(x for x in (note, e) if x)
-            tab.rows.append(row(stem, "expert split", expert_value, e, note))
+            tab.rows.append(ref_row(stem, "expert split", expert_value, e, folder, None, note))
     tab.notes.append("A value marked (infeasible) breaks a memory limit, as the paper's daggers and OOM do; "
                      f"published OOM cells are shown as {num(None)}.")
     tab.notes.append("Operator rows: the greedy equals the authors' greedy.cpp (416.20, 494.14, 867.84, 839.54, as "
