@@ -191,12 +191,13 @@ def ea(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, iterations: float 
     every = 500 if sc.fast is None else 50_000
     for it in budget.steps():
         child = genes.copy()
-        flip = rng.random(child.shape) < 1.0 / n_genes
-        if not flip.any():
-            flip.flat[rng.integers(n_genes)] = True
-        for v, c in zip(*np.nonzero(flip)):
-            child[v, c] = rng.choice(enc.options[v])
-        score, s = sc.score(child, np.flatnonzero(flip.any(axis=1)), best)
+        # each gene flips with probability 1 / len, at least one: that many genes, drawn without replacement
+        flips = np.sort(rng.choice(n_genes, max(1, int(rng.binomial(n_genes, 1.0 / n_genes))), replace=False))
+        vs, cs = np.divmod(flips, enc.K)
+        for v, c in zip(vs.tolist(), cs.tolist()):
+            opts = enc.options[v]
+            child[v, c] = opts[rng.integers(len(opts))]
+        score, s = sc.score(child, np.unique(vs), best)
         if score <= best:
             sc.accept()
             if score < best:
@@ -224,7 +225,8 @@ def sa(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, iterations: float 
         v = int(rng.integers(spec.dense.n))
         c = int(rng.integers(enc.K))
         child = genes.copy()
-        child[v, c] = rng.choice(enc.options[v])
+        opts = enc.options[v]
+        child[v, c] = opts[rng.integers(len(opts))]
         r = rng.random()  # worse by delta is accepted with probability exp(-delta / T): below `limit`
         limit = cur[1] - T * math.log(r) if r > 0 and math.isfinite(cur[1]) else math.inf
         score, s = sc.score(child, np.array([v]), (cur[0], limit))

@@ -71,43 +71,56 @@ def _table(size: np.ndarray, comm: np.ndarray, cls: np.ndarray, direct: np.ndarr
 
 
 @njit
-def _retime(first: int, order: np.ndarray, dev: np.ndarray, dur: np.ndarray, ptr: np.ndarray, preds: np.ndarray,
-            pred_node: np.ndarray, move: np.ndarray, end: np.ndarray, top: np.ndarray, D: int, tail: np.ndarray,
-            cutoff: float) -> float:
-    """List scheduling (schedule_eval.list_schedule) from position `first` of `order` on:
-    end[p] for p >= first, top[p + 1] = the largest end up to p; returns the makespan.
-    `dev` is per node; `preds` holds positions (`pred_node` their nodes); `move[u, a, b]`
-    is u's output from a to b; end[p] for p < first is kept. inf as soon as the makespan
-    must pass `cutoff`: a node's end plus `tail`, its successors' longest chain of
-    cheapest times, is a lower bound on it."""
-    free = np.zeros(D)
-    seen = np.zeros(D, dtype=np.bool_)
-    left = D
-    p = first - 1
-    while p >= 0 and left > 0:  # each device's last piece before `first`
-        d = dev[order[p]]
-        if not seen[d]:
-            seen[d] = True
-            free[d] = end[p]
-            left -= 1
-        p -= 1
+def _retime(first: int, last: int, order: np.ndarray, dev: np.ndarray, dur: np.ndarray, ptr: np.ndarray,
+            preds: np.ndarray, pred_node: np.ndarray, move: np.ndarray, D: int, tail: np.ndarray, succ_end: np.ndarray,
+            end: np.ndarray, free_at: np.ndarray, top: np.ndarray, suf: np.ndarray, new_end: np.ndarray,
+            new_free: np.ndarray, cutoff: float) -> tuple[float, int]:
+    """List scheduling (schedule_eval.list_schedule) of `dev` from position `first` of
+    `order` on, where the current state (end, free_at: each device's free time before each
+    position, top / suf: prefix / suffix maxima of end) has other devices for nodes at
+    positions first..last only. Writes new_end[p] and new_free[p] for first <= p < stop and
+    returns (makespan, stop): it stops where the new schedule is the state's again (no
+    changed end has successors left, and every device is free when it was), or at the end.
+    `preds` holds positions (`pred_node` their nodes), `succ_end[p]` the last position of
+    p's successors, `move[u, a, b]` u's output from a to b. (inf, p) as soon as the makespan
+    must pass `cutoff`: a node's end plus `tail` (its successors' longest chain of
+    cheapest times) is a lower bound on it."""
+    free = free_at[first].copy()
+    horizon = last
+    best = top[first]
     n = order.shape[0]
     for p in range(first, n):
+        if p > horizon:
+            same = True
+            for d in range(D):
+                if free[d] != free_at[p, d]:
+                    same = False
+                    break
+            if same:
+                return max(best, suf[p]), p
+        for d in range(D):
+            new_free[p, d] = free[d]
         v = order[p]
         d = dev[v]
         ready = 0.0
         for j in range(ptr[p], ptr[p + 1]):
+            q = preds[j]
             u = pred_node[j]
-            t = end[preds[j]] + move[u, dev[u], d]
+            t = (new_end[q] if q >= first else end[q]) + move[u, dev[u], d]
             if t > ready:
                 ready = t
         start = ready if ready > free[d] else free[d]
         free[d] = start + dur[v, d]
-        end[p] = free[d]
-        if end[p] + tail[v] > cutoff:
-            return np.inf
-        top[p + 1] = end[p] if end[p] > top[p] else top[p]
-    return top[n]
+        new_end[p] = free[d]
+        if new_end[p] != end[p] and succ_end[p] > horizon:
+            horizon = succ_end[p]
+        if new_end[p] + tail[v] > cutoff:
+            return np.inf, p + 1
+        if new_end[p] > best:
+            best = new_end[p]
+    for d in range(D):
+        new_free[n, d] = free[d]
+    return best, n
 
 
 class TaskTimes:
@@ -145,15 +158,23 @@ class TaskTimes:
         self.held = sample_bytes(spec) + d.params
         self.cap = d.memory[d.dev_class] * (1 + 1e-12)
         self.check_memory = spec.constraints.memory != "ignore" and bool(np.isfinite(self.cap).any())
+        self.succ_end = np.full(d.n, -1, dtype=np.int64)  # the last position of each position's successors
+        np.maximum.at(self.succ_end, self.pos[d.src], self.pos[d.dst])
         self.dev = np.asarray(dev, dtype=np.int64).copy()
         self.used = np.bincount(self.dev, weights=self.held, minlength=self.D)
-        self.end, self.top = np.zeros(d.n), np.zeros(d.n + 1)
-        self.score = (self._count(self.used), self._time(0, self.dev, self.end, self.top))
-        self._next: tuple | None = None
+        self.new_end, self.new_free = np.zeros(d.n), np.zeros((d.n + 1, d.D))  # a move's, from its first position
+        self.end, self.free_at = np.zeros(d.n), np.full((d.n + 1, d.D), np.nan)
+        self.free_at[0] = 0.0
+        self.top, self.suf = np.zeros(d.n + 1), np.zeros(d.n + 1)
+        value, _ = self._time(0, d.n - 1, self.dev, np.inf)
+        self._next = (self.dev, self.used, 0, d.n, (self._count(self.used), value))
+        self.accept()
 
-    def _time(self, first: int, dev: np.ndarray, end: np.ndarray, top: np.ndarray, cutoff: float = np.inf) -> float:
-        return float(_retime(first, self.order, dev, self.dur, self.ptr, self.preds, self.pred_node, self.move, end,
-                             top, self.D, self.tail, cutoff))
+    def _time(self, first: int, last: int, dev: np.ndarray, cutoff: float) -> tuple[float, int]:
+        value, stop = _retime(first, last, self.order, dev, self.dur, self.ptr, self.preds, self.pred_node, self.move,
+                              self.D, self.tail, self.succ_end, self.end, self.free_at, self.top, self.suf,
+                              self.new_end, self.new_free, cutoff)
+        return float(value), int(stop)
 
     def _used(self, nodes: np.ndarray, devices: np.ndarray) -> np.ndarray:
         """Bytes per device with `nodes` moved to `devices`, from the state's (a sum kept
@@ -180,9 +201,11 @@ class TaskTimes:
         if cutoff is not None and viol > cutoff[0]:
             self._next = None
             return viol, np.inf
-        end, top = self.end.copy(), self.top.copy()
-        score = (viol, self._time(int(self.pos[nodes].min()), dev, end, top, limit))
-        self._next = (dev, used, end, top, score) if score[1] < np.inf or limit == np.inf else None
+        at = self.pos[nodes]
+        first = int(at.min())
+        value, stop = self._time(first, int(at.max()), dev, limit)
+        score = (viol, value)
+        self._next = (dev, used, first, stop, score) if value < np.inf or limit == np.inf else None
         return score
 
     def _count(self, used: np.ndarray) -> int:
@@ -191,5 +214,12 @@ class TaskTimes:
     def accept(self) -> None:
         """The last `try_move` becomes the state (one not cut short)."""
         assert self._next is not None, "a move cut short by its cutoff cannot be accepted"
-        self.dev, self.used, self.end, self.top, self.score = self._next
+        self.dev, self.used, first, stop, self.score = self._next
         self._next = None
+        self.end[first:stop] = self.new_end[first:stop]
+        rows = stop + 1 if stop == len(self.end) else stop  # the free times after the last node too
+        self.free_at[first:rows] = self.new_free[first:rows]
+        np.maximum.accumulate(np.maximum(self.end[first:], self.top[first]), out=self.top[first + 1:])
+        tail = self.end[:stop][::-1].copy()
+        tail[0] = max(tail[0], self.suf[stop]) if stop else tail[0]
+        self.suf[:stop] = np.maximum.accumulate(tail)[::-1]
