@@ -264,8 +264,8 @@ def archer_orders(quick: bool, regal: str | None = None, graphs: int | None = No
         t2.rows += archer_rows(ks, ARCHER_T2, short, over, runs, 3, f", {SAMPLED}")
     long = "random-10000 and brkga-10000 (10,000 SliceGraph runs per graph and k)"
     t2.notes.append("brkga-T runs BRKGA with a population of 10 for 10 generations (T = 100) or of 100 for 100 "
-                    "(T = 10,000), as App. C.1 does, scoring T candidates in all (the elite is carried over unscored, so "
-                    "generations go on until T are scored); mla and mla-weighted run BRKGA at 100 x 100 on their own "
+                    "(T = 10,000), as App. C.1 does, scoring T candidates in all (the elite is carried over "
+                    "unscored, so generations go on until T are scored); mla and mla-weighted run BRKGA at 100 x 100 on their own "
                     "fitness the same way; random-T takes the best of T random priority vectors."
                     + (f" {long} are left out of --quick." if quick else "" if regal else
                        f" {long} are run on App. C.2's set only, not on the '{SAMPLED}' set."))

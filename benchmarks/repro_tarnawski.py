@@ -173,7 +173,8 @@ def table1(quick: bool, cap: float) -> tuple[Table, dict[tuple[str, str], dict[s
         "Scotch: the authors' run (`-O graph=tarnawski`): the graph their dp.cpp -scotch writes, byte for byte "
         "(one vertex per colour class, in their hash map's order; tests/methods/test_reference_baselines.py checks "
         "all 24 inputs), partitioned by Scotch's default mapping strategy as their `gpart k` call does. The column "
-        "'the authors' code' gives what their code prints with Debian's Scotch 7.0.3; ours runs the Scotch that pyscotch bundles, and "
+        "'the authors' code' gives what their code prints with Debian's Scotch 7.0.3; ours runs the Scotch that "
+        "pyscotch bundles, and "
         "the two releases split some graphs differently. With Debian's 7.0.3 loaded in place of the bundled one, "
         "ours equalled their printed value on 13 to 15 of the 16 throughput inputs, run to run (that build's threads "
         "vary it). Neither release gives every published cell; the paper does not state its Scotch release.",

@@ -176,7 +176,8 @@ def _exact_entry(r: Result, note: str, floor: tuple[str, float] | None = None) -
     solved = r.status in (Status.OPTIMAL, Status.INFEASIBLE) and r.stopped != Termination.INTERRUPTED
     value = r.bound
     if floor is not None and not solved and math.isfinite(floor[1]) and floor[1] > value:
-        value, note = floor[1], note + f", at least the {floor[0].replace('_', '-')} bound (its dual bound: {r.bound:.6g})"
+        name = floor[0].replace("_", "-")
+        value, note = floor[1], note + f", at least the {name} bound (its dual bound: {r.bound:.6g})"
     return BoundEntry("exact", value, r.wall_time_s, solved,
                       note + (": interrupted" if r.stopped == Termination.INTERRUPTED else ""))
 
