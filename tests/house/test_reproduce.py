@@ -346,3 +346,18 @@ def test_a_missing_peer_gives_a_row_that_says_so() -> None:
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "not run: " in p.stdout and "pyscotch" in p.stdout and "pip install" in p.stdout
+
+
+def test_a_value_the_papers_truncation_explains_is_told_apart() -> None:
+    """Table 4's operator rows: the paper prints two decimals truncated (BERT-6's IP value
+    438.0654 as 438.06, as Table 1's Scotch 197.848 as 197.84); ours rounds. Only a value
+    that truncates to the published one and rounds above it gets the note."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        from repro_tarnawski import truncated
+    finally:
+        sys.path.remove(str(BENCH))
+    assert truncated(438.0654, 438.06) and truncated(197.848, 197.84)
+    assert not truncated(408.4701, 408.47)  # the same either way
+    assert not truncated(438.0751, 438.06) and not truncated(438.05, 438.06)  # truly above, or below
+    assert not truncated(math.inf, 438.06) and not truncated(438.0654, None)
