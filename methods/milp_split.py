@@ -64,7 +64,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     if channels < 1 or int(channels) != channels:
         raise PartError(f"channels must be a whole number >= 1, not {channels:g}", None)
     plan = ModulePlan(spec, int(channels), int(min_module))
-    _across_modules(spec, plan)
+    shares = _across_modules(spec, plan)
     nworkers = int(workers) if workers else None
     if executor is None and nworkers is None and (deadline.left() < POOL_SECONDS or not pool_pays(spec)):
         nworkers = 1  # too little time, or too little work, to start worker processes (a second or more each)
@@ -74,15 +74,17 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
         sizes = ", ".join(str(len(m)) for m in plan.modules)
         single = all(len(c) <= 1 for c in plan.cuts)
         yield Progress(f"MILP-SPLIT: {len(plan.modules)} modules ({sizes} nodes), "
-                       f"{'single-channel DP' if single else 'modules in turn with release times'}")
+                       f"{'single-channel DP' if single else 'modules in turn with release times'}"
+                       + ("" if shares is None else "; the modules could pass a device's memory together, so each "
+                          "module gets a share of it by its bytes (" + ", ".join(f"{w:.0%}" for w, _ in shares) + ")"))
         known: dict[frozenset[int], float] = {}  # proven module bounds from the module MILPs
         modules_by = deadline.share(1.0 - BOUND_RESERVE) if deadline.limited else deadline  # the rest: the bound's
         if single:
             sched, why = _dp(spec, plan, modules_by, module_limit, solver, threads, nworkers, progress, known, pool,
-                             int(symmetry))
-        else:
-            sched, why = _rolling(spec, plan, modules_by, module_limit, solver, threads, progress, int(lookahead),
-                                  int(symmetry))
+                             int(symmetry), shares)
+        else:  # with memory shares, no lookahead: a window's MILP could spend the next module's share
+            sched, why = _rolling(spec, plan, modules_by, module_limit, solver, threads, progress,
+                                  int(lookahead) if shares is None else 0, int(symmetry), shares)
         if sched is not None:
             yield Candidate(f"MILP-SPLIT ({why})", schedule=sched)
         left = deadline.left()
@@ -103,9 +105,13 @@ POOL_SECONDS = 10.0  # under a time limit shorter than this, the module MILPs ru
 MODELLED_BY = "exact, met, eft, heft, sa, ea"  # the schedule methods that see the whole graph at once
 
 
-def _across_modules(spec: Spec, plan: ModulePlan) -> None:
-    """Each module MILP sees its own module: colocation across modules, and memory limits
-    that the modules together could pass, are not modelled, so such specs are refused."""
+def _across_modules(spec: Spec, plan: ModulePlan) -> list[tuple[float, float]] | None:
+    """Each module MILP sees its own module. Colocation across modules is not modelled, so
+    such specs are refused. Memory limits that the modules together could pass are met by
+    shares: module k's MILP gets w_k of each device's memory, w_k its nodes' share of all
+    bytes the graph could hold (parameters and every sample's tensors), so the modules
+    together never pass a device's memory. Returns each module's (w_k, bytes its inputs
+    receive) (None: memory is no limit across modules)."""
     d = spec.dense
     where: dict[int, set[int]] = {}
     for k, nodes in enumerate(plan.modules):
@@ -118,14 +124,40 @@ def _across_modules(spec: Spec, plan: ModulePlan) -> None:
         raise PartError(f"method milp_split does not model colocation across modules: colocated nodes {names} "
                         f"fall in different modules of the {len(plan.modules)}", None,
                         f"methods that model it: {MODELLED_BY}")
-    if spec.constraints.memory == "hard":
-        whole = d.params + sample_bytes(spec) * spec.objective.batch  # every sample of a node on d
-        held = (d.allowed * whole[:, None]).sum(axis=0)
-        tight = np.flatnonzero(held > d.memory[d.dev_class])
-        if len(plan.modules) > 1 and len(tight):
-            raise PartError(f"method milp_split does not model memory limits across modules, and {d.devices[tight[0]]}"
-                            f"'s {d.memory[d.dev_class[tight[0]]]:.4g} B could be exceeded by the modules together "
-                            f"(up to {held[tight[0]]:.4g} B)", None, f"methods that model it: {MODELLED_BY}")
+    if spec.constraints.memory != "hard" or len(plan.modules) < 2:
+        return None
+    whole = d.params + sample_bytes(spec) * spec.objective.batch  # every sample of a node on d
+    held = (d.allowed * whole[:, None]).sum(axis=0)
+    if not (held > d.memory[d.dev_class]).any():
+        return None
+    s = plan.s
+    bytes_of = s.dense.params + sample_bytes(s) * s.objective.batch
+    # a module MILP does not see the tensors its inputs receive from the module before it
+    # (restrict drops those edges), the evaluator does: they count in the module's share
+    # and are kept out of its MILP's memory
+    inbound = [0.0] + [sum(float(s.dense.out_bytes[a]) for a, _ in cut) * s.objective.batch for cut in plan.cuts]
+    per = np.array([float(bytes_of[m].sum()) + inbound[k] for k, m in enumerate(map(list, plan.modules))])
+    w = per / per.sum() if per.sum() > 0 else np.full(len(per), 1.0 / len(per))
+    return [(float(w[k]), inbound[k]) for k in range(len(per))]
+
+
+def with_memory(sub: Spec, share: tuple[float, float] | None) -> Spec:
+    """A module's spec with its share of each class's memory: (w, inbound) -> w M - inbound
+    (None: as it is)."""
+    if share is None:
+        return sub
+    w, inbound = share
+    classes = tuple(replace(k, memory=max(k.memory * w - inbound, 0.0)) if k.memory is not None else k
+                    for k in sub.platform.classes)
+    return replace(sub, platform=replace(sub.platform, classes=classes))
+
+
+def window(shares: list[tuple[float, float]] | None, k: int, lookahead: int) -> tuple[float, float] | None:
+    """The share of a MILP over modules k .. k + lookahead (their w and inbound summed)."""
+    if shares is None:
+        return None
+    mine = shares[k:k + 1 + lookahead]
+    return sum(w for w, _ in mine), sum(b for _, b in mine)
 
 
 def _limit(deadline: Deadline, module_limit: float | None, share: float) -> float:
@@ -141,14 +173,15 @@ def _limit(deadline: Deadline, module_limit: float | None, share: float) -> floa
 def _dp(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | None, solver: str | None,
         threads: int | None, workers: int | None, progress: Callable[[str], None] | None,
         known: dict[frozenset[int], float], executor=None,  # type: ignore[no-untyped-def]
-        symmetry: int = 0) -> tuple[Schedule | None, str]:
+        symmetry: int = 0, shares: list[tuple[float, float]] | None = None) -> tuple[Schedule | None, str]:
     """IV-B1: every module for every (input device, output device) pair, then the chain DP.
     A pair that a relabelling of identical devices or servers maps from one already solved
     (models/diviml_symmetry.py) takes that one's schedule, relabelled. Fills `known` with
     each module's proven bound where the pairs cover every schedule of it (no pinned
-    endpoint, or whole nodes: split 1), the least over its pairs."""
+    endpoint, or whole nodes: split 1), the least over its pairs; not under memory
+    `shares`, which bind each module more than the spec does."""
     s, q = plan.s, len(plan.modules)
-    ins, outs, jobs, keys, copies = _module_jobs(plan)
+    ins, outs, jobs, keys, copies = _module_jobs(plan, shares)
     per_threads = job_threads(threads, workers, executor, len(jobs))
     # each job takes its limit when it starts, a share of the time left over the rounds of
     # jobs its worker still has (jobs start in the order they are given)
@@ -172,13 +205,14 @@ def _dp(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | 
     for k, nodes in enumerate(plan.modules):
         pairs = [r.bound for (kk, _, _), r in results.items() if kk == k]
         pinned = ins[k] is not None or outs[k] is not None
-        if pairs and (not pinned or s.objective.split == 1):
+        if pairs and (not pinned or s.objective.split == 1) and shares is None:
             # every pair's module was tried unless its endpoint cannot run there
             known[frozenset(nodes)] = min(pairs)
     return _chain_dp(spec, plan, results)
 
 
-def _module_jobs(plan: ModulePlan) -> tuple[list, list, list[Spec], list[tuple], list[tuple]]:  # type: ignore[type-arg]
+def _module_jobs(plan: ModulePlan, shares: list[tuple[float, float]] | None = None  # type: ignore[type-arg]
+                 ) -> tuple[list, list, list[Spec], list[tuple], list[tuple]]:  # type: ignore[type-arg]
     """IV-B1's subproblems: each module restricted to its nodes, its input node pinned to
     each device a, its output node to each device b: (ins, outs, module specs, (k, a, b,
     local), copies). A subproblem is solved once per orbit of the spec's relabellings and
@@ -212,7 +246,7 @@ def _module_jobs(plan: ModulePlan) -> tuple[list, list, list[Spec], list[tuple],
                 pins[ins[k]] = s.platform.devices[a]
             if b is not None:
                 pins[outs[k]] = s.platform.devices[b]
-            sub = restrict(s, nodes, pins)
+            sub = with_memory(restrict(s, nodes, pins), window(shares, k, 0))
             content = _content(sub)
             source[(k, a, b)] = (seen.setdefault(content, (k, a, b)), np.arange(D))
             if seen[content] == (k, a, b):
@@ -249,7 +283,8 @@ def _content(sub: Spec) -> tuple:  # type: ignore[type-arg]
     nodes = tuple(replace(nd, name=local[nd.name], module=None, span=None,
                           tensor_of=local.get(nd.tensor_of) if nd.tensor_of else None) for nd in g.nodes)
     return (nodes, g.edges, named(c.pins), named(c.forbids),
-            tuple(tuple(local.get(t.name, t.name) for t in st) for st in c.colocate_sets))
+            tuple(tuple(local.get(t.name, t.name) for t in st) for st in c.colocate_sets),
+            tuple(k.memory for k in sub.platform.classes))
 
 
 def _chain_dp(spec: Spec, plan: ModulePlan, results: dict) -> tuple[Schedule | None, str]:  # type: ignore[type-arg]
@@ -298,7 +333,7 @@ def _chain_dp(spec: Spec, plan: ModulePlan, results: dict) -> tuple[Schedule | N
 
 def _rolling(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | None, solver: str | None,
              threads: int | None, progress: Callable[[str], None] | None,
-             lookahead: int = 1, symmetry: int = 0) -> tuple[Schedule | None, str]:
+             lookahead: int = 1, symmetry: int = 0, shares: list[tuple[float, float]] | None = None) -> tuple[Schedule | None, str]:
     """IV-B2: modules in chain order, each after the ones before it are fixed; each MILP
     also schedules the next `lookahead` modules (then dropped), so a module does not
     finish early at the expense of the ones after it."""
@@ -329,7 +364,7 @@ def _rolling(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: flo
                         if jj == j:
                             r = max(r, e + transfer_time(s, j, w, u))
                 release[li, u] = r
-        sub = restrict(s, nodes)
+        sub = with_memory(restrict(s, nodes), window(shares, k, lookahead))
         limit = _limit(deadline, module_limit, 1.0 / (q - k))
         r = solve_module(sub, release, limit, solver, threads, symmetry=symmetry)
         whys.add(r.why)
