@@ -160,10 +160,9 @@ def test_memory_the_modules_could_pass_together_is_shared_out(seed: int, fractio
     evaluator checks; the bound stays below the optimum."""
     from dataclasses import replace
 
+    from partdsl.evaluator.schedule_checks import sample_bytes
     from partdsl.methods.milp_split import run
     from partdsl.runtime.deadline import NEVER
-
-    from partdsl.evaluator.schedule_checks import sample_bytes
 
     L, K = batch
     spec = randwire_spec(RandWire(model="er", size=4, modules=3, p=0.5, seed=seed), "latency" if L == 1 else
