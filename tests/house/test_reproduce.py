@@ -346,3 +346,19 @@ def test_a_missing_peer_gives_a_row_that_says_so() -> None:
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "not run: " in p.stdout and "pyscotch" in p.stdout and "pip install" in p.stdout
+
+
+def test_archers_closing_note_scales_this_runs_time_to_1000_graphs() -> None:
+    """The note on Archer's size gives this run's minutes and what 1,000 graphs would take
+    at that pace, for as many graphs per set as the run had (`--graphs N`)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        from repro_common import Table
+        from reproduce import archer_time
+    finally:
+        sys.path.remove(str(BENCH))
+    runs = [Table("archer-3", "t3", "", ("-",)), Table("archer-2", "t2", "", ("-",))]
+    runs[0].seconds, runs[1].seconds = 2663.0, 2300.0
+    assert "took 44 minutes, Table 2 38, so 1,000 graphs would take about 6 days" in archer_time(runs, 10)
+    assert "about 11 days" in archer_time(runs, 5)
+    assert archer_time(runs[:1], 10) == ""  # Table 2 not run: no clause
