@@ -361,3 +361,19 @@ def test_a_value_the_papers_truncation_explains_is_told_apart() -> None:
     assert not truncated(408.4701, 408.47)  # the same either way
     assert not truncated(438.0751, 438.06) and not truncated(438.05, 438.06)  # truly above, or below
     assert not truncated(math.inf, 438.06) and not truncated(438.0654, None)
+
+
+def test_archers_closing_note_scales_this_runs_time_to_1000_graphs() -> None:
+    """The note on Archer's size gives this run's minutes and what 1,000 graphs would take
+    at that pace, for as many graphs per set as the run had (`--graphs N`)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        from repro_common import Table
+        from reproduce import archer_time
+    finally:
+        sys.path.remove(str(BENCH))
+    runs = [Table("archer-3", "t3", "", ("-",)), Table("archer-2", "t2", "", ("-",))]
+    runs[0].seconds, runs[1].seconds = 2663.0, 2300.0
+    assert "took 44 minutes, Table 2 38, so 1,000 graphs would take about 6 days" in archer_time(runs, 10)
+    assert "about 11 days" in archer_time(runs, 5)
+    assert archer_time(runs[:1], 10) == ""  # Table 2 not run: no clause
