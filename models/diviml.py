@@ -29,6 +29,7 @@ from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split, share_times
 from partdsl.evaluator.schedule_checks import sample_bytes
 from partdsl.evaluator.schedule_eval import list_schedule, transfer_time
+from partdsl.models.diviml_cuts import add_cuts, end_values, twin_order, twin_orders
 from partdsl.models.diviml_symmetry import add_rows
 from partdsl.models.matrix import MatrixMIP, Rows, keyed
 
@@ -41,6 +42,8 @@ class VarMap:
     t: np.ndarray  # [n, D, K+1] time of m chunks in one go (inf: cannot)
     y: dict  # (i, j, u) -> column: 1 when j's share runs before i's on u
     C: int
+    e: np.ndarray  # [n] column of a lower bound on node i's end (models/diviml_cuts.py), or -1
+    twins: list  # groups of interchangeable nodes, ordered by the twin rows (models/diviml_cuts.py)
     ncols: int
     H: float
 
@@ -76,10 +79,11 @@ def reachable(spec: Spec) -> np.ndarray:
     return R
 
 
-def free_pairs(spec: Spec) -> tuple[np.ndarray, np.ndarray]:
+def free_pairs(spec: Spec, R: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(i, j), i < j, of the node pairs on no common path, which need no-overlap rows: by
-    NumPy (a loop over all n^2 / 2 pairs took 26 s at 5,000 nodes, 37,059 of them free)."""
-    R = reachable(spec)
+    NumPy (a loop over all n^2 / 2 pairs took 26 s at 5,000 nodes, 37,059 of them free).
+    `R`: `reachable(spec)` if the caller has it."""
+    R = reachable(spec) if R is None else R
     return np.nonzero(np.triu(~(R | R.T), 1))
 
 
@@ -155,8 +159,7 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
     x = take((d.n, d.D, K), np.repeat(ok[:, :, None], K, axis=2))
     b = take((d.n, d.D, K + 1), ok[:, :, None] & np.isfinite(t))
     s = take((d.n, d.D), ok)
-    C = col
-    col += 1
+    C, col = col, col + 1
     tr = _transfer_table(spec)
     M = H + float(tr.max(initial=0.0)) + 1.0
     rows = Rows()
@@ -188,7 +191,8 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
                 for c in range(K):
                     rows.add_one(np.r_[base_c, x[j, u, c], x[i, v, c]], np.r_[base_v, tr[j, u, v], tr[j, u, v]],
                                  -np.inf, tr[j, u, v], ("precede", (N[j], Dn[u], N[i], Dn[v], c)))
-    ys, col = _no_overlap(rows, spec, ok, b, s, t, M, col)
+    ys, col = _no_overlap(rows, spec, ok, b, s, t, M, col, R := reachable(spec))
+    e, groups, col = add_cuts(rows, spec, ok, x, b, t, C, tr, release, col, R)
     if release is not None:  # s >= r (1 - b0): only a share that runs waits
         for v, u in zip(*np.nonzero(ok & (np.asarray(release) > 0))):
             r = float(release[v, u])
@@ -198,25 +202,25 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
     _colocation_rows(rows, spec, x)
     A, lo, hi = rows.matrix(col)
     cvec = np.zeros(col)
-    cvec[C] = 1.0
+    cvec[C] = 1.0  # minimize the makespan
     col_lo = np.zeros(col)
     col_hi = np.ones(col)
-    col_hi[s[s >= 0]] = H
-    col_hi[C] = H
+    timed = np.r_[s[s >= 0], e[e >= 0], C]  # the continuous columns: starts, ends, the makespan
+    col_hi[timed] = H
+    col_hi[twin_orders(ys, groups, d.D)] = 0.0
     integer = np.ones(col, dtype=bool)
-    integer[s[s >= 0]] = False
-    integer[C] = False
-    vm = VarMap(x, b, s, t, ys, C, col, H)
+    integer[timed] = False
+    vm = VarMap(x, b, s, t, ys, C, e, groups, col, H)
     return MatrixMIP(cvec, A, lo, hi, col_lo, col_hi, integer, rows.names, lambda: column_names(spec, vm)), vm
 
 
 def _no_overlap(rows: Rows, spec: Spec, ok: np.ndarray, b: np.ndarray, s: np.ndarray, t: np.ndarray, M: float,
-                col: int) -> tuple[dict[tuple[int, int, int], int], int]:
+                col: int, R: np.ndarray) -> tuple[dict[tuple[int, int, int], int], int]:
     """(7) no overlap, built in arrays: for each pair (i, j) on no common path and device u
     both may use, an order column y and two rows, i's share ending before j's starts when
     y = 0 and j's before i's when y = 1 (void when either share is empty, b[., u, 0] = 1).
     Returns the order columns by (i, j, u) and the next free column."""
-    fi, fj = free_pairs(spec)
+    fi, fj = free_pairs(spec, R)
     pair, U = np.nonzero(ok[fi] & ok[fj])
     I, J = fi[pair], fj[pair]
     P = len(I)
@@ -253,6 +257,8 @@ def column_names(spec: Spec, vm: VarMap) -> list[str]:
             out[int(table[idx])] = keyed(family, (N[idx[0]], Dn[idx[1]]) + tuple(int(k) for k in idx[2:]))
     for (i, j, u), col in vm.y.items():
         out[col] = keyed("order", (N[i], N[j], Dn[u]))
+    for v in np.flatnonzero(vm.e >= 0):
+        out[int(vm.e[v])] = keyed("ends_after", (N[v],))
     out[vm.C] = "makespan"
     return out
 
@@ -312,8 +318,10 @@ def encode(spec: Spec, vm: VarMap, sched: Schedule) -> np.ndarray | None:
     start: dict[tuple[int, int], float] = {}
     end: dict[tuple[int, int], float] = {}
     held: dict[tuple[int, int], set[int]] = {}
+    first = {(p.node, p.device): p.start or 0.0 for p in sorted(sched.pieces, key=lambda p: -(p.start or 0.0))}
+    label = twin_order(vm.twins, first) if vm.twins else {}
     for p in sched.pieces:
-        key = (p.node, p.device)
+        key = (label.get(p.node, p.node), p.device)
         held.setdefault(key, set()).update(p.samples)
         start[key] = min(start.get(key, np.inf), p.start or 0.0)
     for (v, u), samples in held.items():
@@ -340,4 +348,5 @@ def encode(spec: Spec, vm: VarMap, sched: Schedule) -> np.ndarray | None:
     if not end or max(end.values()) > vm.H * (1 + 1e-9):
         return None
     xs[vm.C] = max(end.values())
+    end_values(vm.e, xs, end)
     return xs

@@ -1,6 +1,7 @@
 """The DiviML MILP (Ghannane & Abdelfattah sec. IV-A, eqs. 1-7) as a Pyomo model: the
 readable, solver-agnostic reference for models/diviml.py (same columns, same rows, same
-big-M). Tests check both give the same optimum."""
+big-M; without the valid inequalities and twin rows of models/diviml_cuts.py, which cut
+no optimum). Tests check both give the same optimum."""
 from __future__ import annotations
 
 import numpy as np
