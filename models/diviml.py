@@ -29,7 +29,8 @@ from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split, share_times
 from partdsl.evaluator.schedule_checks import sample_bytes
 from partdsl.evaluator.schedule_eval import list_schedule, transfer_time
-from partdsl.models.diviml_cuts import add_cuts, end_values, twin_order, twin_orders
+from partdsl.models.diviml_cuts import add_cuts, end_values
+from partdsl.models.diviml_nodes import NodeSymmetry, canonical, fixed_orders
 from partdsl.models.diviml_symmetry import add_rows
 from partdsl.models.matrix import MatrixMIP, Rows, keyed
 
@@ -42,8 +43,9 @@ class VarMap:
     t: np.ndarray  # [n, D, K+1] time of m chunks in one go (inf: cannot)
     y: dict  # (i, j, u) -> column: 1 when j's share runs before i's on u
     C: int
-    e: np.ndarray  # [n] column of a lower bound on node i's end (models/diviml_cuts.py), or -1
-    twins: list  # groups of interchangeable nodes, ordered by the twin rows (models/diviml_cuts.py)
+    cuts: tuple  # (e, zs) columns of models/diviml_cuts.py's rows: [n] a bound on node i's end or -1, and
+    # (column, device, nodes): 1 when the device holds one of the nodes
+    nodes: NodeSymmetry  # symmetry among nodes, broken by its rows (models/diviml_nodes.py)
     ncols: int
     H: float
 
@@ -192,7 +194,7 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
                     rows.add_one(np.r_[base_c, x[j, u, c], x[i, v, c]], np.r_[base_v, tr[j, u, v], tr[j, u, v]],
                                  -np.inf, tr[j, u, v], ("precede", (N[j], Dn[u], N[i], Dn[v], c)))
     ys, col = _no_overlap(rows, spec, ok, b, s, t, M, col, R := reachable(spec))
-    e, groups, col = add_cuts(rows, spec, ok, x, b, t, C, tr, release, col, R)
+    cuts, nodes, col = add_cuts(rows, spec, ok, x, b, t, C, tr, release, col, R)
     if release is not None:  # s >= r (1 - b0): only a share that runs waits
         for v, u in zip(*np.nonzero(ok & (np.asarray(release) > 0))):
             r = float(release[v, u])
@@ -203,15 +205,24 @@ def build(spec: Spec, H: float, release: np.ndarray | None = None,
     A, lo, hi = rows.matrix(col)
     cvec = np.zeros(col)
     cvec[C] = 1.0  # minimize the makespan
+    col_lo, col_hi, integer = _column_bounds(col, s, C, H, cuts, fixed_orders(ys, nodes, d.D))
+    vm = VarMap(x, b, s, t, ys, C, cuts, nodes, col, H)
+    return MatrixMIP(cvec, A, lo, hi, col_lo, col_hi, integer, rows.names, lambda: column_names(spec, vm)), vm
+
+
+def _column_bounds(col: int, s: np.ndarray, C: int, H: float, cuts: tuple, fixed: list[int]  # type: ignore[type-arg]
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lower, upper, integral) per column: binaries but the starts, ends and makespan (in
+    [0, H]) and the cuts' z (in [0, 1]); the `fixed` order columns at 0."""
     col_lo = np.zeros(col)
     col_hi = np.ones(col)
-    timed = np.r_[s[s >= 0], e[e >= 0], C]  # the continuous columns: starts, ends, the makespan
+    e, z = cuts[0], [c for c, _, _ in cuts[1]]
+    timed = np.r_[s[s >= 0], e[e >= 0], C]
     col_hi[timed] = H
-    col_hi[twin_orders(ys, groups, d.D)] = 0.0
+    col_hi[fixed] = 0.0
     integer = np.ones(col, dtype=bool)
-    integer[timed] = False
-    vm = VarMap(x, b, s, t, ys, C, e, groups, col, H)
-    return MatrixMIP(cvec, A, lo, hi, col_lo, col_hi, integer, rows.names, lambda: column_names(spec, vm)), vm
+    integer[np.r_[timed, z].astype(np.int64)] = False
+    return col_lo, col_hi, integer
 
 
 def _no_overlap(rows: Rows, spec: Spec, ok: np.ndarray, b: np.ndarray, s: np.ndarray, t: np.ndarray, M: float,
@@ -257,8 +268,11 @@ def column_names(spec: Spec, vm: VarMap) -> list[str]:
             out[int(table[idx])] = keyed(family, (N[idx[0]], Dn[idx[1]]) + tuple(int(k) for k in idx[2:]))
     for (i, j, u), col in vm.y.items():
         out[col] = keyed("order", (N[i], N[j], Dn[u]))
-    for v in np.flatnonzero(vm.e >= 0):
-        out[int(vm.e[v])] = keyed("ends_after", (N[v],))
+    e, zs = vm.cuts
+    for v in np.flatnonzero(e >= 0):
+        out[int(e[v])] = keyed("ends_after", (N[v],))
+    for c, u, vs in zs:
+        out[c] = keyed("holds", (Dn[u], *(N[v] for v in vs)))
     out[vm.C] = "makespan"
     return out
 
@@ -319,7 +333,7 @@ def encode(spec: Spec, vm: VarMap, sched: Schedule) -> np.ndarray | None:
     end: dict[tuple[int, int], float] = {}
     held: dict[tuple[int, int], set[int]] = {}
     first = {(p.node, p.device): p.start or 0.0 for p in sorted(sched.pieces, key=lambda p: -(p.start or 0.0))}
-    label = twin_order(vm.twins, first) if vm.twins else {}
+    label = canonical(vm.nodes, first) if vm.nodes.chain else {}
     for p in sched.pieces:
         key = (label.get(p.node, p.node), p.device)
         held.setdefault(key, set()).update(p.samples)
@@ -348,5 +362,5 @@ def encode(spec: Spec, vm: VarMap, sched: Schedule) -> np.ndarray | None:
     if not end or max(end.values()) > vm.H * (1 + 1e-9):
         return None
     xs[vm.C] = max(end.values())
-    end_values(vm.e, xs, end)
+    end_values(vm.cuts, xs, end)
     return xs

@@ -16,29 +16,33 @@ from __future__ import annotations
 
 import numpy as np
 from partdsl.core.ir import Spec
+from partdsl.models import diviml_nodes
 from partdsl.models.matrix import Rows
 
 
 def add_cuts(rows: Rows, spec: Spec, ok: np.ndarray, x: np.ndarray, b: np.ndarray, t: np.ndarray, C: int,
              tr: np.ndarray, release: np.ndarray | None, col: int, R: np.ndarray
-             ) -> tuple[np.ndarray, list[list[int]], int]:
-    """The rows above and the twins' (`add_twin_rows`); returns the e columns ([n], -1
-    without them), the twin groups and the next free column. `R`: reachability [n, n]."""
-    groups = twins(spec, t, tr, release)
-    add_twin_rows(rows, spec, x, groups)
+             ) -> tuple[np.ndarray, diviml_nodes.NodeSymmetry, int]:
+    """The rows above and those of symmetry among nodes (models/diviml_nodes.py); returns
+    the e columns ([n], -1 without them), that symmetry and the next free column. `R`:
+    reachability [n, n]."""
+    sym = diviml_nodes.find(spec, t, tr, release)
+    diviml_nodes.add_rows(rows, spec, x, sym)
     d = spec.dense
     rel = np.zeros((d.n, d.D)) if release is None else np.maximum(np.asarray(release, dtype=float), 0.0)
     times = np.where(b[:, :, 1:] >= 0, t[:, :, 1:], 0.0)  # [n, D, K] a share of m >= 1 chunks
+    head, tail = _head_tail(spec, ok, t, rel)
     for u in range(d.D):
         vs = np.flatnonzero(ok[:, u])
         if not len(vs):
             continue
         held = b[vs, u, 1:] >= 0
         cols, vals = b[vs, u, 1:][held], times[vs, u][held]
-        rows.add_one(np.r_[cols, C], np.r_[vals, -1.0], -np.inf, -float(rel[vs, u].min()), ("load", (d.devices[u],)))
+        rows.add_one(np.r_[cols, C], np.r_[vals, -1.0], -np.inf, -float(head[vs, u].min() + tail[vs].min()),
+                     ("load", (d.devices[u],)))
     e = np.full(d.n, -1, dtype=np.int64)
     if spec.objective.split != 1:
-        return e, groups, col
+        return (e, []), sym, col
     e[:] = col + np.arange(d.n)
     col += d.n
     N = d.names
@@ -46,8 +50,7 @@ def add_cuts(rows: Rows, spec: Spec, ok: np.ndarray, x: np.ndarray, b: np.ndarra
     for v in range(d.n):
         bs, ts = own[v]
         rows.add_one(np.r_[e[v], bs], np.r_[1.0, -(ts + rel[v, ok[v]])], 0.0, np.inf, ("ends", (N[v],)))
-        if d.succ_ptr[v] == d.succ_ptr[v + 1]:
-            rows.add_one([C, e[v]], [1.0, -1.0], 0.0, np.inf, ("ends_by", (N[v],)))
+        rows.add_one([C, e[v]], [1.0, -1.0], float(tail[v]), np.inf, ("ends_by", (N[v],)))
     for j, i in zip(d.src.tolist(), d.dst.tolist()):
         bs, ts = own[i]
         for u in range(d.D):
@@ -61,95 +64,87 @@ def add_cuts(rows: Rows, spec: Spec, ok: np.ndarray, x: np.ndarray, b: np.ndarra
                 if x[i, u, 0] >= 0:
                     cols, vals = np.r_[cols, x[i, u, 0]], np.r_[vals, tau]
             rows.add_one(cols, vals, 0.0, np.inf, ("path", (N[j], N[i], d.devices[u])))
-    _around(rows, spec, ok, b, times[:, :, 0], C, e, rel, own, R)
-    return e, groups, col
+    zs, col = _around(rows, spec, ok, x, b, times[:, :, 0], C, e, (head, tail), own, R, tr, col)
+    return (e, zs), sym, col
+
+
+def _head_tail(spec: Spec, ok: np.ndarray, t: np.ndarray, rel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """([n, D] the least start of node v's share on device u: its release there and the
+    path before it at each node's fastest time; [n] the least time after v ends: the
+    longest path after it at those times). Whole nodes only; zeros under a split batch."""
+    d = spec.dense
+    head, tail = rel.copy(), np.zeros(d.n)
+    if spec.objective.split != 1:
+        return head, tail
+    fastest = np.where(ok, t[:, :, 1], np.inf).min(axis=1)
+    fastest[~np.isfinite(fastest)] = 0.0
+    ready = np.zeros(d.n)
+    for v in d.topo.tolist():
+        for w in d.succ_idx[d.succ_ptr[v]:d.succ_ptr[v + 1]].tolist():
+            ready[w] = max(ready[w], ready[v] + fastest[v], float(np.where(ok[v], rel[v], np.inf).min()) + fastest[v])
+    for v in d.topo[::-1].tolist():
+        for w in d.succ_idx[d.succ_ptr[v]:d.succ_ptr[v + 1]].tolist():
+            tail[v] = max(tail[v], fastest[w] + tail[w])
+    return np.maximum(head, ready[:, None]), tail
 
 
 AROUND_NONZEROS = 200_000  # the `_around` rows are left out past this many nonzeros
 
 
-def _around(rows: Rows, spec: Spec, ok: np.ndarray, b: np.ndarray, t1: np.ndarray, C: int, e: np.ndarray,
-            rel: np.ndarray, own: list, R: np.ndarray) -> None:  # type: ignore[type-arg]
+def _around(rows: Rows, spec: Spec, ok: np.ndarray, x: np.ndarray, b: np.ndarray, t1: np.ndarray, C: int,
+            e: np.ndarray, ends: tuple[np.ndarray, np.ndarray], own: list, R: np.ndarray,  # type: ignore[type-arg]
+            tr: np.ndarray, col: int) -> tuple[list[tuple[int, int, np.ndarray]], int]:
     """For node k and device u: the ancestors of k that u holds run on u one at a time
-    before k starts, so e_k >= (least release on u) + their time + k's time; the
-    descendants of k that u holds run after k ends, so C >= e_k + their time."""
+    before k starts, so e_k >= (the least head among them, `_head_tail`) + their time +
+    k's time; the descendants of k that u holds run after k ends, so C >= e_k + their time
+    + the least tail among them. Where k is
+    not on u, the first descendant on u waits for a transfer into u (at least tau_in, the
+    least of k's and its descendants' onto u) and k for one out of u after the last
+    ancestor there (tau_out): each adds tau (z - x[k, u]), z >= x[i, u] for those nodes i
+    (z: u holds one of them). Returns the z columns as (column, u, nodes) and the next free
+    column."""
     d = spec.dense
+    zs: list[tuple[int, int, np.ndarray]] = []
     if 2 * int(R.sum()) * d.D > AROUND_NONZEROS:
-        return
+        return zs, col
     N = d.names
+    head, tail = ends
     for k in range(d.n):
         bs, ts = own[k]
         for u in range(d.D):
-            r0 = float(rel[ok[:, u], u].min()) if ok[:, u].any() else 0.0
-            for side, mask in (("before", R[:, k] & ok[:, u]), ("after", R[k] & ok[:, u])):
+            off = np.arange(d.D) != u
+            for side, mask in (("ancestors", R[:, k] & ok[:, u]), ("descendants", R[k] & ok[:, u])):
                 vs = np.flatnonzero(mask)
                 if not len(vs):
                     continue
-                if side == "before":
-                    rows.add_one(np.r_[e[k], bs, b[vs, u, 1]], np.r_[1.0, -ts, -t1[vs, u]], r0, np.inf,
-                                 ("ancestors", (N[k], d.devices[u])))
-                else:
-                    rows.add_one(np.r_[C, e[k], b[vs, u, 1]], np.r_[1.0, -1.0, -t1[vs, u]], 0.0, np.inf,
-                                 ("descendants", (N[k], d.devices[u])))
+                if side == "ancestors":  # e_k - sum t x - t_k - tau z + tau x_ku >= r0
+                    cols, vals, lo = np.r_[e[k], bs, b[vs, u, 1]], np.r_[1.0, -ts, -t1[vs, u]], float(head[vs, u].min())
+                    tau = float(tr[vs][:, u][:, off].min()) if off.any() else 0.0
+                else:  # C - e_k - sum t x - tau z + tau x_ku >= 0
+                    cols, vals, lo = np.r_[C, e[k], b[vs, u, 1]], np.r_[1.0, -1.0, -t1[vs, u]], float(tail[vs].min())
+                    src = np.r_[k, vs]
+                    tau = float(tr[src][:, off, u].min()) if off.any() else 0.0
+                if tau > 0:
+                    zs.append((col, u, vs))
+                    cols, vals = np.r_[cols, col], np.r_[vals, -tau]
+                    if x[k, u, 0] >= 0:
+                        cols, vals = np.r_[cols, x[k, u, 0]], np.r_[vals, tau]
+                    for i in vs:  # z >= x[i, u]
+                        rows.add_one([col, x[i, u, 0]], [1.0, -1.0], 0.0, np.inf, ("holds", (N[k], N[i], d.devices[u])))
+                    col += 1
+                rows.add_one(cols, vals, lo, np.inf, (side, (N[k], d.devices[u])))
+    return zs, col
 
 
-def end_values(e: np.ndarray, xs: np.ndarray, ends: dict[tuple[int, int], float]) -> None:
-    """A MIP start's e columns (in place): each node's end (whole nodes: one share each)."""
+def end_values(cuts: tuple[np.ndarray, list], xs: np.ndarray,  # type: ignore[type-arg]
+               ends: dict[tuple[int, int], float]) -> None:
+    """A MIP start's columns of these rows (in place): each node's end (whole nodes: one
+    share each), and z = 1 where u holds one of its nodes."""
+    e, zs = cuts
     for (v, _), end in ends.items():
         if e[v] >= 0:
             xs[e[v]] = end
+    on = {(v, u) for (v, u) in ends}
+    for c, u, vs in zs:
+        xs[c] = float(any((int(v), u) in on for v in vs))
 
-
-def twins(spec: Spec, t: np.ndarray, tr: np.ndarray, release: np.ndarray | None) -> list[list[int]]:
-    """Groups of interchangeable nodes (whole nodes only): the same predecessors and
-    successors, devices, times, transfers, bytes and releases, and no colocation. Swapping
-    two of them maps a schedule to one of the same value."""
-    from partdsl.evaluator.schedule_checks import sample_bytes
-
-    d = spec.dense
-    if spec.objective.split != 1:
-        return []
-    held = sample_bytes(spec)
-    tied = {v for pair in d.colocated_pairs for v in pair}
-    rel = np.zeros((d.n, d.D)) if release is None else np.asarray(release, dtype=float)
-    groups: dict[tuple, list[int]] = {}  # type: ignore[type-arg]
-    for v in range(d.n):
-        if v in tied:
-            continue
-        key = (tuple(sorted(d.preds[v])),
-               tuple(sorted(d.succ_idx[d.succ_ptr[v]:d.succ_ptr[v + 1]].tolist())),
-               d.allowed[v].tobytes(), t[v].tobytes(), tr[v].tobytes(), float(d.params[v]), float(held[v]),
-               rel[v].tobytes())
-        groups.setdefault(key, []).append(v)
-    return [g for g in groups.values() if len(g) > 1]
-
-
-def add_twin_rows(rows: Rows, spec: Spec, x: np.ndarray, groups: list[list[int]]) -> None:
-    """Symmetry among twins (`twins`): within a group, a node's device number is at most the
-    next one's (and `twin_orders`: on one device the lower-numbered node runs first)."""
-    d = spec.dense
-    for g in groups:
-        for i, j in zip(g, g[1:]):
-            ci, cj = x[i, :, 0], x[j, :, 0]
-            keep_i, keep_j = ci >= 0, cj >= 0
-            rows.add_one(np.r_[ci[keep_i], cj[keep_j]],
-                         np.r_[np.flatnonzero(keep_i).astype(float), -np.flatnonzero(keep_j).astype(float)],
-                         -np.inf, 0.0, ("twins", (d.names[i], d.names[j])))
-
-
-def twin_orders(ys: dict, groups: list[list[int]], D: int) -> list[int]:  # type: ignore[type-arg]
-    """The order columns fixed at 0 among twins: on device u, twin i (< j) runs before j."""
-    return [ys[(i, j, u)] for g in groups for a, i in enumerate(g) for j in g[a + 1:] for u in range(D)
-            if (i, j, u) in ys]
-
-
-def twin_order(groups: list[list[int]], start: dict[tuple[int, int], float]) -> dict[int, int]:
-    """A relabelling of a schedule's twins that meets `add_twin_rows`: each group's nodes
-    sorted by (device, start) take the group's numbers in order. `start`: (node, device)
-    -> start of its one share. Returns node -> the node it becomes."""
-    where = {v: (u, s) for (v, u), s in start.items()}
-    out: dict[int, int] = {}
-    for g in groups:
-        ranked = sorted(g, key=lambda v: where[v])
-        out.update(zip(ranked, sorted(g)))
-    return out
