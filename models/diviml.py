@@ -44,7 +44,7 @@ class VarMap:
     y: dict  # (i, j, u) -> column: 1 when j's share runs before i's on u
     C: int
     cuts: tuple  # (e, zs) columns of models/diviml_cuts.py's rows: [n] a bound on node i's end or -1, and
-    # (column, device, nodes): 1 when the device holds one of the nodes
+    # (column, device, nodes, name): 1 when the device holds one of the nodes
     nodes: NodeSymmetry  # symmetry among nodes, broken by its rows (models/diviml_nodes.py)
     ncols: int
     H: float
@@ -216,7 +216,7 @@ def _column_bounds(col: int, s: np.ndarray, C: int, H: float, cuts: tuple, fixed
     [0, H]) and the cuts' z (in [0, 1]); the `fixed` order columns at 0."""
     col_lo = np.zeros(col)
     col_hi = np.ones(col)
-    e, z = cuts[0], [c for c, _, _ in cuts[1]]
+    e, z = cuts[0], [c for c, *_ in cuts[1]]
     timed = np.r_[s[s >= 0], e[e >= 0], C]
     col_hi[timed] = H
     col_hi[fixed] = 0.0
@@ -271,8 +271,8 @@ def column_names(spec: Spec, vm: VarMap) -> list[str]:
     e, zs = vm.cuts
     for v in np.flatnonzero(e >= 0):
         out[int(e[v])] = keyed("ends_after", (N[v],))
-    for c, u, vs in zs:
-        out[c] = keyed("holds", (Dn[u], *(N[v] for v in vs)))
+    for c, *_, name in zs:
+        out[c] = name
     out[vm.C] = "makespan"
     return out
 

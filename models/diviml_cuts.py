@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from partdsl.core.ir import Spec
 from partdsl.models import diviml_nodes
-from partdsl.models.matrix import Rows
+from partdsl.models.matrix import Rows, keyed
 
 
 def add_cuts(rows: Rows, spec: Spec, ok: np.ndarray, x: np.ndarray, b: np.ndarray, t: np.ndarray, C: int,
@@ -93,18 +93,17 @@ AROUND_NONZEROS = 200_000  # the `_around` rows are left out past this many nonz
 
 def _around(rows: Rows, spec: Spec, ok: np.ndarray, x: np.ndarray, b: np.ndarray, t1: np.ndarray, C: int,
             e: np.ndarray, ends: tuple[np.ndarray, np.ndarray], own: list, R: np.ndarray,  # type: ignore[type-arg]
-            tr: np.ndarray, col: int) -> tuple[list[tuple[int, int, np.ndarray]], int]:
+            tr: np.ndarray, col: int) -> tuple[list[tuple[int, int, np.ndarray, str]], int]:
     """For node k and device u: the ancestors of k that u holds run on u one at a time
     before k starts, so e_k >= (the least head among them, `_head_tail`) + their time +
     k's time; the descendants of k that u holds run after k ends, so C >= e_k + their time
-    + the least tail among them. Where k is
-    not on u, the first descendant on u waits for a transfer into u (at least tau_in, the
-    least of k's and its descendants' onto u) and k for one out of u after the last
-    ancestor there (tau_out): each adds tau (z - x[k, u]), z >= x[i, u] for those nodes i
-    (z: u holds one of them). Returns the z columns as (column, u, nodes) and the next free
-    column."""
+    + the least tail among them. Where k is not on u, the first descendant on u waits for a
+    transfer into u (at least tau_in, the least of its possible predecessors' onto u: k's
+    and those after k that feed one on u) and k for one out of u after the last ancestor
+    there (tau_out): each adds tau (z - x[k, u]), z >= x[i, u] for those nodes i (z: u holds
+    one of them). Returns the z columns as (column, u, nodes, name) and the next free column."""
     d = spec.dense
-    zs: list[tuple[int, int, np.ndarray]] = []
+    zs: list[tuple[int, int, np.ndarray, str]] = []
     if 2 * int(R.sum()) * d.D > AROUND_NONZEROS:
         return zs, col
     N = d.names
@@ -122,10 +121,12 @@ def _around(rows: Rows, spec: Spec, ok: np.ndarray, x: np.ndarray, b: np.ndarray
                     tau = float(tr[vs][:, u][:, off].min()) if off.any() else 0.0
                 else:  # C - e_k - sum t x - tau z + tau x_ku >= 0
                     cols, vals, lo = np.r_[C, e[k], b[vs, u, 1]], np.r_[1.0, -1.0, -t1[vs, u]], float(tail[vs].min())
-                    src = np.r_[k, vs]
-                    tau = float(tr[src][:, off, u].min()) if off.any() else 0.0
+                    # what the first of them on u waits for: the output of a predecessor of it, k or after k
+                    into = np.isin(d.dst, vs) & ((d.src == k) | R[k, d.src])
+                    src = np.unique(d.src[into])
+                    tau = float(tr[src][:, off, u].min()) if off.any() and len(src) else 0.0
                 if tau > 0:
-                    zs.append((col, u, vs))
+                    zs.append((col, u, vs, keyed(f"{side}_held", (N[k], d.devices[u]))))
                     cols, vals = np.r_[cols, col], np.r_[vals, -tau]
                     if x[k, u, 0] >= 0:
                         cols, vals = np.r_[cols, x[k, u, 0]], np.r_[vals, tau]
@@ -145,6 +146,6 @@ def end_values(cuts: tuple[np.ndarray, list], xs: np.ndarray,  # type: ignore[ty
         if e[v] >= 0:
             xs[e[v]] = end
     on = {(v, u) for (v, u) in ends}
-    for c, u, vs in zs:
+    for c, u, vs, _ in zs:
         xs[c] = float(any((int(v), u) in on for v in vs))
 

@@ -13,8 +13,7 @@ from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Pl
 from partdsl.core.schedule import Piece, Schedule, share_times
 from partdsl.evaluator.schedule_eval import evaluate_schedule, list_schedule
 from partdsl.methods.solve import solve
-from partdsl.models import diviml
-from partdsl.models import diviml_nodes
+from partdsl.models import diviml, diviml_nodes
 from partdsl.solvers.dispatch import solve_matrix
 
 from tests.support.effort import examples
@@ -105,3 +104,11 @@ def test_the_lp_relaxation_lies_between_the_critical_path_and_the_optimum() -> N
     lp = solve_matrix(replace(mip, integer=np.zeros_like(mip.integer)), "highs", 30, None, 1)
     fastest = 1.0 + 2.0 + 0.5  # src, a twin, sink, each on the GPU
     assert fastest - 1e-9 <= lp.objective <= opt + 1e-9
+
+
+def test_every_row_and_column_has_a_name_of_its_own() -> None:
+    spec = fan(3, 1.0, True, 2, 1e6, chains=True)
+    mip, _ = diviml.build(spec, 100.0)
+    rows, cols = mip.row_names(), mip.col_names()
+    assert len(set(rows)) == len(rows) and len(set(cols)) == len(cols)
+    assert any(c.startswith("descendants_held(") for c in cols) and any(r.startswith("node_symmetry(") for r in rows)
