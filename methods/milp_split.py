@@ -41,12 +41,12 @@ from partdsl.methods.milp_split_modules import (
     chain_bound,
     piece_duration,
     pool_pays,
+    solve_all,
     solve_module,
-    solve_module_by,
 )
 from partdsl.models import diviml, diviml_symmetry
 from partdsl.runtime.deadline import NEVER, Deadline
-from partdsl.runtime.executor import job_threads, run_all, warm_pool, width
+from partdsl.runtime.executor import job_threads, warm_pool
 
 DEFAULT_MODULE_LIMIT = 10.0  # seconds per module MILP without a time limit
 
@@ -183,23 +183,18 @@ def _dp(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | 
     s, q = plan.s, len(plan.modules)
     ins, outs, jobs, keys, copies = _module_jobs(plan, shares)
     per_threads = job_threads(threads, workers, executor, len(jobs))
-    # each job takes its limit when it starts, a share of the time left over the rounds of
-    # jobs its worker still has (jobs start in the order they are given)
-    W = width(workers, executor)
-    rounds = -(-len(jobs) // W)
     until = time.time() + deadline.left()
     cap = float(module_limit) if module_limit is not None else \
         (DEFAULT_MODULE_LIMIT if math.isinf(deadline.left()) else math.inf)
-    args = [(j, None, until, rounds - i // W, cap, solver, per_threads, symmetry) for i, j in enumerate(jobs)]
     results: dict[tuple[int, int | None, int | None], ModuleResult] = {}
     done = 0
-    for idx, r in run_all(solve_module_by, args, workers, executor):
+    for idx, r in solve_all(jobs, until, cap, solver, per_threads, symmetry, workers, executor):
         k, a, b, _ = keys[idx]
         results[(k, a, b)] = r
         done += 1
         if progress:
-            progress(f"MILP-SPLIT: module {k + 1}/{q} pair ({a}, {b}) {r.why}, {r.makespan:.6g} ms "
-                     f"({done}/{len(jobs)})")
+            progress(f"MILP-SPLIT: module {k + 1}/{q} pair ({a}, {b}) {r.why}, {r.makespan:.6g} ms"
+                     + (f" ({done}/{len(jobs)})" if done <= len(jobs) else ""))
     for pair, rep, perm in copies:
         results[pair] = relabelled(results[rep], perm)
     for k, nodes in enumerate(plan.modules):
