@@ -13,8 +13,7 @@ from partdsl.core.ir import Constraints, DeviceClass, Graph, Node, Objective, Pl
 from partdsl.core.schedule import Piece, Schedule, share_times
 from partdsl.evaluator.schedule_eval import evaluate_schedule, list_schedule
 from partdsl.methods.solve import solve
-from partdsl.models import diviml
-from partdsl.models import diviml_nodes
+from partdsl.models import diviml, diviml_nodes
 from partdsl.solvers.dispatch import solve_matrix
 
 from tests.support.effort import examples
