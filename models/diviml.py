@@ -332,8 +332,10 @@ def encode(spec: Spec, vm: VarMap, sched: Schedule) -> np.ndarray | None:
     start: dict[tuple[int, int], float] = {}
     end: dict[tuple[int, int], float] = {}
     held: dict[tuple[int, int], set[int]] = {}
-    first = {(p.node, p.device): p.start or 0.0 for p in sorted(sched.pieces, key=lambda p: -(p.start or 0.0))}
-    label = canonical(vm.nodes, first) if vm.nodes.chain else {}
+    label = {}
+    if vm.nodes.chain:  # relabel interchangeable nodes to meet the symmetry rows (each share's first start)
+        first = {(p.node, p.device): p.start or 0.0 for p in sorted(sched.pieces, key=lambda p: -(p.start or 0.0))}
+        label = canonical(vm.nodes, first)
     for p in sched.pieces:
         key = (label.get(p.node, p.node), p.device)
         held.setdefault(key, set()).update(p.samples)

@@ -79,9 +79,11 @@ def _head_tail(spec: Spec, ok: np.ndarray, t: np.ndarray, rel: np.ndarray) -> tu
     fastest = np.where(ok, t[:, :, 1], np.inf).min(axis=1)
     fastest[~np.isfinite(fastest)] = 0.0
     ready = np.zeros(d.n)
+    earliest = np.where(ok, rel, np.inf).min(axis=1)  # each node's least release over its devices
     for v in d.topo.tolist():
+        done = max(ready[v], float(earliest[v])) + fastest[v]
         for w in d.succ_idx[d.succ_ptr[v]:d.succ_ptr[v + 1]].tolist():
-            ready[w] = max(ready[w], ready[v] + fastest[v], float(np.where(ok[v], rel[v], np.inf).min()) + fastest[v])
+            ready[w] = max(ready[w], done)
     for v in d.topo[::-1].tolist():
         for w in d.succ_idx[d.succ_ptr[v]:d.succ_ptr[v + 1]].tolist():
             tail[v] = max(tail[v], fastest[w] + tail[w])
