@@ -14,11 +14,18 @@ the tensor of p_j-1 read in + the interval's compute + the tensor of p_i written
 interval that exchange tensors with it either join the subgraph (their work and memory
 count) or their tensors move: the run pays the cheaper (`side_costs`), or, better, the
 least in + compute + out of any subgraph that holds the interval and none of the nodes it
-cannot hold, an s-t min cut (`cut_costs`, kernels/latency/run_cut.py). A path node on a
+cannot hold, an s-t min cut (kernels/latency/run_cut.py), taken for the runs the
+cheapest segmentation uses until they are all cut (`refined_split`). A path node on a
 host device costs its CPU time. So latency >= the cheapest segmentation of the path into
-such runs: a DP over the path, O(m^2) per class. Any path gives a bound; many are tried
+such runs: a DP over the path, O(m^2) per class (the run costs: kernels/latency/run_costs.py). Any path gives a bound; many are tried
 (longest paths under mixed random weights) and the largest kept. It ignores the device
-count, colocation and nodes off the path, so it is a relaxation, never above the optimum.
+count and nodes off the path, so it is a relaxation, never above the optimum.
+
+Colocation (one subgraph per accelerator, q = 1): colocated nodes share a device, so a
+node colocated with an interval node is in the run's subgraph too. A run is impossible
+when such a node is an ancestor of p_j-1 or a descendant of p_i+1 (the subgraph would not
+be contiguous; `colocation_blocked`), and the run cuts keep colocated nodes on one side.
+With q > 1 colocated nodes may sit in two subgraphs of one accelerator, and neither applies.
 """
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ import numpy as np
 from partdsl.core.dense import INF
 from partdsl.core.ir import Spec
 from partdsl.kernels.latency.path_runs import host_time, path_runs
+from partdsl.kernels.latency.run_costs import colocation_blocked, forced_transfers, side_costs
 from partdsl.runtime import memory
 from partdsl.runtime.deadline import NEVER, Deadline
 
@@ -79,8 +87,8 @@ def reach_masks(spec: Spec, path: list[int]) -> tuple[np.ndarray, np.ndarray]:
 def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray] | None = None,
                  cuts: bool = True, deadline: Deadline = NEVER) -> float:
     """The path segmentation bound for one path (see the module docstring); 0 (a valid,
-    empty bound) where its m x m tables would not fit in memory (runtime/memory.py), or
-    when `deadline` passes during the run min-cuts."""
+    empty bound) where its m x m tables would not fit in memory (runtime/memory.py). When
+    `deadline` passes during the run min-cuts, the segmentation with the runs cut so far."""
     d = spec.dense
     m = len(path)
     if m == 0:
@@ -97,161 +105,89 @@ def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarra
     desc, anc = masks
     inter = desc.astype(float)  # interval (j, i) = desc[j] & anc[i]
     A = anc.astype(float).T
-    run_cost = np.full((m, m), INF)  # cheapest accelerator run p_j .. p_i, transfers included
+    split_group = colocation_blocked(spec, masks)
+    costs: list[tuple[int, np.ndarray, np.ndarray]] = []  # per accelerator class: its run costs and memory
     for c in range(C):
         if d.host[c]:
             continue
         bad = (inter * (~ok_cls[:, c])) @ A > 0.5
         w = np.where(ok_cls[:, c], d.work[:, c], 0.0)
-        comp = (inter * w) @ A
-        cost = comp.copy()
+        cost = (inter * w) @ A
         mem = (inter * d.params) @ A
         if hard and np.isfinite(d.memory[c]):
             bad |= mem > d.memory[c] * (1 + 1e-12)
         tin, tout = forced_transfers(spec, path, masks, c)
         cost += tin + tout + side_costs(spec, masks, c, mem)
-        cost[bad] = INF
+        cost[bad | split_group] = INF
         cost[np.tril_indices(m, -1)] = INF  # j <= i only
-        if cuts:
-            cut = cut_costs(spec, masks, c, mem, np.isfinite(cost), deadline)
-            if cut is None:
-                return 0.0
-            cost = np.maximum(cost, cut)
-        run_cost = np.minimum(run_cost, cost)
+        costs.append((c, cost, mem))
+    if cuts and costs:
+        return refined_split(spec, masks, costs, hosts, deadline)
+    run_cost = np.minimum.reduce([cost for _, cost, _ in costs]) if costs else np.full((m, m), INF)
+    return cheapest_split(run_cost, hosts)[0]
+
+
+def cheapest_split(run_cost: np.ndarray, hosts: np.ndarray) -> tuple[float, list[tuple[int, int]]]:
+    """The least cost of p_0 .. p_m-1 cut into runs (run_cost[j, i]) and host nodes, and
+    its runs (j, i)."""
+    m = len(hosts)
     f = np.full(m + 1, INF)  # f[i]: p_0 .. p_i-1 processed
     f[0] = 0.0
+    start = np.full(m + 1, -1)  # the run ending at p_i-1 starts here; -1: p_i-1 on a host
     for i in range(m):
-        best = f[i] + hosts[i]
         acc = f[: i + 1] + run_cost[: i + 1, i]
-        f[i + 1] = min(best, acc.min())
-    return float(f[m])
+        j = int(np.argmin(acc))
+        f[i + 1] = f[i] + hosts[i]
+        if acc[j] < f[i + 1]:
+            f[i + 1], start[i + 1] = acc[j], j
+    runs, i = [], m
+    while i > 0 and math.isfinite(f[m]):
+        if start[i] < 0:
+            i -= 1
+        else:
+            runs.append((int(start[i]), i - 1))
+            i = int(start[i])
+    return float(f[m]), runs
 
 
-def forced_transfers(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray],
-                     c: int) -> tuple[np.ndarray, np.ndarray]:
-    """[m, m] transfers a run p_j .. p_i on class c must make. In: every tensor read by a
-    node of the run's interval from a node u that cannot be in the subgraph: an ancestor
-    of p_j-1 (p_j-1 included; the path u .. p_j-1 .. p_j would leave the subgraph and come
-    back), or a node that cannot be on c at all (`outside`). Out: every tensor of an
-    interval node read by a descendant of p_i+1 (p_i+1 included) or by a node outside c.
-    (Without masks, `path_runs` charges the path's own tensors only.)"""
-    d = spec.dense
-    m = len(path)
-    tin = np.zeros((m, m))
-    tout = np.zeros((m, m))
-    desc, anc = masks
-    src, dst = d.src, d.dst
-    comm = d.cheapest_comm[:, c]  # a direct link may beat the host route: bounds charge the cheapest
-    off = outside(spec, c)
-    for j in range(m):  # in: ancestors of p_j-1 and nodes that cannot be on c, feeding desc(p_j)
-        outer = off[src] | (anc[j - 1][src] if j else False)
-        sel = outer & desc[j][dst]
-        if not sel.any():
-            continue
-        us, ws = src[sel], dst[sel]
-        for u in np.unique(us):
-            need = anc[:, ws[us == u]].any(axis=1)  # over i: the interval (j, i) reads u
-            tin[j] += comm[u] * need
-    for i in range(m):  # out: interval nodes feeding desc(p_i+1) or a node that cannot be on c
-        outer = off[dst] | (desc[i + 1][dst] if i + 1 < m else False)
-        sel = anc[i][src] & outer
-        if not sel.any():
-            continue
-        for w in np.unique(src[sel]):
-            tout[:, i] += comm[w] * desc[:, w]  # over j: w is in the interval (j, i)
-    return tin, tout
+def refined_split(spec: Spec, masks: tuple[np.ndarray, np.ndarray], costs: list[tuple[int, np.ndarray, np.ndarray]],
+                  hosts: np.ndarray, deadline: Deadline = NEVER) -> float:
+    """`cheapest_split` with each run's cost raised to its min cut (kernels/latency/run_cut.py)
+    where the cheapest split uses it: split, cut the runs it uses that are not cut yet
+    (on the class that prices them), split again, until its runs are all cut. Every cost
+    only rises to a bound of the run, so each split is a bound, and the last one equals the
+    split over all runs cut (its runs are cut, the others' costs only rise). Returns the
+    last split's value, or the one at hand when `deadline` passes (checked every 64 cuts)."""
+    from partdsl.kernels.latency.run_cut import RunCut, run_cut
 
-
-def side_costs(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int, mem: np.ndarray) -> np.ndarray:
-    """[m, m] more that a run p_j .. p_i on class c pays for tensors between its interval
-    and a node v outside it that `forced_transfers` does not count (v may share the
-    subgraph): either v is in the subgraph, which then also runs v (work on c) and holds
-    its memory, or the tensor moves. A producer u feeding the interval costs comm(u) if u
-    does not fit beside the interval's memory, else min(comm(u), work(u)); an interval
-    node w read by such consumers y costs comm(w) if one of them does not fit, else
-    min(comm(w), sum of work(y) / (number of candidate w feeding y)), so a consumer's work
-    is charged at most once in all. Each charge is for a distinct node's tensor or work (a
-    node both fed by and feeding the interval is inside it), so they add up."""
-    d = spec.dense
-    desc, anc = masks
-    m = desc.shape[0]
-    src, dst = d.src, d.dst
-    comm, work = d.cheapest_comm[:, c], np.where(d.class_allowed[:, c], d.work[:, c], 0.0)
-    off = outside(spec, c)
-    cap = d.memory[c] if spec.constraints.memory == "hard" else math.inf
-    extra = np.zeros((m, m))
-    for j in range(m):  # producers u outside desc(p_j), not forced (ancestors of p_j-1, outside c)
-        forced = off[src] | (anc[j - 1][src] if j else False)
-        sel = ~forced & ~desc[j][src] & desc[j][dst]
-        if not sel.any():
-            continue
-        us, ws = src[sel], dst[sel]
-        for u in np.unique(us):
-            need = anc[:, ws[us == u]].any(axis=1)  # over i
-            fits = mem[j] + d.params[u] <= cap * (1 + 1e-12)
-            extra[j] += need * np.where(fits, min(comm[u], work[u]), comm[u])
-    for i in range(m):  # interval nodes w (in anc(p_i)) read by consumers y outside anc(p_i), not forced
-        forced_y = off[dst] | (desc[i + 1][dst] if i + 1 < m else False)
-        feeds_out = anc[i][src] & ~anc[i][dst]
-        forced_w = np.unique(src[feeds_out & forced_y])
-        sel = feeds_out & ~forced_y & ~np.isin(src, forced_w)
-        if not sel.any():
-            continue
-        ws, ys = src[sel], dst[sel]
-        share = work / np.maximum(np.bincount(ys, minlength=d.n), 1)  # y's work split over its feeders
-        for w in np.unique(ws):
-            y = ys[ws == w]
-            fits = mem[:, i] + d.params[y].max() <= cap * (1 + 1e-12)
-            extra[:, i] += desc[:, w] * np.where(fits, min(comm[w], share[y].sum()), comm[w])
-    return extra
-
-
-def cut_costs(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int, mem: np.ndarray,
-              runs: np.ndarray, deadline: Deadline = NEVER) -> np.ndarray | None:
-    """[m, m] the min-cut bound of kernels/latency/run_cut.py for each run (j, i) in `runs`
-    (0 elsewhere): the subgraph holds the interval and excludes ancestors of p_j-1,
-    descendants of p_i+1 and nodes too large to fit beside the interval. None once
-    `deadline` passes (a max flow per run: thousands on a long path)."""
-    from partdsl.kernels.latency.run_cut import RunCut
-
-    d = spec.dense
-    desc, anc = masks
-    m = desc.shape[0]
-    net = RunCut(spec, c)
-    cap = d.memory[c] if spec.constraints.memory == "hard" else math.inf
-    out = np.zeros((m, m))
-    for k, (j, i) in enumerate(zip(*np.nonzero(runs))):
-        if k % 64 == 0 and deadline.passed():
-            return None
-        inside = desc[j] & anc[i]
-        excluded = (d.params > (cap - mem[j, i]) * (1 + 1e-12)) & ~inside
-        if j:
-            excluded |= anc[j - 1]
-        if i + 1 < m:
-            excluded |= desc[i + 1]
-        out[j, i] = net.cost(inside, excluded)
-    return out
-
-
-def outside(spec: Spec, c: int) -> np.ndarray:
-    """[n] nodes no subgraph on class c can hold: not allowed on c, or (memory hard) larger
-    than one device's memory. A run's interval containing one is rejected; a tensor
-    between one and the interval is always transferred."""
-    d = spec.dense
-    off = ~d.class_allowed[:, c]
-    if spec.constraints.memory == "hard" and np.isfinite(d.memory[c]):
-        off |= d.params > d.memory[c] * (1 + 1e-12)
-    return off
+    m = len(hosts)
+    nets: dict[int, RunCut] = {}
+    done = np.zeros((len(costs), m, m), dtype=bool)
+    while True:
+        stacked = np.stack([cost for _, cost, _ in costs])
+        value, runs = cheapest_split(stacked.min(axis=0), hosts)
+        todo = [(k, j, i) for j, i in runs if not done[k := int(stacked[:, j, i].argmin()), j, i]]
+        if not todo:
+            return value
+        for t, (k, j, i) in enumerate(todo):
+            if t % 64 == 0 and deadline.passed():
+                return value
+            c, cost, mem = costs[k]
+            if k not in nets:
+                nets[k] = RunCut(spec, c, colocated=spec.constraints.subgraphs == 1)
+            cost[j, i] = max(cost[j, i], run_cut(spec, masks, nets[k], c, mem, j, i))
+            done[k, j, i] = True
 
 
 def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: Deadline = NEVER,
                cut_paths: int = 3) -> tuple[float, list[int]]:
     """The best path segmentation bound over longest paths under several weightings:
     cheapest time, accelerator time, memory, tensor transfers, and random mixes. Every
-    path is scored without the run min-cuts; the `cut_paths` best are scored again with
-    them (the cuts cost a max flow per run). A completed result is kept per spec (by
-    value, as long as the spec lives), so the solves of one `part bound` or one benchmark
-    compute it once."""
+    path is scored without the run min-cuts; the best of the first weightings' paths is
+    scored with them at once (so a short deadline still gets a cut bound), and the
+    `cut_paths` best of all at the end. A completed result is kept per spec (by value, as
+    long as the spec lives), so the solves of one `part bound` or one benchmark compute it
+    once."""
     key = (tries, seed, cut_paths)
     memo = _finished.get(spec, {}).get(key)
     if memo is not None:
@@ -266,7 +202,19 @@ def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: Deadline = 
     params = d.params / max(float(d.params.max(initial=0.0)), 1e-300)
     base = [cheapest, comm, params * max(float(cheapest.max(initial=0.0)), 1.0)]
     scored: dict[tuple[int, ...], float] = {}
+    cut: dict[tuple[int, ...], float] = {}
     complete = True
+
+    def cut_best(count: int) -> None:
+        nonlocal complete
+        for path in sorted(scored, key=scored.__getitem__, reverse=True)[:count]:
+            if deadline.passed():
+                complete = False
+                return
+            if path not in cut:
+                cut[path] = segmentation(spec, list(path), deadline=deadline)
+                complete = complete and not deadline.passed()
+
     for t in range(tries):
         if t and deadline.passed():  # one path at least, however short the time: a bound to return
             complete = False
@@ -280,20 +228,14 @@ def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: Deadline = 
         path = tuple(longest_path(spec, w))
         if path not in scored:
             scored[path] = segmentation(spec, list(path), cuts=False)
-    best_path = max(scored, key=scored.__getitem__)
-    best = scored[best_path]
-    for path in sorted(scored, key=scored.__getitem__, reverse=True)[:cut_paths]:
-        if deadline.passed():
-            complete = False
-            break
-        v = segmentation(spec, list(path), deadline=deadline)
-        if deadline.passed():
-            complete = False
-        if v > best:
-            best, best_path = v, path
+        if t == min(len(base), tries) - 1 and cut_paths:
+            cut_best(1)
+    cut_best(cut_paths)
+    every = {p: max(v, cut.get(p, v)) for p, v in scored.items()}
+    best_path = max(every, key=every.__getitem__)
     if complete:
-        _finished.setdefault(spec, {})[key] = (best, tuple(best_path))
-    return best, list(best_path)
+        _finished.setdefault(spec, {})[key] = (every[best_path], tuple(best_path))
+    return every[best_path], list(best_path)
 
 
 _finished: "weakref.WeakKeyDictionary[Spec, dict[tuple[int, int, int], tuple[float, tuple[int, ...]]]]" = \

@@ -17,12 +17,16 @@ is an s-t minimum cut (S = the source side):
     b_p -> x     inf           b_p leaves S with any consumer that leaves it
     p -> b_p     comm(p, c)    p in S feeds a node outside S: its tensor moves out
 
+    u <-> x      inf           u and x colocated (q = 1): one subgraph holds both or neither
+
 Capacities are scaled to integers and rounded down, so the cut found is never above the
 real minimum. The arcs are fixed per class, an arc s -> v and a second v -> t for every
 node (capacity 0 unless v is in I, or excluded), so each run only sets capacities
 (kernels/graph/max_flow.py).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from partdsl.core.ir import Spec
@@ -34,7 +38,7 @@ BIG = 1 << 30  # "infinite" capacity; every finite cut is kept below it by the s
 class RunCut:
     """The fixed part of the network for one class; `cost(inside, excluded)` per run."""
 
-    def __init__(self, spec: Spec, c: int) -> None:
+    def __init__(self, spec: Spec, c: int, colocated: bool = False) -> None:
         d = spec.dense
         n = d.n
         allowed = d.class_allowed[:, c]
@@ -50,10 +54,13 @@ class RunCut:
         a, b = n + d.src, 2 * n + d.src  # a_p, b_p of each edge's producer p
         inf = np.full(len(d.src), BIG, dtype=np.int64)
         nodes = np.arange(n)
-        rows = np.concatenate([nodes, d.dst, n + producers, producers, b, np.full(n, self.s), nodes])
-        cols = np.concatenate([np.full(n, self.t), a, producers, 2 * n + producers, d.dst, nodes,
+        pairs = np.array(d.colocated_pairs if colocated else [], dtype=np.int64).reshape(-1, 2)
+        mates = np.concatenate([pairs, pairs[:, ::-1]])
+        rows = np.concatenate([nodes, d.dst, n + producers, producers, b, mates[:, 0], np.full(n, self.s), nodes])
+        cols = np.concatenate([np.full(n, self.t), a, producers, 2 * n + producers, d.dst, mates[:, 1], nodes,
                                np.full(n, self.t)])
-        self.caps = np.concatenate([w, inf, k[producers], k[producers], inf, np.zeros(2 * n, np.int64)])
+        self.caps = np.concatenate([w, inf, k[producers], k[producers], inf, np.full(len(mates), BIG, np.int64),
+                                    np.zeros(2 * n, np.int64)])
         self.net = FlowNetwork(3 * n + 2, rows, cols)
         self.always_out = ~allowed
 
@@ -64,3 +71,21 @@ class RunCut:
         self.caps[-2 * n:-n] = np.where(inside, BIG, 0)
         self.caps[-n:] = np.where(excluded | self.always_out, BIG, 0)
         return float(self.net.value(self.caps, self.s, self.t)) / self.scale
+
+
+def run_cut(spec: Spec, masks: tuple[np.ndarray, np.ndarray], net: RunCut, c: int, mem: np.ndarray,
+            j: int, i: int) -> float:
+    """The min-cut bound of run (j, i) on class c (kernels/latency/run_cut.py): the subgraph
+    holds the interval and excludes ancestors of p_j-1, descendants of p_i+1 and nodes too
+    large to fit beside the interval."""
+    d = spec.dense
+    desc, anc = masks
+    m = desc.shape[0]
+    cap = d.memory[c] if spec.constraints.memory == "hard" else math.inf
+    inside = desc[j] & anc[i]
+    excluded = (d.params > (cap - mem[j, i]) * (1 + 1e-12)) & ~inside
+    if j:
+        excluded |= anc[j - 1]
+    if i + 1 < m:
+        excluded |= desc[i + 1]
+    return net.cost(inside, excluded)

@@ -577,7 +577,8 @@ def test_the_bounds_and_the_reference_dp_stop_at_their_deadline(data_dir: Path, 
     share, and the reference DP listed all 36,596 ideals on a 0.07 s share; with no time
     at all the path bound crashed (`max()` of no paths) and so did `--time-limit 0`.
     Counted, not timed: the max flows run before the deadline is seen are at most one
-    block of runs (64) per check."""
+    block of runs (64) per check, and the segmentation stopped there is the one with the
+    runs cut so far, between the uncut and the whole one."""
     from partdsl.kernels.bottleneck import reference_dp
     from partdsl.kernels.latency import run_cut
     from partdsl.kernels.latency.path_bound import path_bound, segmentation
@@ -606,13 +607,43 @@ def test_the_bounds_and_the_reference_dp_stop_at_their_deadline(data_dir: Path, 
             self.checks[0] -= 1
             return self.checks[0] < 0
 
+    uncut, whole = segmentation(spec, path, cuts=False), segmentation(spec, path)
     monkeypatch.setattr(run_cut.RunCut, "cost", counted)
-    assert segmentation(spec, path, deadline=AfterChecks()) == 0.0  # the empty bound: stopped
+    stopped = segmentation(spec, path, deadline=AfterChecks())  # the runs cut so far: still a bound
+    assert uncut <= stopped <= whole
     assert 0 < flows[0] <= 2 * 64
     from tests.support import EXAMPLES
 
     r = solve(parse_file(EXAMPLES / "latency.part"), time_limit=0)
     assert r.stopped == "time limit" and r.bound > 0
+
+
+FUSED = """graph g {{ node a {{ work 1 ms on acc; work 100 ms on cpu; params 1 GB; comm 5 ms }}
+  node b {{ work 1 ms on acc; work 100 ms on cpu; params 1 GB; comm 0 ms; group bn }}
+  node c {{ work 0 ms on acc; work 100 ms on cpu; comm 5 ms; group bn }}
+  node d {{ work 1 ms on acc; work 100 ms on cpu; params 1 GB }}
+  a -> b -> c -> d }}
+platform {{ device acc[2] {{ memory 2 GB; link 1 GB/s }} device cpu[1] {{ host }} }}
+minimize latency
+subject to {{ contiguous; memory hard; colocate by group{q} }}"""  # b's tensor to c is free, c's costs 5 ms
+
+
+@pytest.mark.parametrize("q", [1, 2])
+def test_the_path_bound_does_not_cut_between_colocated_nodes(q: int) -> None:
+    """Found on the authors' ResNet-50 operator graph (latency-operators): a fused batch
+    norm writes a near-free tensor to its colocated output node, and the path bound cut the
+    path there (465.89 against 651.12 found; 648.13 since). The memory needs two runs;
+    cutting between b and c would cost 3 ms, but they share a device, and with one
+    subgraph per accelerator (q = 1) one run, so the cheapest split pays a 5 ms tensor
+    out and in: 13 ms, the optimum. With q = 2 they may sit in two subgraphs of one
+    accelerator and the bound stays a bound."""
+    spec = parse(FUSED.format(q="" if q == 1 else "; subgraphs <= 2"))
+    opt = brute_optimum(spec)
+    assert opt == pytest.approx(13.0)
+    pb, _ = path_bound(spec)
+    assert pb <= opt + 1e-9
+    if q == 1:
+        assert pb == pytest.approx(opt)
 
 
 DIAMONDS = """graph g { node a { work 1 ms on acc; comm 4 ms } node b { work 1 ms on acc; comm 4 ms }

@@ -1,0 +1,165 @@
+"""What one accelerator run of the latency path bound must pay beside its path's own
+compute (kernels/latency/path_bound.py; Tarnawski et al. sec. 4): the tensors it must
+move, the cheaper of moving or hosting its side nodes' tensors, and the runs a
+colocation group forbids. Every table is [m, m] over runs p_j .. p_i of one path."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from partdsl.core.ir import Spec
+
+
+def colocation_blocked(spec: Spec, masks: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """[m, m] runs (j, i) that would split a colocation group (q = 1): some node u of the
+    interval has a group mate x that is an ancestor of p_j-1 or a descendant of p_i+1.
+    u is in interval (j, i) iff j <= a_u (the last path node above u) and i >= b_u (the
+    first below it), and x is above p_j-1 iff j >= b_x + 1, below p_i+1 iff i <= a_x - 1:
+    each member u marks two rectangles of (j, i), summed in a difference table. O(n + m^2)."""
+    d = spec.dense
+    desc, anc = masks
+    m = desc.shape[0]
+    blocked = np.zeros((m + 1, m + 1), dtype=np.int64)
+    pairs = d.colocated_pairs
+    if spec.constraints.subgraphs != 1 or not pairs or m == 0:
+        return np.zeros((m, m), dtype=bool)
+    a = np.where(desc.any(axis=0), m - 1 - np.argmax(desc[::-1], axis=0), -1)
+    b = np.where(anc.any(axis=0), np.argmax(anc, axis=0), m)
+    grouped = np.flatnonzero(np.bincount(d.colo, minlength=d.n)[d.colo] > 1)
+    g = d.colo[grouped]
+    left = np.full(d.n, m, dtype=np.int64)  # per group: the least j with a member above p_j-1
+    np.minimum.at(left, g, b[grouped] + 1)
+    right = np.full(d.n, -1, dtype=np.int64)  # per group: the largest i with a member below p_i+1
+    np.maximum.at(right, g, a[grouped] - 1)
+
+    def mark(j0: int, j1: int, i0: int, i1: int) -> None:
+        if j0 <= j1 and i0 <= i1:
+            blocked[j0, i0] += 1
+            blocked[j0, i1 + 1] -= 1
+            blocked[j1 + 1, i0] -= 1
+            blocked[j1 + 1, i1 + 1] += 1
+
+    for u, grp in zip(grouped.tolist(), g.tolist()):
+        if a[u] < 0 or b[u] >= m:
+            continue
+        mark(max(int(left[grp]), 0), int(a[u]), int(b[u]), m - 1)
+        mark(0, int(a[u]), int(b[u]), min(int(right[grp]), m - 1))
+    return np.cumsum(np.cumsum(blocked, axis=0), axis=1)[:m, :m] > 0
+
+
+def forced_transfers(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray],
+                     c: int) -> tuple[np.ndarray, np.ndarray]:
+    """[m, m] transfers a run p_j .. p_i on class c must make. In: every tensor read by a
+    node of the run's interval from a node u that cannot be in the subgraph: an ancestor
+    of p_j-1 (p_j-1 included; the path u .. p_j-1 .. p_j would leave the subgraph and come
+    back), or a node that cannot be on c at all (`outside`). Out: every tensor of an
+    interval node read by a descendant of p_i+1 (p_i+1 included) or by a node outside c.
+    (Without masks, `path_runs` charges the path's own tensors only.)"""
+    d = spec.dense
+    m = len(path)
+    tin = np.zeros((m, m))
+    tout = np.zeros((m, m))
+    desc, anc = masks
+    src, dst = d.src, d.dst
+    comm = d.cheapest_comm[:, c]  # a direct link may beat the host route: bounds charge the cheapest
+    off = outside(spec, c)
+    for j in range(m):  # in: ancestors of p_j-1 and nodes that cannot be on c, feeding desc(p_j)
+        outer = off[src] | (anc[j - 1][src] if j else False)
+        sel = outer & desc[j][dst]
+        if not sel.any():
+            continue
+        us, ws = src[sel], dst[sel]
+        for u in np.unique(us):
+            need = anc[:, ws[us == u]].any(axis=1)  # over i: the interval (j, i) reads u
+            tin[j] += comm[u] * need
+    for i in range(m):  # out: interval nodes feeding desc(p_i+1) or a node that cannot be on c
+        outer = off[dst] | (desc[i + 1][dst] if i + 1 < m else False)
+        sel = anc[i][src] & outer
+        if not sel.any():
+            continue
+        for w in np.unique(src[sel]):
+            tout[:, i] += comm[w] * desc[:, w]  # over j: w is in the interval (j, i)
+    return tin, tout
+
+
+def side_costs(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int, mem: np.ndarray) -> np.ndarray:
+    """[m, m] more that a run p_j .. p_i on class c pays for tensors between its interval
+    and a node v outside it that `forced_transfers` does not count (v may share the
+    subgraph): either v is in the subgraph, which then also runs v (work on c) and holds
+    its memory, or the tensor moves. A producer u feeding the interval costs comm(u) if u
+    does not fit beside the interval's memory, else min(comm(u), work(u)); an interval
+    node w read by such consumers y costs comm(w) if one of them does not fit, else
+    min(comm(w), sum of work(y) / (number of candidate w feeding y)), so a consumer's work
+    is charged at most once in all. Each charge is for a distinct node's tensor or work (a
+    node both fed by and feeding the interval is inside it), so they add up."""
+    d = spec.dense
+    desc, anc = masks
+    m = desc.shape[0]
+    src, dst = d.src, d.dst
+    comm, work = d.cheapest_comm[:, c], np.where(d.class_allowed[:, c], d.work[:, c], 0.0)
+    off = outside(spec, c)
+    cap = (d.memory[c] if spec.constraints.memory == "hard" else math.inf) * (1 + 1e-9)
+    first, last = path_span(masks)
+    grow = np.maximum.accumulate(mem, axis=1)  # over i, a run's memory only grows (rounding aside)
+    shrink = np.maximum.accumulate(mem[::-1], axis=0)[::-1]  # over j, only shrinks
+    extra = np.zeros((m, m))
+    for j in range(m):  # producers u outside desc(p_j), not forced (ancestors of p_j-1, outside c)
+        forced = off[src] | (anc[j - 1][src] if j else False)
+        sel = ~forced & ~desc[j][src] & desc[j][dst]
+        if not sel.any():
+            continue
+        us = np.unique(src[sel])
+        lo_i = np.full(d.n, m, dtype=np.int64)  # u feeds the interval (j, i) from i = the first p_i below a reader
+        np.minimum.at(lo_i, src[sel], first[dst[sel]])
+        lo_i = lo_i[us]
+        fit_to = np.searchsorted(grow[j], cap - d.params[us], side="right")  # u fits beside (j, i) for i < this
+        cheap, dear = np.minimum(comm[us], work[us]), comm[us]
+        delta = np.zeros(m + 1)
+        np.add.at(delta, lo_i, cheap)
+        np.add.at(delta, np.maximum(lo_i, fit_to), dear - cheap)
+        extra[j] += np.cumsum(delta)[:m]
+    for i in range(m):  # interval nodes w (in anc(p_i)) read by consumers y outside anc(p_i), not forced
+        forced_y = off[dst] | (desc[i + 1][dst] if i + 1 < m else False)
+        feeds_out = anc[i][src] & ~anc[i][dst]
+        forced_w = np.unique(src[feeds_out & forced_y])
+        sel = feeds_out & ~forced_y & ~np.isin(src, forced_w)
+        if not sel.any():
+            continue
+        ws, ys = src[sel], dst[sel]
+        share = work / np.maximum(np.bincount(ys, minlength=d.n), 1)  # y's work split over its feeders
+        wu, inv = np.unique(ws, return_inverse=True)
+        sums = np.bincount(inv, weights=share[ys], minlength=len(wu))
+        big = np.zeros(len(wu))
+        np.maximum.at(big, inv, d.params[ys])
+        cheap, dear = np.minimum(comm[wu], sums), comm[wu]
+        fit_from = m - np.searchsorted(shrink[::-1, i], cap - big, side="right")  # w's readers fit for j >= this
+        delta = np.zeros(m + 1)
+        delta[0] += dear.sum()
+        np.add.at(delta, last[wu] + 1, -dear)  # w is in the interval (j, i) for j <= the last p_j above it
+        hi = np.maximum(fit_from, 0)
+        ok = hi <= last[wu]
+        np.add.at(delta, hi[ok], cheap[ok] - dear[ok])
+        np.add.at(delta, last[wu][ok] + 1, dear[ok] - cheap[ok])
+        extra[:, i] += np.cumsum(delta)[:m]
+    return extra
+
+
+def path_span(masks: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """[n] per node v: the first i with v in anc(p_i) (m if none) and the last j with v in
+    desc(p_j) (-1 if none). The p_i below v form a suffix of the path, those above a prefix."""
+    desc, anc = masks
+    m = desc.shape[0]
+    first = np.where(anc.any(axis=0), np.argmax(anc, axis=0), m)
+    last = np.where(desc.any(axis=0), m - 1 - np.argmax(desc[::-1], axis=0), -1)
+    return first, last
+
+
+def outside(spec: Spec, c: int) -> np.ndarray:
+    """[n] nodes no subgraph on class c can hold: not allowed on c, or (memory hard) larger
+    than one device's memory. A run's interval containing one is rejected; a tensor
+    between one and the interval is always transferred."""
+    d = spec.dense
+    off = ~d.class_allowed[:, c]
+    if spec.constraints.memory == "hard" and np.isfinite(d.memory[c]):
+        off |= d.params > d.memory[c] * (1 + 1e-12)
+    return off
