@@ -24,6 +24,8 @@ from partdsl.core.validate import check_routes
 from partdsl.evaluator.evaluate import evaluate
 from partdsl.evaluator.replicas import factors as replica_factors
 from partdsl.evaluator.schedule_eval import evaluate_schedule
+from partdsl.kernels.bottleneck.path_bound import applies as contiguous_applies
+from partdsl.kernels.bottleneck.path_bound import contiguous_path_bound
 from partdsl.methods import capabilities
 from partdsl.methods.bounds import bound as trivial_bound
 from partdsl.methods.class_view import class_view
@@ -176,6 +178,8 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
         from partdsl.kernels.latency.path_bound import path_bound
 
         run.bound = max(run.bound, path_bound(spec, seed=opts.seed or 0, deadline=share)[0])
+    elif contiguous_applies(spec):  # a contiguous bottleneck gets its path bound (kept per spec)
+        run.bound = max(run.bound, contiguous_path_bound(spec, seed=opts.seed or 0, deadline=share))
     start = assignment_array(spec, warm_start) if warm_start else None
     view = class_view(spec)  # device-level pins as classes: the same devices, scored on `spec`
 

@@ -15,7 +15,7 @@ interval that exchange tensors with it either join the subgraph (their work and 
 count) or their tensors move: the run pays the cheaper (`side_costs`), or, better, the
 least in + compute + out of any subgraph that holds the interval and none of the nodes it
 cannot hold, an s-t min cut (kernels/latency/run_cut.py), taken for the runs the
-cheapest segmentation uses until they are all cut (`refined_split`). A path node on a
+cheapest segmentation uses until they are all cut (run_cut.refined). A path node on a
 host device costs its CPU time. So latency >= the cheapest segmentation of the path into
 such runs: a DP over the path, O(m^2) per class (the run costs: kernels/latency/run_costs.py). Any path gives a bound; many are tried
 (longest paths under mixed random weights) and the largest kept. It ignores the device
@@ -36,7 +36,8 @@ import numpy as np
 from partdsl.core.dense import INF
 from partdsl.core.ir import Spec
 from partdsl.kernels.latency.path_runs import host_time, path_runs
-from partdsl.kernels.latency.run_costs import colocation_blocked, forced_transfers, side_costs
+from partdsl.kernels.latency.run_costs import run_tables
+from partdsl.kernels.latency.run_cut import refined
 from partdsl.runtime import memory
 from partdsl.runtime.deadline import NEVER, Deadline
 
@@ -97,34 +98,24 @@ def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarra
         return path_runs(spec, path, deadline)
     P = np.asarray(path)
     C = len(d.class_names)
-    ok_cls, hosts = d.class_allowed, host_time(spec, P)
+    hosts = host_time(spec, P)
     if 8.0 * (6 * m * m + 2 * d.n * m) > memory.budget():
         return 0.0
-    hard = spec.constraints.memory == "hard"
     masks = reach_masks(spec, path) if masks is None else masks
-    desc, anc = masks
-    inter = desc.astype(float)  # interval (j, i) = desc[j] & anc[i]
-    A = anc.astype(float).T
-    split_group = colocation_blocked(spec, masks)
-    costs: list[tuple[int, np.ndarray, np.ndarray]] = []  # per accelerator class: its run costs and memory
-    for c in range(C):
-        if d.host[c]:
-            continue
-        bad = (inter * (~ok_cls[:, c])) @ A > 0.5
-        w = np.where(ok_cls[:, c], d.work[:, c], 0.0)
-        cost = (inter * w) @ A
-        mem = (inter * d.params) @ A
-        if hard and np.isfinite(d.memory[c]):
-            bad |= mem > d.memory[c] * (1 + 1e-12)
-        tin, tout = forced_transfers(spec, path, masks, c)
-        cost += tin + tout + side_costs(spec, masks, c, mem)
-        cost[bad | split_group] = INF
-        cost[np.tril_indices(m, -1)] = INF  # j <= i only
-        costs.append((c, cost, mem))
+    q1 = spec.constraints.subgraphs == 1  # one subgraph per accelerator: colocated nodes share it
+    costs = run_tables(spec, masks, [c for c in range(C) if not d.host[c]], colocated=q1)
     if cuts and costs:
-        return refined_split(spec, masks, costs, hosts, deadline)
-    run_cost = np.minimum.reduce([cost for _, cost, _ in costs]) if costs else np.full((m, m), INF)
-    return cheapest_split(run_cost, hosts)[0]
+        return refined(spec, masks, costs, lambda tables: _cheapest(tables, hosts), q1, deadline)
+    return _cheapest([cost for _, cost, _ in costs], hosts)[0]
+
+
+def _cheapest(tables: list[np.ndarray], hosts: np.ndarray) -> tuple[float, list[tuple[int, int, int]]]:
+    """`cheapest_split` over the classes' run costs: its value and runs (class index, j, i)."""
+    if not tables:
+        return cheapest_split(np.full((len(hosts), len(hosts)), INF), hosts)[0], []
+    stacked = np.stack(tables)
+    value, runs = cheapest_split(stacked.min(axis=0), hosts)
+    return value, [(int(stacked[:, j, i].argmin()), j, i) for j, i in runs]
 
 
 def cheapest_split(run_cost: np.ndarray, hosts: np.ndarray) -> tuple[float, list[tuple[int, int]]]:
@@ -148,35 +139,6 @@ def cheapest_split(run_cost: np.ndarray, hosts: np.ndarray) -> tuple[float, list
             runs.append((int(start[i]), i - 1))
             i = int(start[i])
     return float(f[m]), runs
-
-
-def refined_split(spec: Spec, masks: tuple[np.ndarray, np.ndarray], costs: list[tuple[int, np.ndarray, np.ndarray]],
-                  hosts: np.ndarray, deadline: Deadline = NEVER) -> float:
-    """`cheapest_split` with each run's cost raised to its min cut (kernels/latency/run_cut.py)
-    where the cheapest split uses it: split, cut the runs it uses that are not cut yet
-    (on the class that prices them), split again, until its runs are all cut. Every cost
-    only rises to a bound of the run, so each split is a bound, and the last one equals the
-    split over all runs cut (its runs are cut, the others' costs only rise). Returns the
-    last split's value, or the one at hand when `deadline` passes (checked every 64 cuts)."""
-    from partdsl.kernels.latency.run_cut import RunCut, run_cut
-
-    m = len(hosts)
-    nets: dict[int, RunCut] = {}
-    done = np.zeros((len(costs), m, m), dtype=bool)
-    while True:
-        stacked = np.stack([cost for _, cost, _ in costs])
-        value, runs = cheapest_split(stacked.min(axis=0), hosts)
-        todo = [(k, j, i) for j, i in runs if not done[k := int(stacked[:, j, i].argmin()), j, i]]
-        if not todo:
-            return value
-        for t, (k, j, i) in enumerate(todo):
-            if t % 64 == 0 and deadline.passed():
-                return value
-            c, cost, mem = costs[k]
-            if k not in nets:
-                nets[k] = RunCut(spec, c, colocated=spec.constraints.subgraphs == 1)
-            cost[j, i] = max(cost[j, i], run_cut(spec, masks, nets[k], c, mem, j, i))
-            done[k, j, i] = True
 
 
 def path_bound(spec: Spec, tries: int = 64, seed: int = 0, deadline: Deadline = NEVER,

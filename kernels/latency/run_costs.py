@@ -7,11 +7,42 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from partdsl.core.dense import INF
 from partdsl.core.ir import Spec
 
 
+def run_tables(spec: Spec, masks: tuple[np.ndarray, np.ndarray], classes: list[int],
+               colocated: bool) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """Per class c of `classes`: (c, [m, m] least cost of run (j, i) on one device of c
+    before its min cut, [m, m] the interval's parameter bytes). A run costs its interval's
+    compute, the tensors it must move and its side charges; inf where an interval node
+    cannot run on c, its memory does not fit (memory hard), j > i, or (`colocated`: a
+    group shares one device's run) it would split a colocation group."""
+    d = spec.dense
+    desc, anc = masks
+    m = desc.shape[0]
+    inter = desc.astype(float)  # interval (j, i) = desc[j] & anc[i]
+    A = anc.astype(float).T
+    hard = spec.constraints.memory == "hard"
+    split_group = colocation_blocked(spec, masks) if colocated else np.zeros((m, m), dtype=bool)
+    out = []
+    for c in classes:
+        ok = d.class_allowed[:, c]
+        bad = (inter * ~ok) @ A > 0.5
+        cost = (inter * np.where(ok, d.work[:, c], 0.0)) @ A
+        mem = (inter * d.params) @ A
+        if hard and np.isfinite(d.memory[c]):
+            bad |= mem > d.memory[c] * (1 + 1e-12)
+        tin, tout = forced_transfers(spec, masks, c)
+        cost += tin + tout + side_costs(spec, masks, c, mem)
+        cost[bad | split_group] = INF
+        cost[np.tril_indices(m, -1)] = INF  # j <= i only
+        out.append((c, cost, mem))
+    return out
+
+
 def colocation_blocked(spec: Spec, masks: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """[m, m] runs (j, i) that would split a colocation group (q = 1): some node u of the
+    """[m, m] runs (j, i) that would split a colocation group (a group on one device's run): some node u of the
     interval has a group mate x that is an ancestor of p_j-1 or a descendant of p_i+1.
     u is in interval (j, i) iff j <= a_u (the last path node above u) and i >= b_u (the
     first below it), and x is above p_j-1 iff j >= b_x + 1, below p_i+1 iff i <= a_x - 1:
@@ -21,7 +52,7 @@ def colocation_blocked(spec: Spec, masks: tuple[np.ndarray, np.ndarray]) -> np.n
     m = desc.shape[0]
     blocked = np.zeros((m + 1, m + 1), dtype=np.int64)
     pairs = d.colocated_pairs
-    if spec.constraints.subgraphs != 1 or not pairs or m == 0:
+    if not pairs or m == 0:
         return np.zeros((m, m), dtype=bool)
     a = np.where(desc.any(axis=0), m - 1 - np.argmax(desc[::-1], axis=0), -1)
     b = np.where(anc.any(axis=0), np.argmax(anc, axis=0), m)
@@ -47,8 +78,7 @@ def colocation_blocked(spec: Spec, masks: tuple[np.ndarray, np.ndarray]) -> np.n
     return np.cumsum(np.cumsum(blocked, axis=0), axis=1)[:m, :m] > 0
 
 
-def forced_transfers(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarray],
-                     c: int) -> tuple[np.ndarray, np.ndarray]:
+def forced_transfers(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int) -> tuple[np.ndarray, np.ndarray]:
     """[m, m] transfers a run p_j .. p_i on class c must make. In: every tensor read by a
     node of the run's interval from a node u that cannot be in the subgraph: an ancestor
     of p_j-1 (p_j-1 included; the path u .. p_j-1 .. p_j would leave the subgraph and come
@@ -56,7 +86,7 @@ def forced_transfers(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.nd
     interval node read by a descendant of p_i+1 (p_i+1 included) or by a node outside c.
     (Without masks, `path_runs` charges the path's own tensors only.)"""
     d = spec.dense
-    m = len(path)
+    m = masks[0].shape[0]
     tin = np.zeros((m, m))
     tout = np.zeros((m, m))
     desc, anc = masks

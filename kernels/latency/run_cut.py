@@ -17,7 +17,7 @@ is an s-t minimum cut (S = the source side):
     b_p -> x     inf           b_p leaves S with any consumer that leaves it
     p -> b_p     comm(p, c)    p in S feeds a node outside S: its tensor moves out
 
-    u <-> x      inf           u and x colocated (q = 1): one subgraph holds both or neither
+    u <-> x      inf           u and x colocated (`colocated`): one subgraph holds both or neither
 
 Capacities are scaled to integers and rounded down, so the cut found is never above the
 real minimum. The arcs are fixed per class, an arc s -> v and a second v -> t for every
@@ -27,12 +27,19 @@ node (capacity 0 unless v is in I, or excluded), so each run only sets capacitie
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from partdsl.core.ir import Spec
 from partdsl.kernels.graph.max_flow import FlowNetwork
+from partdsl.kernels.jit import HAVE_NUMBA
+from partdsl.runtime.deadline import NEVER, Deadline
 
-BIG = 1 << 30  # "infinite" capacity; every finite cut is kept below it by the scaling
+# "infinite" capacity; every finite cut is kept below BIG / 4 by the scaling. The compiled
+# Dinic counts in int64: 2^50 leaves room for 2^13 infinite arcs in one flow and keeps the
+# rounding near 1e-11 ms an arc (at 2^30 a cut came out 1e-5 below its value: a contiguous
+# optimum missed its proof by that). scipy's fallback counts in int32.
+BIG = 1 << 50 if HAVE_NUMBA else 1 << 30
 
 
 class RunCut:
@@ -46,7 +53,7 @@ class RunCut:
         comm = d.cheapest_comm[:, c]
         producers = np.unique(d.src)
         finite = float(work.sum() + 2 * comm.sum())
-        self.scale = min((BIG // 4) / finite, 1e9) if finite > 0 else 1.0
+        self.scale = (BIG // 4) / finite if finite > 0 else 1.0
         w = np.floor(work * self.scale).astype(np.int64)
         k = np.floor(comm * self.scale).astype(np.int64)
         self.n = n
@@ -89,3 +96,31 @@ def run_cut(spec: Spec, masks: tuple[np.ndarray, np.ndarray], net: RunCut, c: in
     if i + 1 < m:
         excluded |= desc[i + 1]
     return net.cost(inside, excluded)
+
+
+def refined(spec: Spec, masks: tuple[np.ndarray, np.ndarray], costs: list[tuple[int, np.ndarray, np.ndarray]],
+            split: Callable[[list[np.ndarray]], tuple[float, list[tuple[int, int, int]]]], colocated: bool,
+            deadline: Deadline = NEVER) -> float:
+    """A path bound's `split` (value and runs (k, j, i) over the tables of `costs`, as
+    kernels/latency/run_costs.run_tables gives them) with each run's cost raised to its
+    min cut where the split uses it: split, cut the runs it uses that are not cut yet, split
+    again, until its runs are all cut. Costs only rise to a bound of the run, so each
+    split is a bound, and the last one equals the split with every run cut (its runs are
+    cut, the others' costs only rise). Returns the last split's value, or the one at hand
+    when `deadline` passes (checked every 64 cuts)."""
+    m = masks[0].shape[0]
+    nets: dict[int, RunCut] = {}
+    done = np.zeros((len(costs), m, m), dtype=bool)
+    while True:
+        value, runs = split([cost for _, cost, _ in costs])
+        todo = [(k, j, i) for k, j, i in runs if not done[k, j, i]]
+        if not todo:
+            return value
+        for t, (k, j, i) in enumerate(todo):
+            if t % 64 == 0 and deadline.passed():
+                return value
+            c, cost, mem = costs[k]
+            if k not in nets:
+                nets[k] = RunCut(spec, c, colocated=colocated)
+            cost[j, i] = max(cost[j, i], run_cut(spec, masks, nets[k], c, mem, j, i))
+            done[k, j, i] = True

@@ -481,9 +481,9 @@ IP = {"bert24_inference": 100.22, "resnet50_inference": 1191.02, "inceptionv3_in
       "gnmt_inference": 225.6}
 
 
-def _spec(data_dir: Path, tmp: Path, name: str) -> Spec:
+def _spec(data_dir: Path, tmp: Path, name: str, folder: str = "latency") -> Spec:
     out = tmp / f"{name}.part"
-    out.write_text(dnn_partitioning_to_part(data_dir / "latency" / f"{name}.json", "latency", relative_to=tmp))
+    out.write_text(dnn_partitioning_to_part(data_dir / folder / f"{name}.json", "latency", relative_to=tmp))
     return parse_file(out)
 
 
@@ -541,6 +541,25 @@ def test_latency_search_certifies_and_beats_the_published_ip(data_dir: Path, tmp
     else:
         assert round(r.objective, 2 if name.startswith("bert") else 1) == IP[name]
     assert r.gap < TARGET_GAP[name]
+
+
+# Table 4's operator rows: the published IP values (Gurobi, 60 minutes; the paper truncates to two decimals)
+IP_OPERATORS = {"bert_l-3_inference": 408.47, "bert_l-6_inference": 438.06, "bert_l-12_inference": 729.56,
+                "resnet50_inference": 672.06}
+
+
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
+@pytest.mark.parametrize("name", sorted(IP_OPERATORS))
+def test_latency_search_certifies_the_operator_graphs_within_one_percent(data_dir: Path, tmp_path: Path,
+                                                                         name: str) -> None:
+    """Issue 75, item 5: on the authors' operator graphs the answer is at most the published
+    IP value and the certificate closes to 1% (the path bound's runs respect colocation:
+    ResNet-50's gap was 28.4%, BERT-L-12's 11.5%). Counted stops, the clock a backstop."""
+    spec = _spec(data_dir, tmp_path, name, "latency-operators")
+    r = solve(spec, method="latency_search", time_limit=600, seed=0, options={"stall": 5})
+    assert r.evaluation.feasible and r.bound <= r.objective + 1e-9
+    assert math.floor(r.objective * 100) / 100 <= IP_OPERATORS[name]
+    assert r.gap < 0.01
 
 
 TRAINING_CHAIN = """
