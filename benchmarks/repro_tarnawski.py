@@ -109,8 +109,9 @@ LOCAL_SEARCH_CAP = 60.0  # the paper runs local search to its local optima; ten 
 
 T1_NOTES = (  # Table 1's notes: how each baseline is run, and where the paper differs from the authors' code
     "DP: the DP over ideals is exact for acyclic splits; under contiguity alone (the paper's model) it "
-    "returns the best acyclic contiguous split, so its certificate is the cheap bound. The contiguous IP "
-    "proves the same value where it finishes.",
+    "returns the best acyclic contiguous split, and its certificate is the contiguous path bound "
+    "(kernels/bottleneck/path_bound.py: along any path a contiguous split visits each device once), which "
+    "proves it where the row says optimal. The contiguous IP's rows carry the same bound.",
     "DPL and PipeDream are the authors' `dp.cpp -linearize` and `-pipeDream` reimplemented from that code "
     "(kernels/bottleneck/reference_chain.py); the column 'the authors' code' gives what the code itself prints "
     "(data/dnn-partitioning/reference/outputs.json, from benchmarks/reference_outputs.py: g++ -O3, commit b207b6a). "

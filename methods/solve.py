@@ -179,7 +179,11 @@ def solve(spec: Spec, method: str | None = None, solver: str | None = None,
 
         run.bound = max(run.bound, path_bound(spec, seed=opts.seed or 0, deadline=share)[0])
     elif contiguous_applies(spec):  # a contiguous bottleneck gets its path bound (kept per spec)
-        run.bound = max(run.bound, contiguous_path_bound(spec, seed=opts.seed or 0, deadline=share))
+        value = contiguous_path_bound(spec, seed=opts.seed or 0, deadline=share)
+        if value > run.bound:
+            run.bound = value
+            run.log.append(f"proven bound {value:.6g}: the contiguous path bound (a path meets each device "
+                           "in one run)")
     start = assignment_array(spec, warm_start) if warm_start else None
     view = class_view(spec)  # device-level pins as classes: the same devices, scored on `spec`
 

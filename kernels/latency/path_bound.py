@@ -103,7 +103,9 @@ def segmentation(spec: Spec, path: list[int], masks: tuple[np.ndarray, np.ndarra
         return 0.0
     masks = reach_masks(spec, path) if masks is None else masks
     q1 = spec.constraints.subgraphs == 1  # one subgraph per accelerator: colocated nodes share it
-    costs = run_tables(spec, masks, [c for c in range(C) if not d.host[c]], colocated=q1)
+    costs = run_tables(spec, masks, [c for c in range(C) if not d.host[c]], colocated=q1, deadline=deadline)
+    if costs is None:
+        return 0.0
     if cuts and costs:
         return refined(spec, masks, costs, lambda tables: _cheapest(tables, hosts), q1, deadline)
     return _cheapest([cost for _, cost, _ in costs], hosts)[0]

@@ -9,28 +9,30 @@ import math
 import numpy as np
 from partdsl.core.dense import INF
 from partdsl.core.ir import Spec
+from partdsl.runtime.deadline import NEVER, Deadline
 
 
-def run_tables(spec: Spec, masks: tuple[np.ndarray, np.ndarray], classes: list[int],
-               colocated: bool) -> list[tuple[int, np.ndarray, np.ndarray]]:
+def run_tables(spec: Spec, masks: tuple[np.ndarray, np.ndarray], classes: list[int], colocated: bool,
+               deadline: Deadline = NEVER) -> list[tuple[int, np.ndarray, np.ndarray]] | None:
     """Per class c of `classes`: (c, [m, m] least cost of run (j, i) on one device of c
     before its min cut, [m, m] the interval's parameter bytes). A run costs its interval's
     compute, the tensors it must move and its side charges; inf where an interval node
     cannot run on c, its memory does not fit (memory hard), j > i, or (`colocated`: a
-    group shares one device's run) it would split a colocation group."""
+    group shares one device's run) it would split a colocation group. None when `deadline`
+    passes (checked per class)."""
     d = spec.dense
-    desc, anc = masks
-    m = desc.shape[0]
-    inter = desc.astype(float)  # interval (j, i) = desc[j] & anc[i]
-    A = anc.astype(float).T
+    m = masks[0].shape[0]
+    span = path_span(masks)
     hard = spec.constraints.memory == "hard"
     split_group = colocation_blocked(spec, masks) if colocated else np.zeros((m, m), dtype=bool)
+    mem = interval_sums(d.params, span, m)
     out = []
     for c in classes:
+        if deadline.passed():
+            return None
         ok = d.class_allowed[:, c]
-        bad = (inter * ~ok) @ A > 0.5
-        cost = (inter * np.where(ok, d.work[:, c], 0.0)) @ A
-        mem = (inter * d.params) @ A
+        bad = interval_sums((~ok).astype(np.int64), span, m) > 0
+        cost = interval_sums(np.where(ok, d.work[:, c], 0.0), span, m)
         if hard and np.isfinite(d.memory[c]):
             bad |= mem > d.memory[c] * (1 + 1e-12)
         tin, tout = forced_transfers(spec, masks, c)
@@ -39,6 +41,18 @@ def run_tables(spec: Spec, masks: tuple[np.ndarray, np.ndarray], classes: list[i
         cost[np.tril_indices(m, -1)] = INF  # j <= i only
         out.append((c, cost, mem))
     return out
+
+
+def interval_sums(values: np.ndarray, span: tuple[np.ndarray, np.ndarray], m: int) -> np.ndarray:
+    """[m, m] the sum of `values` over each interval (j, i): node v is in it iff j <= the
+    last path node above it and i >= the first below it (`path_span`), a rectangle of (j, i)
+    per node, summed in a difference table. O(n + m^2), where the masks' product was O(n m^2)."""
+    first, last = span
+    on = (last >= 0) & (first < m) & (values != 0)
+    table = np.zeros((m + 1, m + 1), dtype=values.dtype)
+    np.add.at(table, (np.zeros(int(on.sum()), dtype=np.int64), first[on]), values[on])
+    np.add.at(table, (last[on] + 1, first[on]), -values[on])
+    return np.cumsum(np.cumsum(table, axis=0), axis=1)[:m, :m]
 
 
 def colocation_blocked(spec: Spec, masks: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
@@ -93,22 +107,28 @@ def forced_transfers(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int) -
     src, dst = d.src, d.dst
     comm = d.cheapest_comm[:, c]  # a direct link may beat the host route: bounds charge the cheapest
     off = outside(spec, c)
+    first, last = path_span(masks)
     for j in range(m):  # in: ancestors of p_j-1 and nodes that cannot be on c, feeding desc(p_j)
         outer = off[src] | (anc[j - 1][src] if j else False)
         sel = outer & desc[j][dst]
         if not sel.any():
             continue
-        us, ws = src[sel], dst[sel]
-        for u in np.unique(us):
-            need = anc[:, ws[us == u]].any(axis=1)  # over i: the interval (j, i) reads u
-            tin[j] += comm[u] * need
+        reads = np.full(d.n, m, dtype=np.int64)  # u is read by interval (j, i) from the first i below a reader
+        np.minimum.at(reads, src[sel], first[dst[sel]])
+        us = np.unique(src[sel])
+        delta = np.zeros(m + 1)
+        np.add.at(delta, reads[us], comm[us])
+        tin[j] += np.cumsum(delta)[:m]
     for i in range(m):  # out: interval nodes feeding desc(p_i+1) or a node that cannot be on c
         outer = off[dst] | (desc[i + 1][dst] if i + 1 < m else False)
         sel = anc[i][src] & outer
         if not sel.any():
             continue
-        for w in np.unique(src[sel]):
-            tout[:, i] += comm[w] * desc[:, w]  # over j: w is in the interval (j, i)
+        ws = np.unique(src[sel])
+        delta = np.zeros(m + 1)  # w is in interval (j, i) for j up to the last p_j above it
+        delta[0] = comm[ws].sum()
+        np.add.at(delta, last[ws] + 1, -comm[ws])
+        tout[:, i] += np.cumsum(delta)[:m]
     return tin, tout
 
 

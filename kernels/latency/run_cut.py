@@ -53,7 +53,7 @@ class RunCut:
         comm = d.cheapest_comm[:, c]
         producers = np.unique(d.src)
         finite = float(work.sum() + 2 * comm.sum())
-        self.scale = (BIG // 4) / finite if finite > 0 else 1.0
+        self.scale = min((BIG // 4) / finite, 1e15) if finite > 0 else 1.0  # capped: a 1e-300 ms total
         w = np.floor(work * self.scale).astype(np.int64)
         k = np.floor(comm * self.scale).astype(np.int64)
         self.n = n

@@ -84,7 +84,8 @@ def _retime(first: int, last: int, order: np.ndarray, dev: np.ndarray, dur: np.n
     `preds` holds positions (`pred_node` their nodes), `succ_end[p]` the last position of
     p's successors, `move[u, a, b]` u's output from a to b. (inf, p) as soon as the makespan
     must pass `cutoff`: a node's end plus `tail` (its successors' longest chain of
-    cheapest times) is a lower bound on it."""
+    cheapest times) is a lower bound on it (in exact arithmetic; it is held to 1e-9 above
+    the cutoff, as the two sums round differently)."""
     free = free_at[first].copy()
     horizon = last
     best = top[first]
@@ -114,7 +115,7 @@ def _retime(first: int, last: int, order: np.ndarray, dev: np.ndarray, dur: np.n
         new_end[p] = free[d]
         if new_end[p] != end[p] and succ_end[p] > horizon:
             horizon = succ_end[p]
-        if new_end[p] + tail[v] > cutoff:
+        if new_end[p] + tail[v] > cutoff * (1.0 + 1e-9):  # the sum's rounding may pass a makespan equal to it
             return np.inf, p + 1
         if new_end[p] > best:
             best = new_end[p]

@@ -85,7 +85,7 @@ def test_sweep_rows_say_what_failed(tmp_path) -> None:  # type: ignore[no-untype
     p = run_part("sweep", str(EXAMPLES / "tiny.part"), "--method", "topo,heft,dp_typo", "-o", str(out))
     assert p.returncode == 2 and "2 run(s) failed" in p.stderr
     rows = {r["method"]: r for r in csv.DictReader(out.open())}
-    assert rows["topo"]["status"] == "feasible" and rows["topo"]["error"] == ""
+    assert rows["topo"]["status"] in ("feasible", "optimal") and rows["topo"]["error"] == ""
     assert rows["heft"]["status"] == "error" and "optimizes task_latency or throughput" in rows["heft"]["error"]
     assert rows["dp_typo"]["status"] == "error" and "unknown method" in rows["dp_typo"]["error"]
 

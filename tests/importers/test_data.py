@@ -92,7 +92,7 @@ def test_topo_method_on_published_workloads(data_dir: Path, tmp_path: Path, name
     # never better than the proven optimum of contiguous splits; at it for 7 of the 8
     assert r.objective >= OPTIMAL_CONTIGUOUS[name] - 0.006
     assert r.objective <= OPTIMAL_CONTIGUOUS[name] * 1.01
-    assert r.bound <= OPTIMAL_CONTIGUOUS[name]
+    assert r.bound <= OPTIMAL_CONTIGUOUS[name] + 0.006  # published to two decimals
 
 
 @pytest.mark.parametrize("name", ["bert24_inference", "resnet50_inference", "gnmt_inference", "bert24_training"])
@@ -267,9 +267,14 @@ def test_ideal_dp_reaches_the_published_optimum(data_dir: Path, tmp_path: Path, 
 @pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_ideal_dp_under_contiguity_alone_reaches_the_optimum_and_claims_no_proof(data_dir: Path,
                                                                                 tmp_path: Path) -> None:
-    """The same DP without `acyclic` on an inference graph: the same split, and no proof
-    (a contiguous split may have a cyclic quotient)."""
-    _, alone = _dp_on(data_dir, tmp_path, "gnmt_inference", acyclic=False)
-    assert round(alone.objective, 2) == pytest.approx(OPTIMAL_CONTIGUOUS["gnmt_inference"], abs=0.006)
+    """The same DP without `acyclic` on an inference graph: the same split, and no proof of
+    its own (a contiguous split may have a cyclic quotient). On ResNet-50 the contiguous path
+    bound stays 1.7% below it, so the answer says why it is no proof; on GNMT that bound
+    meets it, and the log says the proof is the path bound's."""
+    _, alone = _dp_on(data_dir, tmp_path, "resnet50_inference", acyclic=False)
+    assert round(alone.objective, 2) == pytest.approx(OPTIMAL_CONTIGUOUS["resnet50_inference"], abs=0.006)
     assert alone.status.value == "feasible" and alone.bound < alone.objective
     assert any("not a proof of optimality" in line for line in alone.log)
+    _, proven = _dp_on(data_dir, tmp_path, "gnmt_inference", acyclic=False)
+    assert round(proven.objective, 2) == pytest.approx(OPTIMAL_CONTIGUOUS["gnmt_inference"], abs=0.006)
+    assert proven.status.value == "optimal" and any("contiguous path bound" in line for line in proven.log)
