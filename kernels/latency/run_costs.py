@@ -24,7 +24,7 @@ def run_tables(spec: Spec, masks: tuple[np.ndarray, np.ndarray], classes: list[i
     m = masks[0].shape[0]
     span = path_span(masks)
     hard = spec.constraints.memory == "hard"
-    split_group = colocation_blocked(spec, masks) if colocated else np.zeros((m, m), dtype=bool)
+    split_group = colocation_blocked(spec, span, m) if colocated else np.zeros((m, m), dtype=bool)
     mem = interval_sums(d.params, span, m)
     out = []
     for c in classes:
@@ -35,8 +35,8 @@ def run_tables(spec: Spec, masks: tuple[np.ndarray, np.ndarray], classes: list[i
         cost = interval_sums(np.where(ok, d.work[:, c], 0.0), span, m)
         if hard and np.isfinite(d.memory[c]):
             bad |= mem > d.memory[c] * (1 + 1e-12)
-        tin, tout = forced_transfers(spec, masks, c)
-        cost += tin + tout + side_costs(spec, masks, c, mem)
+        tin, tout = forced_transfers(spec, masks, span, c)
+        cost += tin + tout + side_costs(spec, masks, span, c, mem)
         cost[bad | split_group] = INF
         cost[np.tril_indices(m, -1)] = INF  # j <= i only
         out.append((c, cost, mem))
@@ -46,53 +46,52 @@ def run_tables(spec: Spec, masks: tuple[np.ndarray, np.ndarray], classes: list[i
 def interval_sums(values: np.ndarray, span: tuple[np.ndarray, np.ndarray], m: int) -> np.ndarray:
     """[m, m] the sum of `values` over each interval (j, i): node v is in it iff j <= the
     last path node above it and i >= the first below it (`path_span`), a rectangle of (j, i)
-    per node, summed in a difference table. O(n + m^2), where the masks' product was O(n m^2)."""
+    per node. O(n + m^2), where the masks' product was O(n m^2)."""
     first, last = span
     on = (last >= 0) & (first < m) & (values != 0)
+    k = int(on.sum())
+    return rectangle_sums(np.zeros(k, dtype=np.int64), last[on], first[on], np.full(k, m - 1), values[on], m)
+
+
+def rectangle_sums(j0: np.ndarray, j1: np.ndarray, i0: np.ndarray, i1: np.ndarray, values: np.ndarray,
+                   m: int) -> np.ndarray:
+    """[m, m] the sum over rectangles j0 <= j <= j1, i0 <= i <= i1 (inclusive, clipped to the
+    table; empty ones add nothing) of their values, through a difference table."""
+    j0, i0 = np.maximum(j0, 0), np.maximum(i0, 0)
+    j1, i1 = np.minimum(j1, m - 1), np.minimum(i1, m - 1)
+    on = (j0 <= j1) & (i0 <= i1)
+    j0, j1, i0, i1, v = j0[on], j1[on], i0[on], i1[on], values[on]
     table = np.zeros((m + 1, m + 1), dtype=values.dtype)
-    np.add.at(table, (np.zeros(int(on.sum()), dtype=np.int64), first[on]), values[on])
-    np.add.at(table, (last[on] + 1, first[on]), -values[on])
+    for rows, cols, sign in ((j0, i0, 1), (j0, i1 + 1, -1), (j1 + 1, i0, -1), (j1 + 1, i1 + 1, 1)):
+        np.add.at(table, (rows, cols), sign * v)
     return np.cumsum(np.cumsum(table, axis=0), axis=1)[:m, :m]
 
 
-def colocation_blocked(spec: Spec, masks: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+def colocation_blocked(spec: Spec, span: tuple[np.ndarray, np.ndarray], m: int) -> np.ndarray:
     """[m, m] runs (j, i) that would split a colocation group (a group on one device's run): some node u of the
     interval has a group mate x that is an ancestor of p_j-1 or a descendant of p_i+1.
     u is in interval (j, i) iff j <= a_u (the last path node above u) and i >= b_u (the
     first below it), and x is above p_j-1 iff j >= b_x + 1, below p_i+1 iff i <= a_x - 1:
-    each member u marks two rectangles of (j, i), summed in a difference table. O(n + m^2)."""
+    each member u marks two rectangles of (j, i) (`rectangle_sums`). O(n + m^2)."""
     d = spec.dense
-    desc, anc = masks
-    m = desc.shape[0]
-    blocked = np.zeros((m + 1, m + 1), dtype=np.int64)
-    pairs = d.colocated_pairs
-    if not pairs or m == 0:
+    if not d.colocated_pairs or m == 0:
         return np.zeros((m, m), dtype=bool)
-    a = np.where(desc.any(axis=0), m - 1 - np.argmax(desc[::-1], axis=0), -1)
-    b = np.where(anc.any(axis=0), np.argmax(anc, axis=0), m)
+    b, a = span
     grouped = np.flatnonzero(np.bincount(d.colo, minlength=d.n)[d.colo] > 1)
     g = d.colo[grouped]
     left = np.full(d.n, m, dtype=np.int64)  # per group: the least j with a member above p_j-1
     np.minimum.at(left, g, b[grouped] + 1)
     right = np.full(d.n, -1, dtype=np.int64)  # per group: the largest i with a member below p_i+1
     np.maximum.at(right, g, a[grouped] - 1)
-
-    def mark(j0: int, j1: int, i0: int, i1: int) -> None:
-        if j0 <= j1 and i0 <= i1:
-            blocked[j0, i0] += 1
-            blocked[j0, i1 + 1] -= 1
-            blocked[j1 + 1, i0] -= 1
-            blocked[j1 + 1, i1 + 1] += 1
-
-    for u, grp in zip(grouped.tolist(), g.tolist()):
-        if a[u] < 0 or b[u] >= m:
-            continue
-        mark(max(int(left[grp]), 0), int(a[u]), int(b[u]), m - 1)
-        mark(0, int(a[u]), int(b[u]), min(int(right[grp]), m - 1))
-    return np.cumsum(np.cumsum(blocked, axis=0), axis=1)[:m, :m] > 0
+    u = grouped[(a[grouped] >= 0) & (b[grouped] < m)]
+    gu, ones, end = d.colo[u], np.ones(len(u), dtype=np.int64), np.full(len(u), m - 1)
+    marked = (rectangle_sums(left[gu], a[u], b[u], end, ones, m)  # a mate above p_j-1
+              + rectangle_sums(np.zeros(len(u), dtype=np.int64), a[u], b[u], right[gu], ones, m))  # or below p_i+1
+    return marked > 0
 
 
-def forced_transfers(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int) -> tuple[np.ndarray, np.ndarray]:
+def forced_transfers(spec: Spec, masks: tuple[np.ndarray, np.ndarray], span: tuple[np.ndarray, np.ndarray],
+                     c: int) -> tuple[np.ndarray, np.ndarray]:
     """[m, m] transfers a run p_j .. p_i on class c must make. In: every tensor read by a
     node of the run's interval from a node u that cannot be in the subgraph: an ancestor
     of p_j-1 (p_j-1 included; the path u .. p_j-1 .. p_j would leave the subgraph and come
@@ -107,7 +106,7 @@ def forced_transfers(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int) -
     src, dst = d.src, d.dst
     comm = d.cheapest_comm[:, c]  # a direct link may beat the host route: bounds charge the cheapest
     off = outside(spec, c)
-    first, last = path_span(masks)
+    first, last = span
     for j in range(m):  # in: ancestors of p_j-1 and nodes that cannot be on c, feeding desc(p_j)
         outer = off[src] | (anc[j - 1][src] if j else False)
         sel = outer & desc[j][dst]
@@ -132,7 +131,8 @@ def forced_transfers(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int) -
     return tin, tout
 
 
-def side_costs(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int, mem: np.ndarray) -> np.ndarray:
+def side_costs(spec: Spec, masks: tuple[np.ndarray, np.ndarray], span: tuple[np.ndarray, np.ndarray], c: int,
+               mem: np.ndarray) -> np.ndarray:
     """[m, m] more that a run p_j .. p_i on class c pays for tensors between its interval
     and a node v outside it that `forced_transfers` does not count (v may share the
     subgraph): either v is in the subgraph, which then also runs v (work on c) and holds
@@ -149,7 +149,7 @@ def side_costs(spec: Spec, masks: tuple[np.ndarray, np.ndarray], c: int, mem: np
     comm, work = d.cheapest_comm[:, c], np.where(d.class_allowed[:, c], d.work[:, c], 0.0)
     off = outside(spec, c)
     cap = (d.memory[c] if spec.constraints.memory == "hard" else math.inf) * (1 + 1e-9)
-    first, last = path_span(masks)
+    first, last = span
     grow = np.maximum.accumulate(mem, axis=1)  # over i, a run's memory only grows (rounding aside)
     shrink = np.maximum.accumulate(mem[::-1], axis=0)[::-1]  # over j, only shrinks
     extra = np.zeros((m, m))
