@@ -331,7 +331,8 @@ def diviml(quick: bool, cap: float) -> list[Table]:
                   "(about 1.6 ms against 80-210 ms per image), so transfers weigh more and splitting gains less "
                   "over the best device than in the paper.",
                   "Greedy is `eft`; MET, Greedy and HEFT under a batch are the paper's bMET, bGreedy and bHEFT.",
-                  "SA and EA run until the limit (the paper: 600 s) and start from HEFT's schedule."]
+                  "SA and EA run until the limit (the paper: 600 s) and start from HEFT's schedule; "
+                  "HEFT's mapping is list-scheduled in HEFT's order (`-O decode=bfs`: the paper's breadth-first order)."]
     tab.seconds, fig.seconds = time.monotonic() - t0, None
     return [tab, fig]
 

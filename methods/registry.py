@@ -168,13 +168,15 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("heft", LIST_SCHEDULE, False, "HEFT (bHEFT, also its name here): upward rank, earliest finish "
            "with insertion (DiviML sec. V-A baseline)", objectives=SCHEDULED, ignores=FLAT, variant="heft"),
     Method("sa", "kernels.schedule.search:sa", False, "simulated annealing on DiviML's integer strings (a device per node, "
-           "per chunk under a batch), breadth-first list schedules, from HEFT's or the biased string; until the "
+           "per chunk under a batch), list-scheduled in the order of its start (the biased string breadth first, "
+           "HEFT's mapping in HEFT's order; -O decode=bfs: breadth first, the paper's); until the "
            "time limit unless -O iterations=N; under latency at batch 1 a move re-times only the nodes after it "
-           "(-O incremental=0: decode and evaluate every string) (baseline)", ("iterations", "incremental"),
+           "(-O incremental=0: decode and evaluate every string) (baseline)", ("iterations", "incremental", "decode"),
            objectives=SCHEDULED, ignores=FLAT),
     Method("ea", "kernels.schedule.search:ea", False, "DiviML's biased (1+1) EA on the same strings, from HEFT's or the "
            "biased string (each chunk where it runs fastest); until the time limit unless -O iterations=N "
-           "(-O incremental as sa's) (baseline)", ("iterations", "incremental"), objectives=SCHEDULED, ignores=FLAT),
+           "(-O incremental and decode as sa's) (baseline)", ("iterations", "incremental", "decode"),
+           objectives=SCHEDULED, ignores=FLAT),
 )}
 # other names: DiviML's (sec. V-A: bMET, bGreedy and bHEFT are the batched MET, Greedy, HEFT)
 ALIASES = {"mla-weighted": "mla_weighted", "bmet": "met", "bgreedy": "eft", "bheft": "heft"}

@@ -2,15 +2,16 @@
 simulated annealing (`sa`) and the biased (1+1) EA (`ea`) on the integer-string encoding.
 
 A string holds one device per node (per chunk of L / K samples under `batch L split K`,
-the batched variants), nodes in a breadth-first topological order; its fitness is the
-schedule objective of the mapping list-scheduled in that order (core/schedule.py). Both
-first report HEFT's schedule (bHEFT under a batch), so they are never worse than HEFT,
-and start from the better of the biased string (every chunk where its node runs fastest,
-the paper's start) and HEFT's mapping as a string. The EA mutates each gene with
-probability 1/len (at least one) and keeps a child no worse; SA changes one gene and
-accepts a worse string with probability exp(-delta / T), T cooling geometrically from 5%
-of the start's value to 0.05% over the run (a worse string is accepted when it is
-within -T ln r of the current one, r uniform, drawn for every move). Infeasible strings rank below feasible ones
+the batched variants); its fitness is the schedule objective of the mapping list-scheduled
+in a fixed topological order (core/schedule.py): breadth first in the paper. Both first
+report HEFT's schedule (bHEFT under a batch), so they are never worse than HEFT, and start
+from the better of the biased string (every chunk where its node runs fastest, the
+paper's start) decoded breadth first and HEFT's mapping decoded in HEFT's start order
+(`decode`: `start`, the default; `bfs` the paper's for both; `heft`). The EA mutates each
+gene with probability 1/len (at least one) and keeps a child no worse; SA changes one gene
+and accepts a worse string with probability exp(-delta / T), T cooling geometrically a
+hundredfold over the run from a sampled start (`temperature`) (a worse string is accepted
+when it is within -T ln r of the current one, r uniform, drawn for every move). Infeasible strings rank below feasible ones
 (by violation count). Seeded. The run is `iterations` long if given; else, under a time
 limit, it runs until the limit (the paper gives each 600 s) and SA cools by the time
 used; with neither, 2000 iterations. Under `latency by tasks` at batch 1 a move is scored
@@ -26,6 +27,7 @@ from typing import Iterator
 
 import numpy as np
 from partdsl.core.dense import work_time
+from partdsl.core.errors import PartError
 from partdsl.core.events import Candidate, Progress
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule, batch_split, runnable
@@ -39,7 +41,8 @@ DEFAULT_ITERATIONS = 2000
 
 
 class Strings:
-    """The encoding: genes [n, K] of device numbers, nodes breadth first."""
+    """The encoding: genes [n, K] of device numbers; `order` is the node order strings are
+    list-scheduled in (breadth first, the paper's, until `start` picks another)."""
 
     def __init__(self, spec: Spec) -> None:
         d = spec.dense
@@ -47,6 +50,7 @@ class Strings:
         self.K = spec.objective.split
         self.g = spec.objective.batch // self.K
         self.order = kahn(d.n, d.src, d.dst, levels(d.n, d.src, d.dst)).tolist()
+        self.breadth_first = self.order
         self.options = [np.array(o, dtype=np.int64) if o else np.arange(d.D) for o in runnable(spec)]
 
     def biased(self) -> np.ndarray:
@@ -70,6 +74,17 @@ class Strings:
                 if x % self.g == 0:
                     genes[p.node, x // self.g] = p.device
         return genes
+
+    def started_order(self, s: Schedule) -> list[int]:
+        """The nodes in the order a timed schedule starts them (ties breadth first): a
+        topological order in which the schedule's own mapping list-schedules no later than
+        the schedule (each device meets its pieces in the schedule's order)."""
+        first = np.full(self.spec.dense.n, np.inf)
+        for p in s.pieces:
+            first[p.node] = min(first[p.node], p.start)
+        rank = np.empty(len(self.breadth_first), dtype=np.int64)
+        rank[self.breadth_first] = np.arange(len(self.breadth_first))
+        return np.lexsort((rank, first)).tolist()
 
     def decode(self, genes: np.ndarray) -> Schedule:
         """Chunks to devices; each device's share of a node in its fastest batch sizes;
@@ -123,17 +138,33 @@ class Budget:
         return f"{it + 1} iterations" if self.timed else f"{it + 1} of {self.n} iterations"
 
 
-def start(spec: Spec, enc: Strings, name: str) -> Iterator:
+DECODE_ORDERS = ("start", "bfs", "heft")
+
+
+def start(spec: Spec, enc: Strings, name: str, decode: str = "start") -> Iterator:
     """HEFT's schedule as the first candidate; then (genes, score) of the better start and
-    the seconds one string took to decode and score."""
+    the seconds one string took to decode and score. `decode`: the order strings are
+    list-scheduled in for the run: `bfs` breadth first (the paper's), `heft` the order HEFT's
+    schedule starts the nodes, `start` each start in its own (the biased string breadth
+    first, HEFT's mapping in HEFT's order, where it scores at most HEFT's makespan) and the
+    better start's order for the run."""
+    if decode not in DECODE_ORDERS:
+        raise PartError(f"{name}: unknown decode order '{decode}'", None,
+                        "write -O decode=start (the default), -O decode=bfs (the paper's) or -O decode=heft")
     heft = list_scheduled(spec, "heft")
     yield Candidate(f"{name}: HEFT's schedule", schedule=heft)
     biased = enc.biased()
+    by_heft = enc.started_order(heft)
+    orders = {"bfs": [enc.breadth_first] * 2, "heft": [by_heft] * 2, "start": [enc.breadth_first, by_heft]}[decode]
     starts = [biased, enc.of_schedule(heft, biased)]
     t = time.monotonic()
-    scored = [enc.score(g) for g in starts]
+    scored = []
+    for genes, o in zip(starts, orders):
+        enc.order = o
+        scored.append(enc.score(genes))
     cost = (time.monotonic() - t) / 2
     i = min(range(2), key=lambda j: scored[j][0])
+    enc.order = orders[i]
     yield Candidate(f"{name}: start ({'biased' if i == 0 else 'HEFT'} string)", schedule=scored[i][1])
     yield starts[i], scored[i][0], cost
 
@@ -179,11 +210,11 @@ class Scorer:
 
 
 def ea(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, iterations: float | None = None,
-       incremental: float = 1, **_: object) -> Iterator:
+       incremental: float = 1, decode: str = "start", **_: object) -> Iterator:
     """The biased (1+1) EA (random hill climbing from the better start)."""
     enc = Strings(spec)
     rng = np.random.default_rng(seed)
-    *firsts, (genes, best, cost) = start(spec, enc, "biased (1+1) EA")
+    *firsts, (genes, best, cost) = start(spec, enc, "biased (1+1) EA", decode)
     yield from firsts
     sc = Scorer(spec, enc, genes, cost, bool(incremental))
     budget = Budget(iterations, deadline, sc.reserve)
@@ -208,17 +239,50 @@ def ea(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, iterations: float 
     yield from sc.flush("biased (1+1) EA: its best")
 
 
+SAMPLED_MOVES = 100  # one-gene moves tried from the start to set SA's first temperature
+SETTLE = 100  # moves per gene a run needs before SA starts at the sampled temperature
+
+
+def temperature(spec: Spec, enc: Strings, sc: Scorer, genes: np.ndarray, cur: tuple[int, float],
+                rng: np.random.Generator, cost: float, budget: Budget) -> float:
+    """SA's first temperature, where moves can be re-timed or SAMPLED_MOVES of them fit in 5%
+    of the run (else, or past the deadline, 5% of the start's value): the median worsening of
+    SAMPLED_MOVES one-gene moves from the start, times the share of SETTLE moves per gene
+    the run will make (measured: at 100 tasks and 2,000 moves a gene the median itself
+    did best, at 5,000 tasks and 6 a gene a tenth of it; at 5% of the value SA walked up
+    from 205.8 to 227 and never came back below its start)."""
+    fallback = 0.05 * abs(cur[1]) if math.isfinite(cur[1]) and cur[1] else 1.0
+    retimed = applies(spec) is None  # decided by the spec, so -O incremental=0 makes the same run
+    if not retimed and SAMPLED_MOVES * cost > 0.05 * (budget.total if budget.timed else budget.n * cost):
+        return fallback
+    worse = []
+    t = time.monotonic()
+    for _ in range(SAMPLED_MOVES):
+        if budget.deadline.passed():
+            return fallback
+        v = int(rng.integers(spec.dense.n))
+        child = genes.copy()
+        opts = enc.options[v]
+        child[v, int(rng.integers(enc.K))] = opts[rng.integers(len(opts))]
+        score, _ = sc.score(child, np.array([v]), (cur[0], math.inf))
+        if score[0] == cur[0] and cur[1] < score[1] < math.inf:
+            worse.append(score[1] - cur[1])
+    per_move = max((time.monotonic() - t) / SAMPLED_MOVES, 1e-9)
+    moves = budget.total / per_move if budget.timed else budget.n
+    return float(np.median(worse)) * min(1.0, moves / genes.size / SETTLE) if worse else fallback
+
+
 def sa(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, iterations: float | None = None,
-       incremental: float = 1, **_: object) -> Iterator:
+       incremental: float = 1, decode: str = "start", **_: object) -> Iterator:
     """Simulated annealing over one-gene moves, from the better start."""
     enc = Strings(spec)
     rng = np.random.default_rng(seed)
-    *firsts, (genes, cur, cost) = start(spec, enc, "simulated annealing")
+    *firsts, (genes, cur, cost) = start(spec, enc, "simulated annealing", decode)
     yield from firsts
     sc = Scorer(spec, enc, genes, cost, bool(incremental))
     best = cur
-    T0 = 0.05 * abs(cur[1]) if math.isfinite(cur[1]) and cur[1] else 1.0
     budget = Budget(iterations, deadline, sc.reserve)
+    T0 = temperature(spec, enc, sc, genes, cur, rng, cost, budget)
     every = 500 if sc.fast is None else 50_000
     T = T0
     for it in budget.steps():
