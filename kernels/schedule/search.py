@@ -76,15 +76,21 @@ class Strings:
         return genes
 
     def started_order(self, s: Schedule) -> list[int]:
-        """The nodes in the order a timed schedule starts them (ties breadth first): a
-        topological order in which the schedule's own mapping list-schedules no later than
-        the schedule (each device meets its pieces in the schedule's order)."""
-        first = np.full(self.spec.dense.n, np.inf)
+        """The nodes in the order a timed schedule starts them (by their first piece's start,
+        then its end, so a zero-length piece goes before a piece starting with it; then
+        breadth first): a topological order. With one piece per node each device meets its
+        pieces in the schedule's order, so the schedule's own mapping list-schedules no later
+        than the schedule."""
+        spec, d = self.spec, self.spec.dense
+        first = np.full((d.n, 2), np.inf)
         for p in s.pieces:
-            first[p.node] = min(first[p.node], p.start)
+            k = spec.platform.classes[int(d.dev_class[p.device])]
+            span = (p.start, p.start + work_time(spec.graph.nodes[p.node], k.name, k.speed, p.size))
+            if span < tuple(first[p.node]):
+                first[p.node] = span
         rank = np.empty(len(self.breadth_first), dtype=np.int64)
         rank[self.breadth_first] = np.arange(len(self.breadth_first))
-        return np.lexsort((rank, first)).tolist()
+        return np.lexsort((rank, first[:, 1], first[:, 0])).tolist()
 
     def decode(self, genes: np.ndarray) -> Schedule:
         """Chunks to devices; each device's share of a node in its fastest batch sizes;
