@@ -24,6 +24,9 @@ def add(sub) -> None:  # type: ignore[no-untyped-def]
     p.add_argument("-p", type=float, default=0.2, help="ER and WS probability (default 0.2)")
     p.add_argument("-k", type=int, default=4, help="WS neighbours (default 4)")
     p.add_argument("-m", type=int, default=5, help="BA edges per new node (default 5)")
+    p.add_argument("--regime", default="paper", choices=["paper", "roofline"], help="randwire node times: paper "
+                   "(default: scaled so DiviML Table I's network takes its 211.7 ms per image on the best device) "
+                   "or roofline (the analytic cost model's, about 30x less)")
     t = p.add_argument_group("transformer (GPT-2 small's shape by default)")
     t.add_argument("--layers", type=int, default=12)
     t.add_argument("--hidden", type=int, default=768)
@@ -94,13 +97,13 @@ def _randwire(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         raise PartError("randwire specs are DiviML's: --objective latency or throughput", None)
     args.size = 10 if args.size is None else args.size
     rw = RandWire(model=args.model, size=args.size, modules=args.modules, channels=args.channels,
-                  variant=args.variant, p=args.p, k=args.k, m=args.m, seed=args.seed)
+                  variant=args.variant, p=args.p, k=args.k, m=args.m, seed=args.seed, regime=args.regime)
     spec = randwire_spec(rw, args.objective, args.batch, args.split)
     what = (f"RandWire {args.model.upper()} {args.variant}, {args.modules} module(s) of {args.size} nodes, "
             f"{args.channels} channel(s), made by\n#   part generate randwire --model {args.model} --size {args.size} "
             f"--modules {args.modules} --channels {args.channels} --variant {args.variant} -p {args.p:g} "
             f"-k {args.k} -m {args.m} --objective {args.objective} --batch {args.batch} --split {args.split} "
-            f"--seed {args.seed}")
+            f"--seed {args.seed} --regime {args.regime}")
     return spec, what
 
 
