@@ -8,7 +8,9 @@ with the DiviML MILP, and bound the optimum by the Remark's recursion.
   solved for every (input device, output device) pair, its endpoints pinned whole, and a
   DP over the chain picks the pairs: sum of module makespans plus the transfer over each
   bridge. When every node of a module descends from its input and reaches its output
-  (sdep), modules run one after the other in any schedule, so this is the optimum.
+  (sdep), modules run one after the other in any schedule, so this is the optimum. The
+  pairs are solved after each module with free ends, capped where they could still help
+  (methods/milp_split_chain.py).
 - Otherwise (IV-B2) each module's MILP runs after the previous ones are fixed, with
   release times: inputs from earlier modules (transfer counted whenever the device
   differs) and each device's last busy time.
@@ -34,6 +36,7 @@ from partdsl.evaluator.schedule_checks import sample_bytes
 from partdsl.evaluator.schedule_eval import as_objective, list_schedule, transfer_time
 from partdsl.kernels.graph.modules import restrict
 from partdsl.kernels.schedule import list_schedulers
+from partdsl.methods.milp_split_chain import backtrack, chain_table, solve_pruned
 from partdsl.methods.milp_split_modules import (
     WORKER_MODULES,
     ModulePlan,
@@ -55,7 +58,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
         solver: str | None = None, gap: float | None = None, threads: int | None = None,
         channels: float = 1, module_limit: float | None = None, workers: float | None = None,
         min_module: float = 4, bound_limit: float = 2.0, lookahead: float = 1, symmetry: float = 0,
-        executor=None, **_: object) -> Iterator:  # type: ignore[no-untyped-def]
+        prune: float = 1, executor=None, **_: object) -> Iterator:  # type: ignore[no-untyped-def]
     """MILP-SPLIT as a method: yields HEFT first, then the split schedule, then its bound.
     The module MILPs run on `executor` (a Dask cluster's, ...) if given, else on `workers`
     local processes; `symmetry` puts sec. V-E / VI's rows in each of them."""
@@ -81,7 +84,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
         modules_by = deadline.share(1.0 - BOUND_RESERVE) if deadline.limited else deadline  # the rest: the bound's
         if single:
             sched, why = _dp(spec, plan, modules_by, module_limit, solver, threads, nworkers, progress, known, pool,
-                             int(symmetry), shares)
+                             int(symmetry), shares, bool(prune))
         else:  # with memory shares, no lookahead: a window's MILP could spend the next module's share
             sched, why = _rolling(spec, plan, modules_by, module_limit, solver, threads, progress,
                                   int(lookahead) if shares is None else 0, int(symmetry), shares)
@@ -173,8 +176,11 @@ def _limit(deadline: Deadline, module_limit: float | None, share: float) -> floa
 def _dp(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | None, solver: str | None,
         threads: int | None, workers: int | None, progress: Callable[[str], None] | None,
         known: dict[frozenset[int], float], executor=None,  # type: ignore[no-untyped-def]
-        symmetry: int = 0, shares: list[tuple[float, float]] | None = None) -> tuple[Schedule | None, str]:
-    """IV-B1: every module for every (input device, output device) pair, then the chain DP.
+        symmetry: int = 0, shares: list[tuple[float, float]] | None = None,
+        prune: bool = True) -> tuple[Schedule | None, str]:
+    """IV-B1: every module for every (input device, output device) pair, then the chain DP;
+    with `prune`, at whole nodes and without memory shares or relabelled copies, each module
+    with free ends first and the other pairs capped (methods/milp_split_chain.py).
     A pair that a relabelling of identical devices or servers maps from one already solved
     (models/diviml_symmetry.py) takes that one's schedule, relabelled. Fills `known` with
     each module's proven bound where the pairs cover every schedule of it (no pinned
@@ -187,14 +193,24 @@ def _dp(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | 
     cap = float(module_limit) if module_limit is not None else \
         (DEFAULT_MODULE_LIMIT if math.isinf(deadline.left()) else math.inf)
     results: dict[tuple[int, int | None, int | None], ModuleResult] = {}
+    if prune and s.objective.split == 1 and shares is None and not copies and q > 1:
+        free = [restrict(s, nodes, {}) for nodes in plan.modules]
+        found = solve_pruned(plan, free, jobs, keys, ins, outs, until, cap, solver, per_threads, symmetry, workers,
+                             executor)
+        total = len(jobs) + q
+    else:
+        found = ((keys[i][0], tuple(keys[i][:3]), r, "") for i, r in solve_all(jobs, until, cap, solver, per_threads,
+                                                                                symmetry, workers, executor))
+        total = len(jobs)
     done = 0
-    for idx, r in solve_all(jobs, until, cap, solver, per_threads, symmetry, workers, executor):
-        k, a, b, _ = keys[idx]
-        results[(k, a, b)] = r
+    for k, key, r, what in found:
+        if key is not None:
+            results[key] = r
         done += 1
         if progress:
-            progress(f"MILP-SPLIT: module {k + 1}/{q} pair ({a}, {b}) {r.why}, {r.makespan:.6g} ms"
-                     + (f" ({done}/{len(jobs)})" if done <= len(jobs) else ""))
+            pair = f"pair ({key[1]}, {key[2]})" if key is not None else "ends on two devices"
+            progress(f"MILP-SPLIT: module {k + 1}/{q} {pair}{f' ({what})' if what else ''} {r.why}, "
+                     f"{r.makespan:.6g} ms" + (f" ({done}/{total})" if done <= total else ""))
     for pair, rep, perm in copies:
         results[pair] = relabelled(results[rep], perm)
     for k, nodes in enumerate(plan.modules):
@@ -283,43 +299,16 @@ def _content(sub: Spec) -> tuple:  # type: ignore[type-arg]
 
 
 def _chain_dp(spec: Spec, plan: ModulePlan, results: dict) -> tuple[Schedule | None, str]:  # type: ignore[type-arg]
-    """The DP over the chain of modules: the cheapest (input, output) pair per module, with
-    the transfer between consecutive modules' devices; backtracked into one schedule."""
+    """The DP over the chain of modules (methods/milp_split_chain.py): the cheapest (input,
+    output) pair per module, with the transfer between consecutive modules' devices;
+    backtracked into one schedule."""
     q = len(plan.modules)
-    # the DP over the chain: best[k][b] = cheapest way to finish module k with its output on b
-    best: list[dict[int | None, tuple[float, int | None, int | None]]] = []
-    for k in range(q):
-        row: dict[int | None, tuple[float, int | None, int | None]] = {}
-        for (kk, a, b), r in results.items():
-            if kk != k or not math.isfinite(r.makespan):
-                continue
-            if k == 0:
-                before, prev = 0.0, None
-            else:
-                before, prev = math.inf, None
-                for pb, (cost, _, _) in best[k - 1].items():
-                    o, i = plan.cuts[k - 1][0] if plan.cuts[k - 1] else (None, None)
-                    if o is not None and i in plan.split.twin:  # an articulation point: one device
-                        move = 0.0 if pb == a else math.inf
-                    else:
-                        move = transfer_time(plan.s, o, pb, a) if o is not None and pb is not None \
-                            and a is not None else 0.0
-                    if cost + move < before:
-                        before, prev = cost + move, pb
-            total = before + r.makespan
-            if total < row.get(b, (math.inf,))[0]:
-                row[b] = (total, a, prev)
-        if not row:
-            return None, "a module has no schedule"
-        best.append(row)
-    b = min(best[-1], key=lambda z: best[-1][z][0])
-    chosen = []
-    for k in range(q - 1, -1, -1):
-        _, a, prev = best[k][b]
-        chosen.append((k, a, b))
-        b = prev
+    best = chain_table(plan, results)
+    if best is None:
+        return None, "a module has no schedule"
+    chosen = backtrack(best)
     order = []
-    for k, a, b in reversed(chosen):
+    for k, a, b in chosen:
         nodes = plan.modules[k]
         order += [(k, at, Piece(nodes[p.node], p.device, p.samples, None)) for at, p in results[(k, a, b)].pieces]
     why = "; ".join(sorted({results[c].why for c in chosen}))

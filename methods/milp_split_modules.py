@@ -58,12 +58,13 @@ class ModuleResult:
 
 def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solver: str | None,
                  threads: int | None, gap: float | None = None, symmetry: int = 0,
-                 hard: Deadline = NEVER) -> ModuleResult:
+                 hard: Deadline = NEVER, cutoff: float = math.inf) -> ModuleResult:
     """The DiviML MILP of one module (a restricted spec); H and the MIP start from the best
     of `_starts` (started after every release). With no time left (`time_limit` <= 0) the
     best start alone, without building the MILP; nothing if even HEFT's would end past
     `hard`. `symmetry`: the rows of models/diviml_symmetry.py (among devices and servers
-    alike, release times included)."""
+    alike, release times included). `cutoff`: H at most this (methods/milp_split_chain.py);
+    a MILP infeasible under it proves the module's makespan above it (its bound)."""
     from partdsl.solvers.dispatch import solve_matrix
 
     shift = float(np.max(release)) if release is not None and release.size else 0.0
@@ -80,10 +81,12 @@ def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solv
     if until.left() < MIN_MILP_SECONDS:  # past the deadline: building and running a MILP would overrun it
         return _start_only(shift + end, moved, "time limit reached before its MILP")
     H = shift + (end if math.isfinite(end) else diviml.safe_horizon(spec))
+    capped = cutoff < H
+    H = min(H, cutoff)
     mip, vm = diviml.build(spec, H, release, symmetry)
-    if moved is not None and symmetry:
+    if moved is not None and symmetry and not capped:
         moved = diviml_symmetry.canonical(spec, symmetry, moved, release)
-    start = None if moved is None else diviml.encode(spec, vm, moved)
+    start = None if moved is None or capped else diviml.encode(spec, vm, moved)  # a start past the cap fits no row
     # the build takes its time out of the MILP's too: BN-Inception's largest module took 2 s to
     # build, and MILP-SPLIT ended up to 1 s past --time-limit 10
     time_limit = until.left() * (0.85 if spec.objective.split > 1 else 1.0)
@@ -94,6 +97,9 @@ def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solv
     kept = ModuleResult(shift + end, 0.0, tuple((q.start, q) for q in moved.pieces), "the best start") \
         if ev is not None else ModuleResult(math.inf, 0.0, (), out.why)
     if out.status == Status.INFEASIBLE:
+        if capped:  # no schedule ends by the cap (below the start's makespan): the cap is a bound
+            return ModuleResult(kept.makespan, min(H, kept.makespan), kept.pieces, f"none by the cap; {kept.why}") \
+                if ev is not None else ModuleResult(math.inf, H, (), "none by the cap")
         # capped at a start's makespan, infeasible says only that the MILP cannot beat the start
         return kept if ev is not None else ModuleResult(math.inf, math.inf, (), "infeasible")
     bound = float(out.bound) if np.isfinite(out.bound) else 0.0
@@ -113,7 +119,8 @@ def _start_only(makespan: float, moved: Schedule | None, why: str) -> ModuleResu
 
 
 def solve_module_by(spec: Spec, release: np.ndarray | None, until: float, rounds_left: int, cap: float,
-                    solver: str | None, threads: int | None, symmetry: int = 0) -> ModuleResult:
+                    solver: str | None, threads: int | None, symmetry: int = 0,
+                    cutoff: float = math.inf) -> ModuleResult:
     """`solve_module` with its time limit taken when the job starts, not when it is queued:
     its share (0.8, the rest for building the model and the starts) of the seconds left
     until `until` (a wall-clock time.time(), which worker processes and machines share),
@@ -124,31 +131,34 @@ def solve_module_by(spec: Spec, release: np.ndarray | None, until: float, rounds
     if late <= 0:  # long past the deadline: not even a start (its pairs go unused)
         return ModuleResult(math.inf, 0.0, (), "not tried: past the time limit")
     return solve_module(spec, release, limit_at(until, rounds_left, cap), solver, threads, symmetry=symmetry,
-                        hard=Deadline.after(late))
+                        hard=Deadline.after(late), cutoff=cutoff)
 
 
 RETRY_SECONDS = 1.0  # the unproven module MILPs run again only with at least this long left
 
 
 def solve_all(jobs: list[Spec], until: float, cap: float, solver: str | None, threads: int | None,
-              symmetry: int, workers: int | None, executor=None  # type: ignore[no-untyped-def]
-              ) -> Iterator[tuple[int, ModuleResult]]:
+              symmetry: int, workers: int | None, executor=None,  # type: ignore[no-untyped-def]
+              cutoffs: list[float] | None = None) -> Iterator[tuple[int, ModuleResult]]:
     """(job index, result) of every module MILP in `jobs`, each taking its limit when it
-    starts (`solve_module_by`); under a time limit (`cap` infinite), those stopped unproven
-    run again in the time left over (most modules prove in a fraction of their share), each
-    then reporting the better of its two runs."""
+    starts (`solve_module_by`), job i capped at cutoffs[i] if given; under a time limit
+    (`cap` infinite), those stopped unproven run again in the time left over (most modules
+    prove in a fraction of their share), each then reporting the better of its two runs."""
     W = width(workers, executor)
     rounds = -(-len(jobs) // W)
-    args = [(j, None, until, rounds - i // W, cap, solver, threads, symmetry) for i, j in enumerate(jobs)]
+    cut = cutoffs or [math.inf] * len(jobs)
+    args = [(j, None, until, rounds - i // W, cap, solver, threads, symmetry, cut[i]) for i, j in enumerate(jobs)]
     first: dict[int, ModuleResult] = {}
     for idx, r in run_all(solve_module_by, args, workers, executor):
         first[idx] = r
         yield idx, r
-    again = [i for i, r in first.items() if math.isfinite(r.makespan) and r.bound < r.makespan * (1 - 1e-4)]
+    again = [i for i, r in first.items()  # unproven: its bound below its makespan (or its cap)
+             if math.isfinite(r.makespan) and r.bound < min(r.makespan, cut[i]) * (1 - 1e-4)]
     if not again or math.isfinite(cap) or until - time.time() < RETRY_SECONDS:
         return
     rounds = -(-len(again) // W)
-    args = [(jobs[i], None, until, rounds - n // W, cap, solver, threads, symmetry) for n, i in enumerate(again)]
+    args = [(jobs[i], None, until, rounds - n // W, cap, solver, threads, symmetry, cut[i])
+            for n, i in enumerate(again)]
     for n, r in run_all(solve_module_by, args, workers, executor):
         i = again[n]
         best = r if r.makespan < first[i].makespan else first[i]

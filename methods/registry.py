@@ -149,8 +149,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("brute", "kernels.brute_force:run", True, "exhaustive enumeration, exact, tiny graphs only"),
     Method("milp_split", "methods.milp_split:run", False, "MILP-SPLIT (DiviML sec. IV-B): the DiviML MILP per module "
            "(bridges, or k-edge-connected components for channels > 1), combined by a DP over the devices at "
-           "each bridge, with the Remark's lower bound", ("channels", "module_limit", "workers", "min_module",
-                                                         "bound_limit", "lookahead", "symmetry"), mip=True,
+           "each bridge, with the Remark's lower bound; -O prune=0 solves every pair of every module (default: "
+           "each module with free ends first, then the other pairs capped where they could still help)",
+           ("channels", "module_limit", "workers", "min_module", "bound_limit", "lookahead", "symmetry", "prune"),
+           mip=True,
            objectives=SCHEDULED, ignores=FLAT),
     *(Method(name, "kernels.peers.runners:run", False, f"{package} as a peer: k-way partition (edge weights = transfers, "
              "vertex weights = compute, one block per device), mapped to devices; -O repair=1 contracts colocation "

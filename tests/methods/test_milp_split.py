@@ -44,6 +44,31 @@ def test_single_channel_split_equals_the_full_milp(model: str, seed: int) -> Non
     assert ev.feasible and ev.objective == pytest.approx(r.objective)
 
 
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(("er", "ws", "ba")), st.sampled_from(("paper", "roofline")), st.integers(0, 10_000))
+def test_the_pruned_pairs_give_the_chain_every_pair_gives(model: str, regime: str, seed: int) -> None:
+    """methods/milp_split_chain.py: the modules solved with free ends first and the other
+    pairs capped at what could still beat the chain give the same optimum as every pair
+    solved (-O prune=0), and the full MILP's; a pair past its cap carries the cap as its
+    bound, never more than its true makespan."""
+    from partdsl.methods.milp_split_chain import free_pair
+    from partdsl.methods.milp_split_modules import solve_module
+
+    spec = randwire_spec(RandWire(model=model, size=4, modules=3, p=0.5, k=2, m=2, seed=seed, regime=regime))
+    logs: list[str] = []
+    pruned = solve(spec, method="milp_split", options={"workers": 1}, progress=logs.append)
+    every = solve(spec, method="milp_split", options={"workers": 1, "prune": 0})
+    assert pruned.objective == pytest.approx(every.objective, rel=TOL, abs=TOL)
+    assert pruned.objective == pytest.approx(_optimum(spec), rel=TOL, abs=TOL)
+    assert any("both ends free" in line for line in logs)
+    sub = restrict(spec, list(range(1, 5)), {})  # the first module's nodes, ends free
+    free = solve_module(sub, None, 60, None, 1)
+    key = free_pair([0], [3], 0, {v: v for v in range(4)}, free)
+    assert key is not None and key[0] == 0 and None not in key
+    capped = solve_module(sub, None, 60, None, 1, cutoff=free.makespan * 0.999)
+    assert capped.bound == pytest.approx(free.makespan * 0.999) and capped.bound <= free.makespan
+
+
 @settings(max_examples=examples(4), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from(("sdep", "wdep")), st.integers(1, 2), st.sampled_from(((1, 1), (4, 2), (2, 1))),
        st.integers(0, 10_000))
