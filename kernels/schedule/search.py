@@ -94,7 +94,7 @@ class Strings:
 
     def decode(self, genes: np.ndarray) -> Schedule:
         """Chunks to devices; each device's share of a node in its fastest batch sizes;
-        list-scheduled breadth first."""
+        list-scheduled in `order`."""
         spec, d = self.spec, self.spec.dense
         pieces = []
         for v in range(d.n):
