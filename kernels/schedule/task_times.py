@@ -80,7 +80,8 @@ def _retime(first: int, last: int, order: np.ndarray, dev: np.ndarray, dur: np.n
     position, top / suf: prefix / suffix maxima of end) has other devices for nodes at
     positions first..last only. Writes new_end[p] and new_free[p] for first <= p < stop and
     returns (makespan, stop): it stops where the new schedule is the state's again (no
-    changed end has successors left, and every device is free when it was), or at the end.
+    changed end or moved node has successors left, and every device is free when it was),
+    or at the end.
     `preds` holds positions (`pred_node` their nodes), `succ_end[p]` the last position of
     p's successors, `move[u, a, b]` u's output from a to b. (inf, p) as soon as the makespan
     must pass `cutoff`: a node's end plus `tail` (its successors' longest chain of
@@ -113,7 +114,8 @@ def _retime(first: int, last: int, order: np.ndarray, dev: np.ndarray, dur: np.n
         start = ready if ready > free[d] else free[d]
         free[d] = start + dur[v, d]
         new_end[p] = free[d]
-        if new_end[p] != end[p] and succ_end[p] > horizon:
+        # a moved node (at most `last`) changes its successors' transfers even where its end stays
+        if (new_end[p] != end[p] or p <= last) and succ_end[p] > horizon:
             horizon = succ_end[p]
         if new_end[p] + tail[v] > cutoff * (1.0 + 1e-9):  # the sum's rounding may pass a makespan equal to it
             return np.inf, p + 1

@@ -67,6 +67,19 @@ def test_every_move_is_scored_as_the_evaluator_scores_the_string(data: st.DataOb
         assert tt.score == enc.score(genes)[0]
 
 
+def test_a_moved_node_whose_end_stays_re_times_its_successors() -> None:
+    """A Hypothesis draw (CI, 2026-12-05): a zero-work node moved off the accelerator ends
+    at 0 either way, but its successor no longer waits for its transfer; the re-timing
+    stopped at the moved node and kept the 1 ms."""
+    spec = parse("""graph g { node a { work 0 ms; comm 1 ms } node b { work 0 ms; not acc } a -> b }
+    platform { device acc[1] { link 1 GB/s } device cpu[1] { host } }
+    minimize latency by tasks""")
+    enc = Strings(spec)
+    tt = TaskTimes(spec, enc.order, np.array([0, 1]))
+    assert tt.score == (0, 1.0)
+    assert tt.try_move(np.array([0]), np.array([1])) == enc.score(np.array([[1], [1]]))[0] == (0, 0.0)
+
+
 RANDWIRE = "part generate randwire --size 10 --modules 4 --seed 3"  # illustrative: see the fixture
 
 
