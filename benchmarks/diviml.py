@@ -36,7 +36,7 @@ NET = re.compile(r"^(er|ws|ba)(\d+)x(\d+)c(\d+)(sdep|wdep)$")
 BASELINES = ("met", "eft", "heft")
 
 
-def network(name: str, batch: int, seed: int):  # type: ignore[no-untyped-def]
+def network(name: str, batch: int, seed: int, regime: str = "paper"):  # type: ignore[no-untyped-def]
     from partdsl.generators.randwire import RandWire, randwire_spec
 
     m = NET.match(name)
@@ -44,7 +44,7 @@ def network(name: str, batch: int, seed: int):  # type: ignore[no-untyped-def]
         raise SystemExit(f"bad network name '{name}' (e.g. er10x10c2wdep)")
     model, size, modules, channels, variant = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4)), m.group(5)
     rw = RandWire(model=model, size=size, modules=modules, channels=channels, variant=variant,
-                  p=0.75 if model == "ws" else 0.2, k=4, m=5, seed=seed)
+                  p=0.75 if model == "ws" else 0.2, k=4, m=5, seed=seed, regime=regime)
     spec = randwire_spec(rw, "latency" if batch == 1 else "throughput", batch, 1 if batch == 1 else 4)
     return spec, channels
 
@@ -57,6 +57,8 @@ def main() -> None:
     ap.add_argument("--split-cap", type=float, default=600.0, help="seconds for MILP-SPLIT (default 600)")
     ap.add_argument("--iterations", type=int, default=5000, help="SA and EA iterations")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--regime", default="paper", choices=["paper", "roofline"],
+                    help="the generator's node times (docs/diviml.md; the numbers there before 2026-12-05: roofline)")
     ap.add_argument("--quick", action="store_true", help=f"{QUICK_NETS}, batches 1 and 16, 60 s caps")
     args = ap.parse_args()
     if args.quick:
@@ -69,7 +71,7 @@ def main() -> None:
     claims = []
     for name in args.nets.split(","):
         for batch in map(int, args.batches.split(",")):
-            spec, channels = network(name, batch, args.seed)
+            spec, channels = network(name, batch, args.seed, args.regime)
             unit = "ms" if batch == 1 else "/s"
             runs = [("single", {})] + [(b, {}) for b in BASELINES]
             runs += [("ea", {"iterations": args.iterations}), ("sa", {"iterations": args.iterations})]

@@ -43,7 +43,7 @@ QUICK_METHODS = ("topo", "dp", "load_search", "latency_search", "greedy", "fill"
 SUBGRAPHS = 8
 
 
-def workloads(data: Path, tmp: Path, quick: bool) -> list[tuple[str, object]]:
+def workloads(data: Path, tmp: Path, quick: bool, regime: str = "paper") -> list[tuple[str, object]]:
     from partdsl import parse
     from partdsl.convert.to_part import dnn_partitioning_to_part
     from partdsl.core.ir import Constraints, Spec
@@ -63,9 +63,10 @@ def workloads(data: Path, tmp: Path, quick: bool) -> list[tuple[str, object]]:
             s = regal_spec(n, 4, model, seed=i)
             return Spec(s.graph, s.platform, s.objective, Constraints(memory="ignore"))
         out.append((f"regal-{model}{n}", regal))
-    nets = ((RandWire("er", 10, 3, seed=0), 1), (RandWire("er", 10, 3, seed=0), 16)) if quick else (
-        (RandWire("er", 10, 5, seed=0), 1), (RandWire("ws", 10, 5, seed=1), 1),
-        (RandWire("er", 10, 5, seed=0), 16), (RandWire("ba", 10, 5, channels=2, variant="wdep", seed=2), 16))
+    nets = ((RandWire("er", 10, 3, seed=0, regime=regime), 1), (RandWire("er", 10, 3, seed=0, regime=regime), 16)) \
+        if quick else ((RandWire("er", 10, 5, seed=0, regime=regime), 1), (RandWire("ws", 10, 5, seed=1, regime=regime), 1),
+                       (RandWire("er", 10, 5, seed=0, regime=regime), 16),
+                       (RandWire("ba", 10, 5, channels=2, variant="wdep", seed=2, regime=regime), 16))
     for rw, batch in nets:
         label = f"rwnn-{rw.model}{rw.size}x{rw.modules}c{rw.channels}" + (f"-B{batch}" if batch > 1 else "")
         out.append((label, lambda rw=rw, b=batch: randwire_spec(rw, "latency" if b == 1 else "throughput", batch=b,
@@ -88,6 +89,8 @@ def main() -> None:
     ap.add_argument("--workloads", help="a comma-separated subset (names as printed)")
     ap.add_argument("--methods", help="a comma-separated subset of the partdsl methods")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--regime", default="paper", choices=["paper", "roofline"],
+                    help="the RandWire networks' node times (docs/diviml.md; docs/peers.md's numbers: roofline)")
     args = ap.parse_args()
     from partdsl import solve
     from partdsl.core.errors import PartError
@@ -99,7 +102,7 @@ def main() -> None:
     chosen = set(args.workloads.split(",")) if args.workloads else None
     summary: dict[str, list[float]] = {}
     table: list[str] = []
-    for label, make in workloads(data, tmp, args.quick):
+    for label, make in workloads(data, tmp, args.quick, args.regime):
         if chosen and label not in chosen:
             continue
         spec = make()
