@@ -89,8 +89,7 @@ def main() -> None:
     ap.add_argument("--workloads", help="a comma-separated subset (names as printed)")
     ap.add_argument("--methods", help="a comma-separated subset of the partdsl methods")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--regime", default="paper", choices=["paper", "roofline"],
-                    help="the RandWire networks' node times (docs/diviml.md; docs/peers.md's numbers: roofline)")
+    ap.add_argument("--regime", default="paper", choices=["paper", "roofline"], help="RandWire times (docs/diviml.md)")
     args = ap.parse_args()
     from partdsl import solve
     from partdsl.core.errors import PartError
@@ -153,10 +152,7 @@ def main() -> None:
     print()
     head = (f"{'workload':24} {'objective':10} {'best ours':>11} {'by':14} "
             + " ".join(f"{p + s:>8}" for p in PEER_NAMES for s in ("", " +r")) + f" {'Scotch':>10} {'Scotch pub':>10}")
-    print(head)
-    print("-" * len(head))
-    for line in table:
-        print(line)
+    print("\n".join([head, "-" * len(head), *table]))
     print("(peer value / best partdsl value, or best / peer for samples/s: > 1 = the peer is worse; "
           "* = infeasible (memory, colocation, placement, deadlock); +r = repair 1; "
           "Scotch = our raw Scotch value; Scotch pub = the published one, * = it violated memory)")
