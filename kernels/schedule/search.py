@@ -75,6 +75,16 @@ class Strings:
                     genes[p.node, x // self.g] = p.device
         return genes
 
+    def one_gene(self, genes: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+        """SA's move: a copy of `genes` with one drawn node's drawn chunk on a drawn device
+        it may run on (drawn in that order), and the node."""
+        v = int(rng.integers(self.spec.dense.n))
+        c = int(rng.integers(self.K))
+        child = genes.copy()
+        opts = self.options[v]
+        child[v, c] = opts[rng.integers(len(opts))]
+        return child, v
+
     def started_order(self, s: Schedule) -> list[int]:
         """The nodes in the order a timed schedule starts them (by their first piece's start,
         then its end, so a zero-length piece goes before a piece starting with it; then
@@ -266,10 +276,7 @@ def temperature(spec: Spec, enc: Strings, sc: Scorer, genes: np.ndarray, cur: tu
     for _ in range(SAMPLED_MOVES):
         if budget.deadline.passed():
             return fallback
-        v = int(rng.integers(spec.dense.n))
-        child = genes.copy()
-        opts = enc.options[v]
-        child[v, int(rng.integers(enc.K))] = opts[rng.integers(len(opts))]
+        child, v = enc.one_gene(genes, rng)
         score, _ = sc.score(child, np.array([v]), (cur[0], math.inf))
         if score[0] == cur[0] and cur[1] < score[1] < math.inf:
             worse.append(score[1] - cur[1])
@@ -292,11 +299,7 @@ def sa(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, iterations: float 
     every = 500 if sc.fast is None else 50_000
     T = T0
     for it in budget.steps():
-        v = int(rng.integers(spec.dense.n))
-        c = int(rng.integers(enc.K))
-        child = genes.copy()
-        opts = enc.options[v]
-        child[v, c] = opts[rng.integers(len(opts))]
+        child, v = enc.one_gene(genes, rng)
         r = rng.random()  # worse by delta is accepted with probability exp(-delta / T): below `limit`
         limit = cur[1] - T * math.log(r) if r > 0 and math.isfinite(cur[1]) else math.inf
         score, s = sc.score(child, np.array([v]), (cur[0], limit))
