@@ -70,9 +70,11 @@ def backtrack(best: Table) -> list[Key]:
     return chosen[::-1]
 
 
-def free_pair(ins: list[int | None], outs: list[int | None], k: int, local: dict[int, int],
+def free_pair(ins: list[int | None], outs: list[int | None], k: int, nodes: list[int],
               r: ModuleResult) -> Key | None:
-    """The pair a free module's schedule is (None: an end node in pieces on two devices)."""
+    """The pair a free module's schedule is (None: an end node in pieces on two devices);
+    `nodes`: the module's, in the order its restricted spec numbers them."""
+    local = {v: i for i, v in enumerate(nodes)}
     where: dict[int, set[int]] = {}
     for _, p in r.pieces:
         where.setdefault(p.node, set()).add(p.device)
@@ -96,7 +98,7 @@ def solve_pruned(plan: ModulePlan, free: list[Spec], jobs: list[Spec], keys: lis
     low = [0.0] * len(free)
     for k, r in solve_all(free, until, cap, solver, threads, symmetry, workers, executor):
         low[k] = r.bound
-        key = free_pair(ins, outs, k, keys_local(keys, k), r)
+        key = free_pair(ins, outs, k, plan.modules[k], r)
         if key is not None and math.isfinite(r.makespan):
             results[key] = r
         yield k, key, r, "both ends free"
@@ -108,7 +110,3 @@ def solve_pruned(plan: ModulePlan, free: list[Spec], jobs: list[Spec], keys: lis
                           cutoffs=caps):
         yield keys[rest[n]][0], tuple(keys[rest[n]][:3]), r, f"capped at {caps[n]:.6g} ms"  # type: ignore[misc]
 
-
-def keys_local(keys: list[tuple], k: int) -> dict[int, int]:  # type: ignore[type-arg]
-    """Module k's node -> local index (every job of a module has the same)."""
-    return next(key[3] for key in keys if key[0] == k)

@@ -63,7 +63,7 @@ def test_the_pruned_pairs_give_the_chain_every_pair_gives(model: str, regime: st
     assert any("both ends free" in line for line in logs)
     sub = restrict(spec, list(range(1, 5)), {})  # the first module's nodes, ends free
     free = solve_module(sub, None, 60, None, 1)
-    key = free_pair([0], [3], 0, {v: v for v in range(4)}, free)
+    key = free_pair([0], [3], 0, [0, 1, 2, 3], free)
     assert key is not None and key[0] == 0 and None not in key
     capped = solve_module(sub, None, 60, None, 1, cutoff=free.makespan * 0.999)
     assert capped.bound == pytest.approx(free.makespan * 0.999) and capped.bound <= free.makespan
