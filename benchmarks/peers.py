@@ -21,6 +21,7 @@ import argparse
 import math
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,10 +64,10 @@ def workloads(data: Path, tmp: Path, quick: bool, regime: str = "paper") -> list
             s = regal_spec(n, 4, model, seed=i)
             return Spec(s.graph, s.platform, s.objective, Constraints(memory="ignore"))
         out.append((f"regal-{model}{n}", regal))
-    nets = ((RandWire("er", 10, 3, seed=0, regime=regime), 1), (RandWire("er", 10, 3, seed=0, regime=regime), 16)) \
-        if quick else ((RandWire("er", 10, 5, seed=0, regime=regime), 1), (RandWire("ws", 10, 5, seed=1, regime=regime), 1),
-                       (RandWire("er", 10, 5, seed=0, regime=regime), 16),
-                       (RandWire("ba", 10, 5, channels=2, variant="wdep", seed=2, regime=regime), 16))
+    rw = partial(RandWire, regime=regime)
+    nets = ((rw("er", 10, 3, seed=0), 1), (rw("er", 10, 3, seed=0), 16)) if quick else (
+        (rw("er", 10, 5, seed=0), 1), (rw("ws", 10, 5, seed=1), 1),
+        (rw("er", 10, 5, seed=0), 16), (rw("ba", 10, 5, channels=2, variant="wdep", seed=2), 16))
     for rw, batch in nets:
         label = f"rwnn-{rw.model}{rw.size}x{rw.modules}c{rw.channels}" + (f"-B{batch}" if batch > 1 else "")
         out.append((label, lambda rw=rw, b=batch: randwire_spec(rw, "latency" if b == 1 else "throughput", batch=b,

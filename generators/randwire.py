@@ -154,6 +154,7 @@ def randwire_graph(rw: RandWire, devices: dict[str, DeviceProfile], batches: dic
     for _, b in edges:
         fan_in[b] += 1
     nodes = []
+    scale = PAPER_SCALE if rw.regime == "paper" else 1.0
     for v, name in enumerate(names):
         width, res = shape[v]
         flops, params, act = _node_cost(width, res, int(fan_in[v]))
@@ -161,7 +162,6 @@ def randwire_graph(rw: RandWire, devices: dict[str, DeviceProfile], batches: dic
             flops, params, act = 2.0 * width * 1000, width * 1000 * FP32, (width + 1000) * FP32
         out = float(width * res * res * FP32) if name != "head" else 1000 * FP32
         work = []
-        scale = PAPER_SCALE if rw.regime == "paper" else 1.0
         for cls, prof in devices.items():
             for b in sorted({1, *batches.get(cls, ())}):
                 work.append(Work(round(prof.time_ms(flops, params, act, b) * scale, 6), cls, b))
