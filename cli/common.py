@@ -123,7 +123,7 @@ def defines(items: list[str]) -> dict[str, str]:
     return out
 
 
-WORD_OPTIONS = ("start", "step", "ignore", "devices", "graph", "decode")  # options whose value is a word (local_search -O start=random, pipedream -O ignore=n4,n37, sa -O decode=bfs)
+WORD_OPTIONS = ("start", "step", "ignore", "devices", "graph", "decode", "compose")  # options whose value is a word (local_search -O start=random, pipedream -O ignore=n4,n37, sa -O decode=bfs, milp_split -O compose=dp)
 
 
 def method_options(opts: dict[str, str]) -> dict[str, float | str | tuple[str, ...]]:

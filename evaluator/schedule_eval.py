@@ -67,11 +67,11 @@ def _timing(spec: Spec, s: Schedule) -> _Timing:
 
 
 def list_schedule(spec: Spec, s: Schedule, node_order: Sequence[int] | None = None,
-                  piece_order: Sequence[int] | None = None) -> Schedule:
+                  piece_order: Sequence[int] | None = None, release: np.ndarray | None = None) -> Schedule:
     """Start times for a schedule without them: pieces in topological order of their
     nodes (`node_order`, default the graph's; a node's pieces in the order given), or in
     `piece_order` (which must respect precedence), each as early as its inputs and its
-    device allow."""
+    device allow, and not before release[node, device] if given."""
     tm = _timing(spec, s)
     if piece_order is not None:
         tm.order = list(piece_order)
@@ -84,7 +84,7 @@ def list_schedule(spec: Spec, s: Schedule, node_order: Sequence[int] | None = No
     for k in tm.order:
         ready = max((end[h] + t for h, t in tm.preds[k]), default=0.0)
         d = s.pieces[k].device
-        start[k] = max(ready, free[d])
+        start[k] = max(ready, free[d], 0.0 if release is None else float(release[s.pieces[k].node, d]))
         free[d] = start[k] + tm.duration[k]
         end[tm.share[k]] = max(end[tm.share[k]], free[d])
     return replace(s, pieces=tuple(replace(p, start=float(start[k])) for k, p in enumerate(s.pieces)))

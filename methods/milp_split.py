@@ -11,9 +11,9 @@ with the DiviML MILP, and bound the optimum by the Remark's recursion.
   (sdep), modules run one after the other in any schedule, so this is the optimum. The
   pairs are solved after each module with free ends, capped where they could still help
   (methods/milp_split_chain.py).
-- Otherwise (IV-B2) each module's MILP runs after the previous ones are fixed, with
-  release times: inputs from earlier modules (transfer counted whenever the device
-  differs) and each device's last busy time.
+- Otherwise (IV-B2), and by default under a split batch (`composition`), each module's
+  MILP runs after the previous ones are fixed, with release times: inputs from earlier
+  modules (transfer counted whenever the device differs) and each device's last busy time.
 The module MILPs are independent in the DP and run on the executor of part bound
 (runtime/executor.py). The pieces are put together in module order, list-scheduled on the
 whole graph (never later than the modules' own times) and re-scored by the evaluator.
@@ -57,16 +57,22 @@ DEFAULT_MODULE_LIMIT = 10.0  # seconds per module MILP without a time limit
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
         solver: str | None = None, gap: float | None = None, threads: int | None = None,
         channels: float = 1, module_limit: float | None = None, workers: float | None = None,
-        min_module: float = 4, bound_limit: float = 2.0, lookahead: float = 1, symmetry: float = 0,
-        prune: float = 1, executor=None, **_: object) -> Iterator:  # type: ignore[no-untyped-def]
+        min_module: float = 4, bound_limit: float = 2.0, lookahead: float | None = None, symmetry: float = 0,
+        prune: float = 1, compose: str | None = None, executor=None,  # type: ignore[no-untyped-def]
+        **_: object) -> Iterator:
     """MILP-SPLIT as a method: yields HEFT first, then the split schedule, then its bound.
     The module MILPs run on `executor` (a Dask cluster's, ...) if given, else on `workers`
-    local processes; `symmetry` puts sec. V-E / VI's rows in each of them."""
+    local processes; `symmetry` puts sec. V-E / VI's rows in each of them. `compose`: dp
+    (IV-B1, single channel) or rolling (IV-B2); by default, see `composition`."""
     diviml.check(spec)
     diviml_symmetry.check_criterion(symmetry)
     if channels < 1 or int(channels) != channels:
         raise PartError(f"channels must be a whole number >= 1, not {channels:g}", None)
     plan = ModulePlan(spec, int(channels), int(min_module))
+    single = all(len(c) <= 1 for c in plan.cuts)
+    compose = composition(spec, single, compose)
+    if lookahead is None:  # under a split batch a two-module MILP stalls at its start (see ROLLING_LOOKAHEAD)
+        lookahead = ROLLING_LOOKAHEAD if spec.objective.split == 1 else 0
     shares = _across_modules(spec, plan)
     nworkers = int(workers) if workers else None
     if executor is None and nworkers is None and (deadline.left() < POOL_SECONDS or not pool_pays(spec)):
@@ -75,14 +81,14 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     with nullcontext(executor) if executor is not None else warm_pool(nworkers, WORKER_MODULES) as pool:
         yield Candidate("HEFT (before the split)", schedule=list_schedulers.schedule(spec, "heft"))
         sizes = ", ".join(str(len(m)) for m in plan.modules)
-        single = all(len(c) <= 1 for c in plan.cuts)
         yield Progress(f"MILP-SPLIT: {len(plan.modules)} modules ({sizes} nodes), "
-                       f"{'single-channel DP' if single else 'modules in turn with release times'}"
+                       + ("single-channel DP" if compose == "dp" else "modules in turn with release times"
+                          + (" (a split batch: the bridges' ends split into chunks too)" if single else ""))
                        + ("" if shares is None else "; the modules could pass a device's memory together, so each "
                           "module gets a share of it by its bytes (" + ", ".join(f"{w:.0%}" for w, _ in shares) + ")"))
         known: dict[frozenset[int], float] = {}  # proven module bounds from the module MILPs
         modules_by = deadline.share(1.0 - BOUND_RESERVE) if deadline.limited else deadline  # the rest: the bound's
-        if single:
+        if compose == "dp":
             sched, why = _dp(spec, plan, modules_by, module_limit, solver, threads, nworkers, progress, known, pool,
                              int(symmetry), shares, bool(prune))
         else:  # with memory shares, no lookahead: a window's MILP could spend the next module's share
@@ -99,6 +105,28 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
                                    f"modules): makespan >= {lb:.6g} ms")
 
 
+def composition(spec: Spec, single: bool, compose: str | None) -> str:
+    """How the modules are put together: "dp", IV-B1's DP over (input, output) devices
+    (single-channel chains only), or "rolling", IV-B2's modules in turn with release times.
+    By default the DP where it applies, except under a split batch: the DP's pairs pin each
+    bridge's two ends whole, so at every bridge one device runs the whole batch while the
+    others wait. In turn, the ends split into chunks like any node, each chunk starting when
+    its inputs have arrived and its device is free (Table I's network at B = 128, 20 s:
+    108.2 images/s in turn, 101.7 by the DP, HEFT 104.1; on 3 modules of 4 nodes at B = 8
+    in 4, where every module MILP proves, the DP was up to 0.1% better on 2 of 6 draws)."""
+    if compose is None:
+        return "dp" if single and spec.objective.split == 1 else "rolling"
+    if compose not in ("dp", "rolling"):
+        raise PartError(f"-O compose={compose}: unknown composition", None, "use -O compose=dp or -O compose=rolling")
+    if compose == "dp" and not single:
+        raise PartError("-O compose=dp needs single-channel cuts between modules (IV-B1); this chain has cuts of "
+                        "several edges", None, "use -O compose=rolling (the default here), or -O channels=1")
+    return compose
+
+
+ROLLING_LOOKAHEAD = 1  # modules after its own in each MILP in turn at batch 1 (0 under a split batch: on Table I's
+# network at B = 128, 20 s, windows of two modules stalled near their starts: 104.4 images/s, 108.2 one at a time;
+# 2 channels: 104.2 and 111.3)
 MIN_BOUND_SECONDS = 1.0  # time left under which the lower bound runs no MILP
 # under a time limit the module MILPs stop at 75% of it, and the bound's MILPs have the rest:
 # with every second to the modules, the bound had none left (VGG-19 at B = 128, T = 10 s:

@@ -67,20 +67,19 @@ def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solv
     a MILP infeasible under it proves the module's makespan above it (its bound)."""
     from partdsl.solvers.dispatch import solve_matrix
 
-    shift = float(np.max(release)) if release is not None and release.size else 0.0
     until = Deadline.after(max(time_limit, 0.0))
     ev, end = None, math.inf
     for sched in _starts(spec, 0.15 * max(time_limit, 0.0), until, hard):
-        e = evaluate_schedule(spec, sched)
+        e = evaluate_schedule(spec, released(spec, sched, release))
         if e.feasible and as_makespan(spec, e.objective) < end:
             ev, end = e, as_makespan(spec, e.objective)
-    moved = None if ev is None else Schedule(tuple(Piece(p.node, p.device, p.samples, (p.start or 0.0) + shift)
-                                                   for p in ev.schedule.pieces), ev.schedule.batch)
+    moved = None if ev is None else ev.schedule
     # the starts take their time out of the module's: on a large module (941 nodes under a split
     # batch) they took seconds, and a MILP given the whole limit after them ran 3x past it
     if until.left() < MIN_MILP_SECONDS:  # past the deadline: building and running a MILP would overrun it
-        return _start_only(shift + end, moved, "time limit reached before its MILP")
-    H = shift + (end if math.isfinite(end) else diviml.safe_horizon(spec))
+        return _start_only(end, moved, "time limit reached before its MILP")
+    shift = float(np.max(release)) if release is not None and release.size else 0.0
+    H = end if math.isfinite(end) else shift + diviml.safe_horizon(spec)
     capped = cutoff < H
     H = min(H, cutoff)
     mip, vm = diviml.build(spec, H, release, symmetry)
@@ -91,10 +90,10 @@ def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solv
     # build, and MILP-SPLIT ended up to 1 s past --time-limit 10
     time_limit = until.left() * (0.85 if spec.objective.split > 1 else 1.0)
     if time_limit < MIN_MILP_SECONDS:
-        return _start_only(shift + end, moved, "time limit reached while its MILP was built")
+        return _start_only(end, moved, "time limit reached while its MILP was built")
     out = solve_matrix(mip, solver, time_limit, gap, threads, start)
     # the best start stays the module's schedule unless the MILP beats it (issue 28, defect 2)
-    kept = ModuleResult(shift + end, 0.0, tuple((q.start, q) for q in moved.pieces), "the best start") \
+    kept = ModuleResult(end, 0.0, tuple((q.start, q) for q in moved.pieces), "the best start") \
         if ev is not None else ModuleResult(math.inf, 0.0, (), out.why)
     if out.status == Status.INFEASIBLE:
         if capped:  # no schedule ends by the cap (below the start's makespan): the cap is a bound
@@ -109,6 +108,18 @@ def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solv
     if made > kept.makespan:  # a start the MILP could not take (outside its space) that it did not beat
         return ModuleResult(kept.makespan, min(bound, kept.makespan), kept.pieces, f"{out.why}; {kept.why}")
     return ModuleResult(made, min(bound, made), tuple(diviml.decode_pieces(spec, vm, out.x)), out.why)
+
+
+def released(spec: Spec, sched: Schedule, release: np.ndarray | None) -> Schedule:
+    """A start's pieces in its order, re-timed so none starts before its release time
+    (release[node, device]): a piece whose inputs and device are free early starts early,
+    where moving the whole start past the last release delayed every piece. By induction
+    over the order, no piece starts later than it would moved, so neither does the end."""
+    if release is None or not release.size:
+        return sched
+    rank = np.argsort(spec.dense.topo)
+    order = sorted(range(len(sched.pieces)), key=lambda k: (sched.pieces[k].start or 0.0, rank[sched.pieces[k].node], k))
+    return list_schedule(spec, sched, piece_order=order, release=release)
 
 
 def _start_only(makespan: float, moved: Schedule | None, why: str) -> ModuleResult:

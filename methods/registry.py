@@ -150,8 +150,11 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("milp_split", "methods.milp_split:run", False, "MILP-SPLIT (DiviML sec. IV-B): the DiviML MILP per module "
            "(bridges, or k-edge-connected components for channels > 1), combined by a DP over the devices at "
            "each bridge, with the Remark's lower bound; -O prune=0 solves every pair of every module (default: "
-           "each module with free ends first, then the other pairs capped where they could still help)",
-           ("channels", "module_limit", "workers", "min_module", "bound_limit", "lookahead", "symmetry", "prune"),
+           "each module with free ends first, then the other pairs capped where they could still help); "
+           "-O compose=dp|rolling: the DP, or modules in turn with release times (the default under a split "
+           "batch and for channels > 1)",
+           ("channels", "module_limit", "workers", "min_module", "bound_limit", "lookahead", "symmetry", "prune",
+            "compose"),
            mip=True,
            objectives=SCHEDULED, ignores=FLAT),
     *(Method(name, "kernels.peers.runners:run", False, f"{package} as a peer: k-way partition (edge weights = transfers, "
