@@ -348,12 +348,15 @@ def _rolling(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: flo
              lookahead: int = 1, symmetry: int = 0, shares: list[tuple[float, float]] | None = None) -> tuple[Schedule | None, str]:
     """IV-B2: modules in chain order, each after the ones before it are fixed; each MILP
     also schedules the next `lookahead` modules (then dropped), so a module does not
-    finish early at the expense of the ones after it."""
+    finish early at the expense of the ones after it. Each MILP may start from the whole
+    graph's HEFT schedule on its nodes, re-timed to its release times (HEFT ranks a node by
+    the work after it in every module; a module's own HEFT sees only its module)."""
     s = plan.s
     d = s.dense
     q = len(plan.modules)
     order: list[tuple[int, float, Piece]] = []
     whys = set()
+    whole = list_schedulers.schedule(s, "heft")  # its pieces in each module: one more start there
     for k, own in enumerate(plan.modules):
         nodes = sorted(v for m in plan.modules[k:k + 1 + lookahead] for v in m)
         keep = set(own)
@@ -378,7 +381,9 @@ def _rolling(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: flo
                 release[li, u] = r
         sub = with_memory(restrict(s, nodes), window(shares, k, lookahead))
         limit = _limit(deadline, module_limit, 1.0 / (q - k))
-        r = solve_module(sub, release, limit, solver, threads, symmetry=symmetry)
+        local = {v: i for i, v in enumerate(nodes)}
+        heft = Schedule(tuple(replace(p, node=local[p.node]) for p in whole.pieces if p.node in local), whole.batch)
+        r = solve_module(sub, release, limit, solver, threads, symmetry=symmetry, given=(heft,))
         whys.add(r.why)
         if progress:
             progress(f"MILP-SPLIT: module {k + 1}/{q} ({len(own)} nodes, {len(nodes)} in the MILP) {r.why}, "

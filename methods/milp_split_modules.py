@@ -58,9 +58,10 @@ class ModuleResult:
 
 def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solver: str | None,
                  threads: int | None, gap: float | None = None, symmetry: int = 0,
-                 hard: Deadline = NEVER, cutoff: float = math.inf) -> ModuleResult:
+                 hard: Deadline = NEVER, cutoff: float = math.inf, given: tuple[Schedule, ...] = ()) -> ModuleResult:
     """The DiviML MILP of one module (a restricted spec); H and the MIP start from the best
-    of `_starts` (started after every release). With no time left (`time_limit` <= 0) the
+    of `_starts` and the `given` schedules (each re-timed to the release times: `released`).
+    With no time left (`time_limit` <= 0) the
     best start alone, without building the MILP; nothing if even HEFT's would end past
     `hard`. `symmetry`: the rows of models/diviml_symmetry.py (among devices and servers
     alike, release times included). `cutoff`: H at most this (methods/milp_split_chain.py);
@@ -69,7 +70,7 @@ def solve_module(spec: Spec, release: np.ndarray | None, time_limit: float, solv
 
     until = Deadline.after(max(time_limit, 0.0))
     ev, end = None, math.inf
-    for sched in _starts(spec, 0.15 * max(time_limit, 0.0), until, hard):
+    for sched in (*given, *_starts(spec, 0.15 * max(time_limit, 0.0), until, hard)):
         e = evaluate_schedule(spec, released(spec, sched, release))
         if e.feasible and as_makespan(spec, e.objective) < end:
             ev, end = e, as_makespan(spec, e.objective)
