@@ -8,12 +8,14 @@ with the DiviML MILP, and bound the optimum by the Remark's recursion.
   solved for every (input device, output device) pair, its endpoints pinned whole, and a
   DP over the chain picks the pairs: sum of module makespans plus the transfer over each
   bridge. When every node of a module descends from its input and reaches its output
-  (sdep), modules run one after the other in any schedule, so this is the optimum. The
+  (sdep), modules run one after the other in any schedule, so at batch 1 this is the
+  optimum (under a split batch the pairs run each end whole, which the optimum need not). The
   pairs are solved after each module with free ends, capped where they could still help
   (methods/milp_split_chain.py).
 - Otherwise (IV-B2), and by default under a split batch (`composition`), each module's
   MILP runs after the previous ones are fixed, with release times: inputs from earlier
-  modules (transfer counted whenever the device differs) and each device's last busy time.
+  modules (transfer counted whenever the device differs) and each device's last busy time
+  (methods/milp_split_turns.py).
 The module MILPs are independent in the DP and run on the executor of part bound
 (runtime/executor.py). The pieces are put together in module order, list-scheduled on the
 whole graph (never later than the modules' own times) and re-scored by the evaluator.
@@ -33,7 +35,7 @@ from partdsl.core.events import Candidate, Progress, Proven
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule
 from partdsl.evaluator.schedule_checks import sample_bytes
-from partdsl.evaluator.schedule_eval import as_objective, list_schedule, transfer_time
+from partdsl.evaluator.schedule_eval import as_objective
 from partdsl.kernels.graph.modules import restrict
 from partdsl.kernels.schedule import list_schedulers
 from partdsl.methods.milp_split_chain import backtrack, chain_table, solve_pruned
@@ -42,16 +44,20 @@ from partdsl.methods.milp_split_modules import (
     ModulePlan,
     ModuleResult,
     chain_bound,
-    piece_duration,
     pool_pays,
     solve_all,
-    solve_module,
+)
+from partdsl.methods.milp_split_turns import (
+    DEFAULT_MODULE_LIMIT,
+    ROLLING_LOOKAHEAD,
+    composition,
+    in_turn,
+    window,
+    with_memory,
 )
 from partdsl.models import diviml, diviml_symmetry
 from partdsl.runtime.deadline import NEVER, Deadline
 from partdsl.runtime.executor import job_threads, warm_pool
-
-DEFAULT_MODULE_LIMIT = 10.0  # seconds per module MILP without a time limit
 
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
@@ -92,7 +98,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
             sched, why = _dp(spec, plan, modules_by, module_limit, solver, threads, nworkers, progress, known, pool,
                              int(symmetry), shares, bool(prune))
         else:  # with memory shares, no lookahead: a window's MILP could spend the next module's share
-            sched, why = _rolling(spec, plan, modules_by, module_limit, solver, threads, progress,
+            sched, why = in_turn(spec, plan, modules_by, module_limit, solver, threads, progress,
                                   int(lookahead) if shares is None else 0, int(symmetry), shares)
         if sched is not None:
             yield Candidate(f"MILP-SPLIT ({why})", schedule=sched)
@@ -105,28 +111,6 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
                                    f"modules): makespan >= {lb:.6g} ms")
 
 
-def composition(spec: Spec, single: bool, compose: str | None) -> str:
-    """How the modules are put together: "dp", IV-B1's DP over (input, output) devices
-    (single-channel chains only), or "rolling", IV-B2's modules in turn with release times.
-    By default the DP where it applies, except under a split batch: the DP's pairs pin each
-    bridge's two ends whole, so at every bridge one device runs the whole batch while the
-    others wait. In turn, the ends split into chunks like any node, each chunk starting when
-    its inputs have arrived and its device is free (Table I's network at B = 128, 20 s:
-    108.2 images/s in turn, 101.7 by the DP, HEFT 104.1; on 3 modules of 4 nodes at B = 8
-    in 4, where every module MILP proves, the DP was up to 0.1% better on 2 of 6 draws)."""
-    if compose is None:
-        return "dp" if single and spec.objective.split == 1 else "rolling"
-    if compose not in ("dp", "rolling"):
-        raise PartError(f"-O compose={compose}: unknown composition", None, "use -O compose=dp or -O compose=rolling")
-    if compose == "dp" and not single:
-        raise PartError("-O compose=dp needs single-channel cuts between modules (IV-B1); this chain has cuts of "
-                        "several edges", None, "use -O compose=rolling (the default here), or -O channels=1")
-    return compose
-
-
-ROLLING_LOOKAHEAD = 1  # modules after its own in each MILP in turn at batch 1 (0 under a split batch: on Table I's
-# network at B = 128, 20 s, windows of two modules stalled near their starts: 104.4 images/s, 108.2 one at a time;
-# 2 channels: 104.2 and 111.3)
 MIN_BOUND_SECONDS = 1.0  # time left under which the lower bound runs no MILP
 # under a time limit the module MILPs stop at 75% of it, and the bound's MILPs have the rest:
 # with every second to the modules, the bound had none left (VGG-19 at B = 128, T = 10 s:
@@ -170,35 +154,6 @@ def _across_modules(spec: Spec, plan: ModulePlan) -> list[tuple[float, float]] |
     per = np.array([float(bytes_of[m].sum()) + inbound[k] for k, m in enumerate(map(list, plan.modules))])
     w = per / per.sum() if per.sum() > 0 else np.full(len(per), 1.0 / len(per))
     return [(float(w[k]), inbound[k]) for k in range(len(per))]
-
-
-def with_memory(sub: Spec, share: tuple[float, float] | None) -> Spec:
-    """A module's spec with its share of each class's memory: (w, inbound) -> w M - inbound
-    (None: as it is)."""
-    if share is None:
-        return sub
-    w, inbound = share
-    classes = tuple(replace(k, memory=max(k.memory * w - inbound, 0.0)) if k.memory is not None else k
-                    for k in sub.platform.classes)
-    return replace(sub, platform=replace(sub.platform, classes=classes))
-
-
-def window(shares: list[tuple[float, float]] | None, k: int, lookahead: int) -> tuple[float, float] | None:
-    """The share of a MILP over modules k .. k + lookahead (their w and inbound summed)."""
-    if shares is None:
-        return None
-    mine = shares[k:k + 1 + lookahead]
-    return sum(w for w, _ in mine), sum(b for _, b in mine)
-
-
-def _limit(deadline: Deadline, module_limit: float | None, share: float) -> float:
-    """Seconds per module MILP: `module_limit`, else a share of the time left (10 s
-    without a time limit); never past the deadline."""
-    left = deadline.left()
-    if math.isinf(left):
-        return float(module_limit) if module_limit is not None else DEFAULT_MODULE_LIMIT
-    mine = float(module_limit) if module_limit is not None else min(share, 0.8) * left
-    return max(min(mine, 0.8 * left), 0.05)
 
 
 def _dp(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | None, solver: str | None,
@@ -341,63 +296,3 @@ def _chain_dp(spec: Spec, plan: ModulePlan, results: dict) -> tuple[Schedule | N
         order += [(k, at, Piece(nodes[p.node], p.device, p.samples, None)) for at, p in results[(k, a, b)].pieces]
     why = "; ".join(sorted({results[c].why for c in chosen}))
     return plan.to_original(spec, order), f"single-channel DP over {q} modules: {why}"
-
-
-def _rolling(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | None, solver: str | None,
-             threads: int | None, progress: Callable[[str], None] | None,
-             lookahead: int = 1, symmetry: int = 0, shares: list[tuple[float, float]] | None = None) -> tuple[Schedule | None, str]:
-    """IV-B2: modules in chain order, each after the ones before it are fixed; each MILP
-    also schedules the next `lookahead` modules (then dropped), so a module does not
-    finish early at the expense of the ones after it. Each MILP may start from the whole
-    graph's HEFT schedule on its nodes, re-timed to its release times (HEFT ranks a node by
-    the work after it in every module; a module's own HEFT sees only its module)."""
-    s = plan.s
-    d = s.dense
-    q = len(plan.modules)
-    order: list[tuple[int, float, Piece]] = []
-    whys = set()
-    whole = list_schedulers.schedule(s, "heft")  # its pieces in each module: one more start there
-    for k, own in enumerate(plan.modules):
-        nodes = sorted(v for m in plan.modules[k:k + 1 + lookahead] for v in m)
-        keep = set(own)
-        timed = _timed(plan, order)
-        release = np.zeros((len(nodes), d.D))
-        busy = np.zeros(d.D)
-        ends: dict[tuple[int, int], float] = {}
-        for p in timed.pieces:
-            busy[p.device] = max(busy[p.device], p.start + piece_duration(s, p))
-            key = (p.node, p.device)
-            ends[key] = max(ends.get(key, 0.0), p.start + piece_duration(s, p))
-        inside = set(nodes)
-        for li, v in enumerate(nodes):
-            for u in range(d.D):
-                r = busy[u]
-                for j in map(int, d.preds[v]):
-                    if j in inside:
-                        continue
-                    for (jj, w), e in ends.items():
-                        if jj == j:
-                            r = max(r, e + transfer_time(s, j, w, u))
-                release[li, u] = r
-        sub = with_memory(restrict(s, nodes), window(shares, k, lookahead))
-        limit = _limit(deadline, module_limit, 1.0 / (q - k))
-        local = {v: i for i, v in enumerate(nodes)}
-        heft = Schedule(tuple(replace(p, node=local[p.node]) for p in whole.pieces if p.node in local), whole.batch)
-        r = solve_module(sub, release, limit, solver, threads, symmetry=symmetry, given=(heft,))
-        whys.add(r.why)
-        if progress:
-            progress(f"MILP-SPLIT: module {k + 1}/{q} ({len(own)} nodes, {len(nodes)} in the MILP) {r.why}, "
-                     f"ends at {r.makespan:.6g} ms")
-        if not math.isfinite(r.makespan):
-            return None, f"module {k + 1} has no schedule ({r.why})"
-        order += [(k, at, Piece(nodes[p.node], p.device, p.samples, None)) for at, p in r.pieces
-                  if nodes[p.node] in keep]
-    return plan.to_original(spec, order), f"{q} modules in turn: {'; '.join(sorted(whys))}"
-
-
-def _timed(plan: ModulePlan, order: list[tuple[int, float, Piece]]) -> Schedule:
-    """What is fixed so far, list-scheduled on the split spec."""
-    pieces = tuple(p for _, _, p in sorted(order, key=lambda z: (z[0], z[1])))
-    return list_schedule(plan.s, Schedule(pieces, plan.s.objective.batch), piece_order=range(len(pieces)))
-
-

@@ -74,7 +74,7 @@ def test_a_start_re_timed_to_its_releases_is_valid_and_never_later_than_moved(se
 
 
 def test_a_module_without_time_for_its_milp_keeps_the_best_of_heft_and_the_schedule_it_is_given() -> None:
-    """The whole graph's HEFT on a module's nodes is one more start in turn (`_rolling`):
+    """The whole graph's HEFT on a module's nodes is one more start in turn (milp_split_turns.in_turn):
     with no time for the MILP the module keeps the better of its own HEFT and that one.
     The one given here is the module's optimum, which its own HEFT misses on this draw."""
     from partdsl.methods.milp_split_modules import solve_module
