@@ -98,7 +98,7 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
             sched, why = _dp(spec, plan, modules_by, module_limit, solver, threads, nworkers, progress, known, pool,
                              int(symmetry), shares, bool(prune))
         else:  # with memory shares, no lookahead: a window's MILP could spend the next module's share
-            sched, why = in_turn(spec, plan, modules_by, module_limit, solver, threads, progress,
+            sched, why = yield from in_turn(spec, plan, modules_by, module_limit, solver, threads, progress,
                                   int(lookahead) if shares is None else 0, int(symmetry), shares)
         if sched is not None:
             yield Candidate(f"MILP-SPLIT ({why})", schedule=sched)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Generator
 
 import numpy as np
 from partdsl.core.errors import PartError
+from partdsl.core.events import Candidate
 from partdsl.core.ir import Spec
 from partdsl.core.schedule import Piece, Schedule
 from partdsl.evaluator.schedule_eval import list_schedule, transfer_time
@@ -77,40 +78,25 @@ def _limit(deadline: Deadline, module_limit: float | None, share: float) -> floa
 def in_turn(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | None, solver: str | None,
             threads: int | None, progress: Callable[[str], None] | None,
             lookahead: int = 1, symmetry: int = 0,
-            shares: list[tuple[float, float]] | None = None) -> tuple[Schedule | None, str]:
+            shares: list[tuple[float, float]] | None = None
+            ) -> Generator[Candidate, None, tuple[Schedule | None, str]]:
     """IV-B2: modules in chain order, each after the ones before it are fixed; each MILP
     also schedules the next `lookahead` modules (then dropped), so a module does not
     finish early at the expense of the ones after it. Each MILP may start from the whole
     graph's HEFT schedule on its nodes, re-timed to its release times (HEFT ranks a node by
-    the work after it in every module; a module's own HEFT sees only its module)."""
+    the work after it in every module; a module's own HEFT sees only its module). Yields
+    answers so far (the modules done, the whole graph's HEFT after them) along the way, and
+    returns the composed schedule."""
     s = plan.s
-    d = s.dense
     q = len(plan.modules)
     order: list[tuple[int, float, Piece]] = []
     whys = set()
     whole = list_schedulers.schedule(s, "heft")  # its pieces in each module: one more start there
+    module_of = {v: k for k, m in enumerate(plan.modules) for v in m}
+    every = max(1, -(-q // PARTIAL_CANDIDATES))
     for k, own in enumerate(plan.modules):
         nodes = sorted(v for m in plan.modules[k:k + 1 + lookahead] for v in m)
-        keep = set(own)
-        timed = _timed(plan, order)
-        release = np.zeros((len(nodes), d.D))
-        busy = np.zeros(d.D)
-        ends: dict[tuple[int, int], float] = {}
-        for p in timed.pieces:
-            busy[p.device] = max(busy[p.device], p.start + piece_duration(s, p))
-            key = (p.node, p.device)
-            ends[key] = max(ends.get(key, 0.0), p.start + piece_duration(s, p))
-        inside = set(nodes)
-        for li, v in enumerate(nodes):
-            for u in range(d.D):
-                r = busy[u]
-                for j in map(int, d.preds[v]):
-                    if j in inside:
-                        continue
-                    for (jj, w), e in ends.items():
-                        if jj == j:
-                            r = max(r, e + transfer_time(s, j, w, u))
-                release[li, u] = r
+        release = _releases(s, _timed(plan, order), nodes)
         sub = with_memory(restrict(s, nodes), window(shares, k, lookahead))
         limit = _limit(deadline, module_limit, 1.0 / (q - k))
         local = {v: i for i, v in enumerate(nodes)}
@@ -122,9 +108,42 @@ def in_turn(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: floa
                      f"ends at {r.makespan:.6g} ms")
         if not math.isfinite(r.makespan):
             return None, f"module {k + 1} has no schedule ({r.why})"
+        keep = set(own)
         order += [(k, at, Piece(nodes[p.node], p.device, p.samples, None)) for at, p in r.pieces
                   if nodes[p.node] in keep]
+        if k + 1 < q and (k + 1) % every == 0:  # an answer so far: the modules done, HEFT's pieces after them
+            after = [(module_of[p.node], p.start or 0.0, replace(p, start=None)) for p in whole.pieces
+                     if module_of[p.node] > k]
+            yield Candidate(f"MILP-SPLIT (modules 1-{k + 1} of {q} in turn, HEFT after)",
+                            schedule=plan.to_original(spec, order + after))
     return plan.to_original(spec, order), f"{q} modules in turn: {'; '.join(sorted(whys))}"
+
+
+PARTIAL_CANDIDATES = 10  # answers so far that a composition in turn offers, at most
+
+
+def _releases(s: Spec, timed: Schedule, nodes: list[int]) -> np.ndarray:
+    """[len(nodes), D]: when each node may start on each device, given what is fixed
+    (`timed`): after the device's last piece, and after each input from outside `nodes`
+    has arrived there (its share's end plus the transfer from the share's device)."""
+    d = s.dense
+    busy = np.zeros(d.D)
+    ends: dict[int, dict[int, float]] = {}  # node -> device -> its share's end
+    for p in timed.pieces:
+        end = (p.start or 0.0) + piece_duration(s, p)
+        busy[p.device] = max(busy[p.device], end)
+        mine = ends.setdefault(p.node, {})
+        mine[p.device] = max(mine.get(p.device, 0.0), end)
+    inside = set(nodes)
+    release = np.tile(busy, (len(nodes), 1))
+    for li, v in enumerate(nodes):
+        for j in map(int, d.preds[v]):
+            if j in inside:
+                continue
+            for w, e in ends.get(j, {}).items():
+                for u in range(d.D):
+                    release[li, u] = max(release[li, u], e + transfer_time(s, j, w, u))
+    return release
 
 
 def _timed(plan: ModulePlan, order: list[tuple[int, float, Piece]]) -> Schedule:

@@ -88,3 +88,17 @@ def test_a_module_without_time_for_its_milp_keeps_the_best_of_heft_and_the_sched
     assert ends[0] < ends[1] - 1e-6  # the draw this test needs: HEFT is not optimal on it
     r = solve_module(sub, release, 0.0, None, None, given=(best,))
     assert r.makespan == pytest.approx(ends[0])
+
+
+def test_modules_in_turn_offer_an_answer_after_each_module_and_every_one_is_a_valid_schedule() -> None:
+    from partdsl.core.events import Candidate
+    from partdsl.methods.milp_split import run
+
+    spec = randwire_spec(RandWire(model="er", size=5, modules=4, p=0.4, seed=3), "throughput", 8, 4)
+    found = [e for e in run(spec, workers=1, module_limit=0.5) if isinstance(e, Candidate)]
+    partial = [c for c in found if "HEFT after" in c.label]
+    assert [c.label.split(" of ")[0] for c in partial] == [f"MILP-SPLIT (modules 1-{k}" for k in (1, 2, 3)]
+    for c in found:
+        ev = evaluate_schedule(spec, c.schedule)
+        assert ev.feasible, (c.label, ev.violations)
+        assert sorted(p.node for p in c.schedule.pieces if 0 in p.samples) == list(range(spec.dense.n))
