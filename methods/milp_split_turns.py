@@ -111,7 +111,9 @@ def in_turn(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: floa
         keep = set(own)
         order += [(k, at, Piece(nodes[p.node], p.device, p.samples, None)) for at, p in r.pieces
                   if nodes[p.node] in keep]
-        if k + 1 < q and (k + 1) % every == 0:  # an answer so far: the modules done, HEFT's pieces after them
+        # an answer so far: the modules done, HEFT's pieces after them (not under memory shares:
+        # HEFT's pieces do not keep to them)
+        if k + 1 < q and (k + 1) % every == 0 and shares is None:
             after = [(module_of[p.node], p.start or 0.0, replace(p, start=None)) for p in whole.pieces
                      if module_of[p.node] > k]
             yield Candidate(f"MILP-SPLIT (modules 1-{k + 1} of {q} in turn, HEFT after)",

@@ -320,6 +320,22 @@ def test_a_module_milp_built_past_its_limit_is_not_run(monkeypatch: pytest.Monke
     assert "while its MILP was built" in got.why and math.isfinite(got.makespan), got.why
 
 
+def test_a_module_milp_too_big_to_presolve_in_its_limit_is_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HiGHS checks no limit in presolve (DenseNet-121's 941-node module presolved 8.4 s
+    under a 3 s limit): a MILP with more nonzeros than the presolve rate times its limit
+    keeps its best start, unrun; under the real rate a small module's MILP runs."""
+    from partdsl.methods import milp_split_modules
+    from partdsl.methods.milp_split_modules import solve_module
+
+    spec = restrict(randwire_spec(RandWire(model="er", size=5, modules=2, p=0.5, seed=1)), list(range(1, 6)))
+    ran = solve_module(spec, None, 5.0, None, None)
+    assert "presolve" not in ran.why and ran.bound > 0, ran.why
+    monkeypatch.setattr(milp_split_modules, "PRESOLVE_NONZEROS_PER_SECOND", 1.0)
+    kept = solve_module(spec, None, 5.0, None, None)
+    assert "would not get through the solver's presolve" in kept.why and kept.bound == 0.0
+    assert kept.makespan >= ran.makespan - 1e-9 and kept.pieces
+
+
 @pytest.mark.slow  # a long solve (conftest.py: the tiers)
 def test_a_start_that_would_end_past_the_hard_deadline_is_abandoned() -> None:
     """HEFT looks at its deadline as it places nodes: unbounded it is the plain schedule,
