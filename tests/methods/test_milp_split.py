@@ -69,6 +69,19 @@ def test_the_pruned_pairs_give_the_chain_every_pair_gives(model: str, regime: st
     assert capped.bound == pytest.approx(free.makespan * 0.999) and capped.bound <= free.makespan
 
 
+@pytest.mark.slow  # a long solve (conftest.py: the tiers)
+def test_pairs_capped_at_their_modules_bound_are_not_solved_and_the_chain_is_proven() -> None:
+    """Table III's 5-module network: the DP over the free modules' schedules meets the sum
+    of their bounds, so every other pair's cap is its module's bound, and none is solved."""
+    spec = randwire_spec(RandWire(model="er", size=10, modules=5, p=0.2, seed=0))
+    logs: list[str] = []
+    r = solve(spec, method="milp_split", options={"workers": 1}, progress=logs.append)
+    assert r.status is Status.OPTIMAL and r.bound == pytest.approx(r.objective, rel=1e-9)
+    pairs = [line for line in logs if " pair (" in line]
+    skipped = [line for line in pairs if "cannot beat the chain" in line]
+    assert len(skipped) >= 20 and all("both ends free" in line for line in pairs if line not in skipped)
+
+
 @settings(max_examples=examples(4), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from(("sdep", "wdep")), st.integers(1, 2), st.sampled_from(((1, 1), (4, 2), (2, 1))),
        st.integers(0, 10_000))
