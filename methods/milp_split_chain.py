@@ -110,11 +110,11 @@ def solve_pruned(plan: ModulePlan, free: list[Spec], jobs: list[Spec], keys: lis
     # a cap at its module's bound leaves the pair nothing to win (the chain is proven where every
     # cap is: Table III's 5-module network spent 0.6 s of its 3.7 proving 33 such pairs infeasible)
     tie = TIE * max(1.0, abs(upper))
-    for i in rest:
-        if caps[i] <= low[keys[i][0]] + tie:
-            yield keys[i][0], tuple(keys[i][:3]), ModuleResult(math.inf, low[keys[i][0]], (), "not solved"), \
-                f"its cap {caps[i]:.6g} ms is its module's bound: it cannot beat the chain"  # type: ignore[misc]
-    rest = [i for i in rest if caps[i] > low[keys[i][0]] + tie]
+    hopeless = {i for i in rest if caps[i] <= low[keys[i][0]] + tie}
+    for i in sorted(hopeless):
+        yield keys[i][0], tuple(keys[i][:3]), ModuleResult(math.inf, low[keys[i][0]], (), "not solved"), \
+            f"its cap {caps[i]:.6g} ms is its module's bound: it cannot beat the chain"  # type: ignore[misc]
+    rest = [i for i in rest if i not in hopeless]
     for n, r in solve_all([jobs[i] for i in rest], until, cap, solver, threads, symmetry, workers, executor,
                           cutoffs=[caps[i] for i in rest]):
         yield keys[rest[n]][0], tuple(keys[rest[n]][:3]), r, f"capped at {caps[rest[n]]:.6g} ms"  # type: ignore[misc]

@@ -126,13 +126,13 @@ def released(spec: Spec, sched: Schedule, release: np.ndarray | None) -> Schedul
     over the order, no piece starts later than it would moved, so neither does the end."""
     if release is None or not release.size:
         return sched
-    rank = np.argsort(spec.dense.topo)
-    order = sorted(range(len(sched.pieces)), key=lambda k: (sched.pieces[k].start or 0.0, rank[sched.pieces[k].node], k))
+    pos = spec.dense.topo_position
+    order = sorted(range(len(sched.pieces)), key=lambda k: (sched.pieces[k].start or 0.0, pos[sched.pieces[k].node], k))
     return list_schedule(spec, sched, piece_order=order, release=release)
 
 
 def _start_only(makespan: float, moved: Schedule | None, why: str) -> ModuleResult:
-    """A module's result without its MILP: the best start (moved after the releases), if any."""
+    """A module's result without its MILP: the best start (re-timed to the releases), if any."""
     if moved is None:
         return ModuleResult(math.inf, 0.0, (), why)
     return ModuleResult(makespan, 0.0, tuple((q.start, q) for q in moved.pieces), why + "; the best start")

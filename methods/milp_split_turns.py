@@ -29,7 +29,7 @@ def composition(spec: Spec, single: bool, compose: str | None) -> str:
     bridge's two ends whole, so at every bridge one device runs the whole batch while the
     others wait. In turn, the ends split into chunks like any node, each chunk starting when
     its inputs have arrived and its device is free (Table I's network at B = 128, 20 s:
-    108.2 images/s in turn, 101.7 by the DP, HEFT 104.1; on 3 modules of 4 nodes at B = 8
+    107.0 images/s in turn, 101.7 by the DP, HEFT 104.1; on 3 modules of 4 nodes at B = 8
     in 4, where every module MILP proves, the DP was up to 0.1% better on 2 of 6 draws)."""
     if compose is None:
         return "dp" if single and spec.objective.split == 1 else "rolling"
