@@ -73,8 +73,25 @@ ARCHER_T2 = {"mla": (1.216, 1.538, 1.950, 2.224, 2.304, 2.326),
 # DiviML Table I (latency, ms, B = 1) and Table IV (throughput, images/s, B = 128), 1-channel
 # 10-module ER(0.2) networks: best device, MET, Greedy, HEFT, (1+1) EA, SA, MILP, MILP-SPLIT, bound.
 DIVIML_COLUMNS = ("single", "met", "eft", "heft", "ea", "sa", "exact", "milp_split", "bound")
-DIVIML = {1: (211.7, 209.9, 104.4, 99.9, 97.5, 98.9, 80.1, 80.1, 80.1),
-          128: (54, 56, 74, 75, 84, 87, 114, 135, 164)}
+# DiviML Tables I (B = 1, ms) and IV (B = 128, images/s): each row's network, as (channels,
+# variant) of `part generate randwire`, and its values in DIVIML_COLUMNS' order.
+DIVIML_NETS = {"1-chan": (1, "sdep"), "sdep, 2-chan": (2, "sdep"), "sdep, 3-chan": (3, "sdep"),
+               "sdep, 4-chan": (4, "sdep"), "wdep, 2-chan": (2, "wdep"), "wdep, 3-chan": (3, "wdep"),
+               "wdep, 4-chan": (4, "wdep")}
+DIVIML = {("1-chan", 1): (211.7, 209.9, 104.4, 99.9, 97.5, 98.9, 80.1, 80.1, 80.1),
+          ("sdep, 2-chan", 1): (234.9, 219.3, 111.8, 109.3, 103.8, 106.2, 78.9, 79.1, 73.7),
+          ("sdep, 3-chan", 1): (236.5, 235.4, 114.2, 108.5, 104.7, 106.1, 79.9, 80.3, 68.1),
+          ("sdep, 4-chan", 1): (250.5, 249.1, 116.3, 111.3, 107.6, 109.5, 79.1, 79.4, 61.3),
+          ("wdep, 2-chan", 1): (225.2, 223.8, 103.7, 101.7, 97.3, 98.1, 74.3, 77.6, 73.3),
+          ("wdep, 3-chan", 1): (229.9, 229.3, 107.4, 104.3, 100.9, 103.1, 76.6, 78.7, 71.8),
+          ("wdep, 4-chan", 1): (242.9, 240.7, 106.8, 104.4, 102.0, 103.6, 71.6, 77.0, 62.1),
+          ("1-chan", 128): (54, 56, 74, 75, 84, 87, 114, 135, 164),
+          ("sdep, 2-chan", 128): (48, 50, 67, 66, 75, 78, 95, 119, 180),
+          ("sdep, 3-chan", 128): (49, 51, 68, 70, 78, 81, 116, 129, 196),
+          ("sdep, 4-chan", 128): (47, 48, 65, 67, 76, 79, 73, 126, 209),
+          ("wdep, 2-chan", 128): (51, 53, 76, 75, 86, 87, 89, 137, 182),
+          ("wdep, 3-chan", 128): (49, 52, 73, 73, 82, 85, 72, 137, 181),
+          ("wdep, 4-chan", 128): (47, 50, 72, 74, 82, 84, 65, 138, 207)}
 
 # DiviML Table II, torchvision row: the mean time (ms) of the paper's torchvision models on each device.
 DIVIML_T2 = {"cpu": 223.10, "t4": 12.16, "a100": 7.80}

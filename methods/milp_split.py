@@ -62,7 +62,7 @@ from partdsl.runtime.executor import job_threads, warm_pool
 
 def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callable[[str], None] | None = None,
         solver: str | None = None, gap: float | None = None, threads: int | None = None,
-        channels: float = 1, module_limit: float | None = None, workers: float | None = None,
+        channels: float | None = None, module_limit: float | None = None, workers: float | None = None,
         min_module: float = 4, bound_limit: float = 2.0, lookahead: float | None = None, symmetry: float = 0,
         prune: float = 1, compose: str | None = None, executor=None,  # type: ignore[no-untyped-def]
         **_: object) -> Iterator:
@@ -72,9 +72,10 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     (IV-B1, single channel) or rolling (IV-B2); by default, see `composition`."""
     diviml.check(spec)
     diviml_symmetry.check_criterion(symmetry)
-    if channels < 1 or int(channels) != channels:
+    if channels is not None and (channels < 1 or int(channels) != channels):
         raise PartError(f"channels must be a whole number >= 1, not {channels:g}", None)
-    plan = ModulePlan(spec, int(channels), int(min_module))
+    plan = (ModulePlan.fewest_channels(spec, int(min_module)) if channels is None
+            else ModulePlan(spec, int(channels), int(min_module)))
     single = all(len(c) <= 1 for c in plan.cuts)
     compose = composition(spec, single, compose)
     if lookahead is None:  # under a split batch a two-module MILP stalls at its start (see ROLLING_LOOKAHEAD)
@@ -87,7 +88,9 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
     with nullcontext(executor) if executor is not None else warm_pool(nworkers, WORKER_MODULES) as pool:
         yield Candidate("HEFT (before the split)", schedule=list_schedulers.schedule(spec, "heft"))
         sizes = ", ".join(str(len(m)) for m in plan.modules)
-        yield Progress(f"MILP-SPLIT: {len(plan.modules)} modules ({sizes} nodes), "
+        yield Progress(f"MILP-SPLIT: {len(plan.modules)} modules ({sizes} nodes) through {plan.channels} channel"
+                       + ("s" if plan.channels > 1 else "") + (" (the fewest that split)" if channels is None and len(plan.modules) > 1 else "")
+                       + ", "
                        + ("single-channel DP" if compose == "dp" else "modules in turn with release times"
                           + (" (a split batch: the bridges' ends split into chunks too)" if single else ""))
                        + ("" if shares is None else "; the modules could pass a device's memory together, so each "

@@ -44,6 +44,7 @@ LATE_SECONDS = 0.5  # jobs may compute HEFT's start until this long past the dea
 # what a worker process imports as it starts (runtime/executor.warm_pool): the module MILP and its solvers
 WORKER_MODULES = ("partdsl.methods.milp_split_modules", "partdsl.solvers.dispatch")
 HERE_TASKS = 32  # at most this many tasks (nodes x batch pieces): the module MILPs take less than a process's start
+AUTO_CHANNELS = 4  # channels tried, fewest first, when none is given (the paper's networks: 1 to 4)
 SA_MOVES_PER_TASK = 20  # the annealing start's moves per task (node x batch piece), within its seconds
 
 
@@ -242,10 +243,32 @@ class ModulePlan:
     """The chain and its bookkeeping."""
 
     def __init__(self, spec: Spec, channels: int, min_size: int) -> None:
+        self.channels = channels
         self.split: Split = split_articulations(spec) if channels == 1 else Split(spec, tuple(range(spec.dense.n)), {})
         self.s = self.split.spec
         self.modules = chain(self.s, channels, min_size)
         self.cuts = boundary_edges(self.s, self.modules)
+
+    @classmethod
+    def fewest_channels(cls, spec: Spec, min_size: int) -> "ModulePlan":
+        """With no channel count given: the fewest channels (1 to AUTO_CHANNELS) whose
+        largest module holds at most half the nodes, else the one with the smallest largest
+        module. DiviML's Tables I and IV stack modules through 1 to 4 edges; read with one
+        channel, a 2-channel network is one module (the whole MILP), and a 4-channel one read
+        with 3 channels splits off only its stem."""
+        best: ModulePlan | None = None
+        for c in range(1, AUTO_CHANNELS + 1):
+            plan = cls(spec, c, min_size)
+            if best is None or plan.largest < best.largest:
+                best = plan
+            if 2 * plan.largest <= len(plan.s.graph.nodes):
+                break
+        assert best is not None
+        return best
+
+    @property
+    def largest(self) -> int:
+        return max(len(m) for m in self.modules)
 
     def to_original(self, spec: Spec, order: list[tuple[int, float, Piece]]) -> Schedule:
         """Pieces (module, MILP start, piece on the split spec) -> a list schedule of `spec`."""
@@ -260,6 +283,18 @@ def piece_duration(spec: Spec, p: Piece) -> float:
 
     k = spec.platform.classes[int(spec.dense.dev_class[p.device])]
     return work_time(spec.graph.nodes[p.node], k.name, k.speed, len(p.samples))
+
+
+def closure(start: set[int], within: frozenset[int], nxt: list[list[int]]) -> set[int]:
+    """The nodes of `within` reached from `start` along `nxt` (successors or predecessors)."""
+    seen, stack = set(start), list(start)
+    while stack:
+        v = stack.pop()
+        for w in nxt[v]:
+            if w in within and w not in seen:
+                seen.add(w)
+                stack.append(w)
+    return seen
 
 
 def chain_bound(plan: ModulePlan, time_limit: float, solver: str | None, threads: int | None,
@@ -277,23 +312,16 @@ def chain_bound(plan: ModulePlan, time_limit: float, solver: str | None, threads
     succ = [d.succ_idx[d.succ_ptr[v]:d.succ_ptr[v + 1]].tolist() for v in range(n)]
     preds = [list(map(int, d.preds[v])) for v in range(n)]
 
-    def closure(start: set[int], within: frozenset[int], nxt: list[list[int]]) -> set[int]:
-        seen, stack = set(start), list(start)
-        while stack:
-            v = stack.pop()
-            for w in nxt[v]:
-                if w in within and w not in seen:
-                    seen.add(w)
-                    stack.append(w)
-        return seen
-
     # the recursion, first as a plan of single-module sets to bound (then bounded at once)
     memo: dict[frozenset[int], float] = {}
     inner: dict[frozenset[int], float] = {}
+    floor: dict[frozenset[int], float] = {}  # the simple bounds, kept for the second pass
     visits = [0]
 
     def simple(x: frozenset[int]) -> float:
-        return makespan_bound(restrict(s, sorted(x)))
+        if x not in floor:
+            floor[x] = makespan_bound(restrict(s, sorted(x)))
+        return floor[x]
 
     def one(x: frozenset[int]) -> float:
         if x not in inner:
@@ -303,6 +331,8 @@ def chain_bound(plan: ModulePlan, time_limit: float, solver: str | None, threads
     def lb(x: frozenset[int]) -> float:
         if x in memo:
             return memo[x]
+        if time.time() > until:  # out of time: 0 bounds any set (a chain of 212 modules takes seconds)
+            return 0.0
         visits[0] += 1
         first = int(module_of[list(x)].min())
         xs = frozenset(v for v in x if module_of[v] == first)
@@ -328,7 +358,7 @@ def chain_bound(plan: ModulePlan, time_limit: float, solver: str | None, threads
         return best
 
     everything = frozenset(range(n))
-    lb(everything)  # first pass: which single-module sets matter
+    first = lb(everything)  # first pass: which single-module sets matter
     if time_limit > 0 and inner:
         sets = sorted((x for x in inner if x not in (known or {})), key=len, reverse=True)
         per_threads = job_threads(threads, workers, executor, len(sets))
@@ -337,5 +367,6 @@ def chain_bound(plan: ModulePlan, time_limit: float, solver: str | None, threads
             inner[sets[i]] = max(inner[sets[i]], b)
         memo.clear()
         visits[0] = 0
-    return max(lb(everything), makespan_bound(s))
+        first = max(first, lb(everything))
+    return max(first, makespan_bound(s))
 

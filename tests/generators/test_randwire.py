@@ -131,6 +131,38 @@ def test_multi_channel_cuts_carry_at_most_the_channels() -> None:
         assert len(mods) >= 4 and all(len(cut) <= c for cut in boundary_edges(spec, mods))
 
 
+@pytest.mark.parametrize("variant", ("sdep", "wdep"))
+def test_without_a_channel_count_milp_split_finds_the_generated_one(variant: str) -> None:
+    """Read with fewer channels than it has, a network is one module (or loses only its stem:
+    4 channels read as 3); the plan takes the fewest channels whose modules each hold at
+    most half the nodes, which on these networks is the generator's count."""
+    from partdsl.methods.milp_split_modules import ModulePlan
+
+    for c in (1, 2, 3, 4):
+        spec = randwire_spec(RandWire(model="er", size=10, modules=10, channels=c, variant=variant, seed=0))
+        plan = ModulePlan.fewest_channels(spec, 4)
+        assert plan.channels == c and len(plan.modules) >= 10
+        assert all(len(cut) <= c for cut in plan.cuts) and 2 * plan.largest <= len(plan.s.graph.nodes)
+        if c > 1:
+            assert 2 * ModulePlan(spec, c - 1, 4).largest > len(spec.graph.nodes)  # too few channels: no split
+
+
+def test_a_graph_past_the_edge_limit_is_cut_in_topological_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """networkx's k-edge components take a max flow per node (seconds at 1,000 edges, a
+    RecursionError at 25,000): past K_EDGE_EDGES the cuts are those of one topological
+    order, still valid (at most C edges cross, every edge goes forward)."""
+    import partdsl.kernels.graph.modules as modules
+
+    spec = randwire_spec(RandWire(model="er", size=10, modules=6, channels=2, variant="wdep", seed=2))
+    exact = chain(spec, 2, min_size=4)
+    monkeypatch.setattr(modules, "K_EDGE_EDGES", 10)  # below this graph's edges
+    fast = chain(spec, 2, min_size=4)
+    where = {v: k for k, m in enumerate(fast) for v in m}
+    assert sorted(where) == list(range(len(spec.graph.nodes)))
+    assert all(where[a] <= where[b] for a, b in spec.graph.edges)
+    assert all(len(cut) <= 2 for cut in boundary_edges(spec, fast)) and 1 < len(fast) <= len(exact)
+
+
 def test_an_articulation_point_becomes_a_bridge() -> None:
     """Two diamonds sharing their middle node: no bridge, one articulation point; the split
     gives it a zero-cost copy that takes its out-edges, so the graph falls into two modules."""

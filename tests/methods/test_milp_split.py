@@ -369,3 +369,33 @@ def test_a_start_that_would_end_past_the_hard_deadline_is_abandoned() -> None:
     kept = solve_module(spec, None, 0.0, None, None)  # no MILP, HEFT's start
     assert math.isfinite(kept.makespan) and kept.pieces
 
+
+
+def test_without_a_channel_count_the_split_reads_the_networks_channels() -> None:
+    """A 2-channel network read with one channel is one module, the whole MILP; with no
+    `channels` option MILP-SPLIT takes the fewest that split it, and says so."""
+    spec = randwire_spec(RandWire(model="er", size=6, modules=3, p=0.5, channels=2, variant="wdep", seed=5))
+    logs: list[str] = []
+    auto = solve(spec, method="milp_split", options={"workers": 1}, progress=logs.append)
+    given = solve(spec, method="milp_split", options={"workers": 1, "channels": 2})
+    assert auto.objective == pytest.approx(given.objective, rel=1e-9) and auto.bound == pytest.approx(given.bound)
+    assert any("modules" in line and "through 2 channels (the fewest that split)" in line for line in logs), logs
+
+
+def test_the_bound_recursion_stops_at_its_deadline_with_a_valid_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Remark's recursion bounds a set per module it visits (each a spec and an LP):
+    4 s over DenseNet-121's 212 modules, past a 10 s limit. Out of time it bounds no more
+    sets, and what it returns is still the whole graph's simple bound or better."""
+    import time
+
+    import partdsl.methods.milp_split_modules as mod
+
+    plan = mod.ModulePlan(randwire_spec(RandWire(model="er", size=6, modules=6, p=0.4, variant="sdep", seed=1)), 1, 4)
+    simple = mod.makespan_bound(plan.s)
+    calls: list[int] = []
+    real = mod.makespan_bound
+    monkeypatch.setattr(mod, "makespan_bound", lambda spec: calls.append(1) or real(spec))  # counts, same values
+    late = mod.chain_bound(plan, 2.0, None, None, 1, until=time.time() - 1.0)
+    assert late == pytest.approx(simple) and len(calls) == 1  # the whole graph's, nothing else
+    full = mod.chain_bound(plan, 2.0, None, None, 1)
+    assert full > simple * (1 + 1e-6) and len(calls) > 6
