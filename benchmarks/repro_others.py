@@ -323,9 +323,12 @@ def diviml(quick: bool, cap: float) -> list[Table]:
                   "Table II's. With them no schedule goes below 1 / (1 + 1/1.26 + 1/7.10) = 0.518 of the best "
                   "device (the work bound), so the paper's splitting rows (0.378-0.493) need per-node speeds it does "
                   "not publish; where MILP-SPLIT's bound equals its value, its row is this network's optimum.",
-                  "MILP-SPLIT is run with its defaults: it finds the channels itself (the fewest, 1 to 4, that cut "
-                  "the network into modules of at most half its nodes); with several channels the modules go in "
+                  "MILP-SPLIT is run with its defaults: it finds the channels itself (one if that splits the "
+                  "network, else the fewest, 2 to 4, that cut it into modules of at most half its nodes); with several channels the modules go in "
                   "turn with release times (sec. IV-B2), and its bound is the Remark's recursion.",
+                  "With several channels MILP-SPLIT puts the modules in turn: at B = 128 that beats every heuristic; "
+                  "at B = 1 it returns HEFT's schedule, since a module uses a device only after the modules before it "
+                  "are done there (wdep 2-channel: 125.9 ms one proven module at a time, HEFT 120.7; docs/diviml.md).",
                   "Greedy is `eft`; MET, Greedy and HEFT under a batch are the paper's bMET, bGreedy and bHEFT.",
                   "SA and EA run until the limit (the paper: 600 s) and start from HEFT's schedule; "
                   "HEFT's mapping is list-scheduled in HEFT's order (`-O decode=bfs`: the paper's breadth-first order)."]

@@ -134,8 +134,8 @@ def test_multi_channel_cuts_carry_at_most_the_channels() -> None:
 @pytest.mark.parametrize("variant", ("sdep", "wdep"))
 def test_without_a_channel_count_milp_split_finds_the_generated_one(variant: str) -> None:
     """Read with fewer channels than it has, a network is one module (or loses only its stem:
-    4 channels read as 3); the plan takes the fewest channels whose modules each hold at
-    most half the nodes, which on these networks is the generator's count."""
+    4 channels read as 3); the plan takes one channel if it splits, else the fewest whose
+    modules each hold at most half the nodes: on these networks, the generator's count."""
     from partdsl.methods.milp_split_modules import ModulePlan
 
     for c in (1, 2, 3, 4):

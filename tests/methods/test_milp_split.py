@@ -384,8 +384,9 @@ def test_without_a_channel_count_the_split_reads_the_networks_channels() -> None
 
 def test_the_bound_recursion_stops_at_its_deadline_with_a_valid_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """The Remark's recursion bounds a set per module it visits (each a spec and an LP):
-    4 s over DenseNet-121's 212 modules, past a 10 s limit. Out of time it bounds no more
-    sets, and what it returns is still the whole graph's simple bound or better."""
+    4 s over DenseNet-121's 212 modules under -O channels=2, past a 10 s limit. Out of time
+    it bounds no more sets, and what it returns is still the whole graph's simple bound or
+    better."""
     import time
 
     import partdsl.methods.milp_split_modules as mod
