@@ -86,7 +86,8 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
         nworkers = 1  # too little time, or too little work, to start worker processes (a second or more each)
     # the worker processes start now, while HEFT runs here (about 1 s each on 2 cores)
     with nullcontext(executor) if executor is not None else warm_pool(nworkers, WORKER_MODULES) as pool:
-        yield Candidate("HEFT (before the split)", schedule=list_schedulers.schedule(spec, "heft"))
+        heft = list_schedulers.schedule(spec, "heft")
+        yield Candidate("HEFT (before the split)", schedule=heft)
         sizes = ", ".join(str(len(m)) for m in plan.modules)
         yield Progress(f"MILP-SPLIT: {len(plan.modules)} modules ({sizes} nodes) through {plan.channels} channel"
                        + ("s" if plan.channels > 1 else "") + (" (the fewest that split)" if channels is None and len(plan.modules) > 1 else "")
@@ -102,7 +103,8 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
                              int(symmetry), shares, bool(prune))
         else:  # with memory shares, no lookahead: a window's MILP could spend the next module's share
             sched, why = yield from in_turn(spec, plan, modules_by, module_limit, solver, threads, progress,
-                                  int(lookahead) if shares is None else 0, int(symmetry), shares)
+                                  int(lookahead) if shares is None else 0, int(symmetry), shares,
+                                  heft if not plan.split.twin else None)
         if sched is not None:
             yield Candidate(f"MILP-SPLIT ({why})", schedule=sched)
         left = deadline.left()

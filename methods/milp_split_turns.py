@@ -78,7 +78,7 @@ def _limit(deadline: Deadline, module_limit: float | None, share: float) -> floa
 def in_turn(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: float | None, solver: str | None,
             threads: int | None, progress: Callable[[str], None] | None,
             lookahead: int = 1, symmetry: int = 0,
-            shares: list[tuple[float, float]] | None = None
+            shares: list[tuple[float, float]] | None = None, whole_heft: Schedule | None = None
             ) -> Generator[Candidate, None, tuple[Schedule | None, str]]:
     """IV-B2: modules in chain order, each after the ones before it are fixed; each MILP
     also schedules the next `lookahead` modules (then dropped), so a module does not
@@ -86,27 +86,40 @@ def in_turn(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: floa
     graph's HEFT schedule on its nodes, re-timed to its release times (HEFT ranks a node by
     the work after it in every module; a module's own HEFT sees only its module). Yields
     answers so far (the modules done, the whole graph's HEFT after them) along the way, and
-    returns the composed schedule."""
+    returns the composed schedule; past the deadline, the modules left take the whole graph's
+    HEFT pieces (a module's own starts on DenseNet-121's 941 nodes at B = 128 took 4 s past
+    it). `whole_heft`: the whole graph's HEFT schedule if the caller has it (on `plan.s`)."""
     s = plan.s
     q = len(plan.modules)
     order: list[tuple[int, float, Piece]] = []
     whys = set()
-    whole = list_schedulers.schedule(s, "heft")  # its pieces in each module: one more start there
+    whole = whole_heft or list_schedulers.schedule(s, "heft")  # its pieces in each module: one more start there
     module_of = {v: k for k, m in enumerate(plan.modules) for v in m}
     every = max(1, -(-q // PARTIAL_CANDIDATES))
+
+    def heft_after(k: int) -> list[tuple[int, float, Piece]]:  # HEFT's pieces of modules k + 1 ..
+        return [(module_of[p.node], p.start or 0.0, replace(p, start=None)) for p in whole.pieces
+                if module_of[p.node] > k]
+
     for k, own in enumerate(plan.modules):
+        if k and deadline.passed():
+            return plan.to_original(spec, order + heft_after(k - 1)), \
+                f"modules 1-{k} of {q} in turn, HEFT after (time limit): {'; '.join(sorted(whys))}"
         nodes = sorted(v for m in plan.modules[k:k + 1 + lookahead] for v in m)
         release = _releases(s, _timed(plan, order), nodes)
         sub = with_memory(restrict(s, nodes), window(shares, k, lookahead))
         limit = _limit(deadline, module_limit, 1.0 / (q - k))
         local = {v: i for i, v in enumerate(nodes)}
         heft = Schedule(tuple(replace(p, node=local[p.node]) for p in whole.pieces if p.node in local), whole.batch)
-        r = solve_module(sub, release, limit, solver, threads, symmetry=symmetry, given=(heft,))
+        r = solve_module(sub, release, limit, solver, threads, symmetry=symmetry, given=(heft,), hard=deadline)
         whys.add(r.why)
         if progress:
             progress(f"MILP-SPLIT: module {k + 1}/{q} ({len(own)} nodes, {len(nodes)} in the MILP) {r.why}, "
                      f"ends at {r.makespan:.6g} ms")
         if not math.isfinite(r.makespan):
+            if k and deadline.passed():  # its own starts ran past the deadline
+                return plan.to_original(spec, order + heft_after(k - 1)), \
+                    f"modules 1-{k} of {q} in turn, HEFT after (time limit): {'; '.join(sorted(whys))}"
             return None, f"module {k + 1} has no schedule ({r.why})"
         keep = set(own)
         order += [(k, at, Piece(nodes[p.node], p.device, p.samples, None)) for at, p in r.pieces
@@ -114,10 +127,8 @@ def in_turn(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: floa
         # an answer so far: the modules done, HEFT's pieces after them (not under memory shares:
         # HEFT's pieces do not keep to them)
         if k + 1 < q and (k + 1) % every == 0 and shares is None:
-            after = [(module_of[p.node], p.start or 0.0, replace(p, start=None)) for p in whole.pieces
-                     if module_of[p.node] > k]
             yield Candidate(f"MILP-SPLIT (modules 1-{k + 1} of {q} in turn, HEFT after)",
-                            schedule=plan.to_original(spec, order + after))
+                            schedule=plan.to_original(spec, order + heft_after(k)))
     return plan.to_original(spec, order), f"{q} modules in turn: {'; '.join(sorted(whys))}"
 
 

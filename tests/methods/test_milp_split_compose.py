@@ -102,3 +102,25 @@ def test_modules_in_turn_offer_an_answer_after_each_module_and_every_one_is_a_va
         ev = evaluate_schedule(spec, c.schedule)
         assert ev.feasible, (c.label, ev.violations)
         assert sorted(p.node for p in c.schedule.pieces if 0 in p.samples) == list(range(spec.dense.n))
+
+
+def test_past_the_deadline_the_modules_left_take_hefts_pieces() -> None:
+    """Modules in turn stop at their deadline: the first module is solved, the rest take the
+    whole graph's HEFT pieces (a module's own starts on DenseNet-121's 941 nodes ran 4 s past
+    it), and the composed schedule is valid and complete."""
+    from partdsl.methods.milp_split_modules import ModulePlan
+    from partdsl.methods.milp_split_turns import in_turn
+    from partdsl.runtime.deadline import Deadline
+
+    spec = randwire_spec(RandWire(model="er", size=5, modules=4, p=0.4, seed=3), "throughput", 8, 4)
+    plan = ModulePlan(spec, 1, 4)
+    steps = in_turn(spec, plan, Deadline.after(0.0), 0.5, None, None, None, lookahead=0)
+    try:
+        while True:
+            next(steps)
+    except StopIteration as done:
+        sched, why = done.value
+    assert len(plan.modules) == 4 and why.startswith("modules 1-1 of 4 in turn, HEFT after (time limit)"), why
+    ev = evaluate_schedule(spec, sched)
+    assert ev.feasible, ev.violations
+    assert sorted(p.node for p in sched.pieces if 0 in p.samples) == list(range(spec.dense.n))
