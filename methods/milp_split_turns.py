@@ -86,9 +86,10 @@ def in_turn(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: floa
     graph's HEFT schedule on its nodes, re-timed to its release times (HEFT ranks a node by
     the work after it in every module; a module's own HEFT sees only its module). Yields
     answers so far (the modules done, the whole graph's HEFT after them) along the way, and
-    returns the composed schedule; past the deadline, the modules left take the whole graph's
+    returns the composed schedule. Past the deadline the modules left take the whole graph's
     HEFT pieces (a module's own starts on DenseNet-121's 941 nodes at B = 128 took 4 s past
-    it). `whole_heft`: the whole graph's HEFT schedule if the caller has it (on `plan.s`)."""
+    it), except under memory shares, which those pieces do not keep to. `whole_heft`: the
+    whole graph's HEFT schedule if the caller has it (on `plan.s`)."""
     s = plan.s
     q = len(plan.modules)
     order: list[tuple[int, float, Piece]] = []
@@ -102,7 +103,7 @@ def in_turn(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: floa
                 if module_of[p.node] > k]
 
     for k, own in enumerate(plan.modules):
-        if k and deadline.passed():
+        if k and deadline.passed() and shares is None:  # (HEFT's pieces do not keep to memory shares)
             return plan.to_original(spec, order + heft_after(k - 1)), \
                 f"modules 1-{k} of {q} in turn, HEFT after (time limit): {'; '.join(sorted(whys))}"
         nodes = sorted(v for m in plan.modules[k:k + 1 + lookahead] for v in m)
@@ -117,7 +118,7 @@ def in_turn(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: floa
             progress(f"MILP-SPLIT: module {k + 1}/{q} ({len(own)} nodes, {len(nodes)} in the MILP) {r.why}, "
                      f"ends at {r.makespan:.6g} ms")
         if not math.isfinite(r.makespan):
-            if k and deadline.passed():  # its own starts ran past the deadline
+            if k and deadline.passed() and shares is None:  # its own starts ran past the deadline
                 return plan.to_original(spec, order + heft_after(k - 1)), \
                     f"modules 1-{k} of {q} in turn, HEFT after (time limit): {'; '.join(sorted(whys))}"
             return None, f"module {k + 1} has no schedule ({r.why})"
