@@ -324,9 +324,10 @@ def diviml(quick: bool, cap: float) -> list[Table]:
                   "device (the work bound), so the paper's splitting rows (0.378-0.493) need per-node speeds it does "
                   "not publish; where MILP-SPLIT's bound equals its value, its row is this network's optimum.",
                   "MILP-SPLIT is run with its defaults: it finds the channels itself (one if that splits the "
-                  "network, else the fewest, 2 to 4, that cut it into modules of at most half its nodes); with several channels the modules go in "
-                  "turn with release times (sec. IV-B2), and its bound is the Remark's recursion.",
-                  "With several channels MILP-SPLIT puts the modules in turn: at B = 128 that beats every heuristic; "
+                  "network, else the fewest, 2 to 4, that cut it into modules of at most half its nodes), and its "
+                  "bound is the Remark's recursion.",
+                  "With several channels MILP-SPLIT puts the modules in turn with release times (sec. IV-B2): at "
+                  "B = 128 that beats every heuristic; "
                   "at B = 1 it returns HEFT's schedule, since a module uses a device only after the modules before it "
                   "are done there (wdep 2-channel: 125.9 ms one proven module at a time, HEFT 120.7; docs/diviml.md).",
                   "Greedy is `eft`; MET, Greedy and HEFT under a batch are the paper's bMET, bGreedy and bHEFT.",

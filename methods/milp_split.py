@@ -89,9 +89,10 @@ def run(spec: Spec, seed: int = 0, deadline: Deadline = NEVER, progress: Callabl
         heft = list_schedulers.schedule(spec, "heft")
         yield Candidate("HEFT (before the split)", schedule=heft)
         sizes = ", ".join(str(len(m)) for m in plan.modules)
-        yield Progress(f"MILP-SPLIT: {len(plan.modules)} modules ({sizes} nodes) through {plan.channels} channel"
-                       + ("s" if plan.channels > 1 else "") + (" (the fewest that split)" if channels is None and len(plan.modules) > 1 else "")
-                       + ", "
+        through = f"{plan.channels} channel" + ("s" if plan.channels > 1 else "")
+        if channels is None and len(plan.modules) > 1:
+            through += " (the fewest that split)"
+        yield Progress(f"MILP-SPLIT: {len(plan.modules)} modules ({sizes} nodes) through {through}, "
                        + ("single-channel DP" if compose == "dp" else "modules in turn with release times"
                           + (" (a split batch: the bridges' ends split into chunks too)" if single else ""))
                        + ("" if shares is None else "; the modules could pass a device's memory together, so each "

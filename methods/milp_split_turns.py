@@ -102,10 +102,15 @@ def in_turn(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: floa
         return [(module_of[p.node], p.start or 0.0, replace(p, start=None)) for p in whole.pieces
                 if module_of[p.node] > k]
 
+    def stopped(k: int) -> tuple[Schedule, str] | None:  # past the deadline: modules 1..k, HEFT's pieces after
+        if not k or not deadline.passed() or shares is not None:  # (HEFT's pieces do not keep to memory shares)
+            return None
+        return plan.to_original(spec, order + heft_after(k - 1)), \
+            f"modules 1-{k} of {q} in turn, HEFT after (time limit): {'; '.join(sorted(whys))}"
+
     for k, own in enumerate(plan.modules):
-        if k and deadline.passed() and shares is None:  # (HEFT's pieces do not keep to memory shares)
-            return plan.to_original(spec, order + heft_after(k - 1)), \
-                f"modules 1-{k} of {q} in turn, HEFT after (time limit): {'; '.join(sorted(whys))}"
+        if (late := stopped(k)) is not None:
+            return late
         nodes = sorted(v for m in plan.modules[k:k + 1 + lookahead] for v in m)
         release = _releases(s, _timed(plan, order), nodes)
         sub = with_memory(restrict(s, nodes), window(shares, k, lookahead))
@@ -117,11 +122,8 @@ def in_turn(spec: Spec, plan: ModulePlan, deadline: Deadline, module_limit: floa
         if progress:
             progress(f"MILP-SPLIT: module {k + 1}/{q} ({len(own)} nodes, {len(nodes)} in the MILP) {r.why}, "
                      f"ends at {r.makespan:.6g} ms")
-        if not math.isfinite(r.makespan):
-            if k and deadline.passed() and shares is None:  # its own starts ran past the deadline
-                return plan.to_original(spec, order + heft_after(k - 1)), \
-                    f"modules 1-{k} of {q} in turn, HEFT after (time limit): {'; '.join(sorted(whys))}"
-            return None, f"module {k + 1} has no schedule ({r.why})"
+        if not math.isfinite(r.makespan):  # (its own starts may have run past the deadline)
+            return stopped(k) or (None, f"module {k + 1} has no schedule ({r.why})")
         keep = set(own)
         order += [(k, at, Piece(nodes[p.node], p.device, p.samples, None)) for at, p in r.pieces
                   if nodes[p.node] in keep]
